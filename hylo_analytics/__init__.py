@@ -1,0 +1,33 @@
+"""hylo_analytics: evaluation results of agents and robot policies, as dataframes."""
+
+from hylo_analytics.contracts import (
+    Benchmark,
+    InitStateRef,
+    Predicate,
+    Score,
+    SeedInit,
+    SnapshotInit,
+    TaskInstance,
+    TaskSpec,
+)
+from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.store import Store, Tombstone, open_store
+
+__all__ = [
+    "Benchmark",
+    "IngestError",
+    "IngestReport",
+    "InitStateRef",
+    "Predicate",
+    "Problem",
+    "Score",
+    "SeedInit",
+    "SnapshotInit",
+    "Store",
+    "TaskInstance",
+    "TaskSpec",
+    "Tombstone",
+    "open_store",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,192 @@
+"""Arrow schemas of the store's tables, declared once.
+
+Every writer builds its tables through :func:`conform`, so a column's name and type are
+decided here and nowhere else. ``batch_seq`` ties each row to the commit that wrote it; the
+store uses it to decide which rows a later commit superseded (see ``store.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+__all__ = ["SCHEMAS", "TABLES", "conform", "empty"]
+
+_str = pa.string()
+_i64 = pa.int64()
+_f64 = pa.float64()
+_bool = pa.bool_()
+_ts = pa.timestamp("us", tz="UTC")
+
+RUNS = pa.schema(
+    [
+        ("run_id", _str),
+        ("source_format", _str),  # hylo.evallog/v0.1, inspect.eval, vla-eval, ...
+        ("source_path", _str),
+        ("source_sha256", _str),
+        ("benchmark_id", _str),
+        ("benchmark_version", _str),
+        ("benchmark_digest", _str),
+        ("split", _str),
+        ("requires_privileged", _bool),
+        ("agent_name", _str),
+        ("agent_version", _str),
+        ("agent_components", _str),  # JSON
+        ("results", _str),  # JSON: the run's own summary, as written
+        ("status", _str),
+        ("created", _str),
+        ("n_samples", _i64),
+        ("extra", _str),  # JSON: top-level fields we do not model
+        ("ingested_at", _ts),
+        ("batch_seq", _i64),
+    ]
+)
+
+SAMPLES = pa.schema(
+    [
+        ("run_id", _str),
+        ("key", _str),  # "<task_id>#<seed>": the pairing key across runs
+        ("task_id", _str),
+        ("seed", _i64),
+        ("epoch", _i64),
+        ("episode_id", _str),
+        ("status", _str),
+        ("trace_path", _str),  # resolved path of the trace, null when none or refused
+        ("trace_status", _str),  # ok | none | missing | refused | partial | bad
+        ("extra", _str),  # JSON: sample fields we do not model
+        ("batch_seq", _i64),
+    ]
+)
+
+EVENTS = pa.schema(
+    [
+        ("run_id", _str),
+        ("key", _str),
+        ("episode_id", _str),
+        ("idx", _i64),  # 1-based line number in the trace file
+        ("type", _str),
+        ("t", _i64),
+        ("reward", _f64),
+        ("terminated", _bool),
+        ("truncated", _bool),
+        ("success", _bool),  # step: info.success
+        ("latency_ms", _f64),
+        ("reason", _str),  # intervention / end
+        ("status", _str),  # end
+        ("grader", _str),  # grade
+        ("name", _str),  # grade
+        ("value", _f64),  # grade (null = abstain)
+        ("explanation", _str),  # grade
+        ("raw", _str),  # the event line as written: unknown types and fields are never lost
+        ("batch_seq", _i64),
+    ]
+)
+
+SCORES = pa.schema(
+    [
+        ("run_id", _str),
+        ("key", _str),
+        ("task_id", _str),
+        ("seed", _i64),
+        ("epoch", _i64),
+        ("episode_id", _str),
+        ("metric", _str),
+        ("value", _f64),  # null = abstain
+        ("valid", _bool),
+        ("skip_reason", _str),
+        ("explanation", _str),
+        ("source", _str),  # evallog | scorer:<name> | grade:<grader> | derive:<name> | ...
+        ("source_kind", _str),  # score | derived | observation | imported (precedence order)
+        ("scorer_version", _str),
+        ("metadata", _str),  # JSON
+        ("batch_seq", _i64),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        ("path", _str),
+        ("line", _i64),
+        ("field", _str),
+        ("error", _str),
+        ("sha256", _str),
+        ("ingested_at", _ts),
+        ("batch_seq", _i64),
+    ]
+)
+
+INGESTED_FILES = pa.schema(
+    [
+        ("path", _str),
+        ("sha256", _str),
+        ("size", _i64),
+        ("mtime_ns", _i64),
+        ("format", _str),
+        ("role", _str),  # log | trace
+        ("run_id", _str),
+        ("outcome", _str),  # ingested | quarantined | partial
+        ("ingested_at", _ts),
+        ("batch_seq", _i64),
+    ]
+)
+
+POLICY_RESULTS = pa.schema(
+    [
+        ("run_id", _str),
+        ("key", _str),  # null for a run-level policy
+        ("policy", _str),
+        ("metric", _str),
+        ("observed", _str),  # JSON
+        ("requirement", _str),
+        ("passed", _bool),
+        ("explanation", _str),
+        ("batch_seq", _i64),
+    ]
+)
+
+# A commit may supersede earlier rows of a table for one run (and, for scores, one source).
+TOMBSTONES = pa.schema(
+    [
+        ("table_name", _str),
+        ("run_id", _str),
+        ("source", _str),  # null: every row of the run in that table
+        ("batch_seq", _i64),
+    ]
+)
+
+SCHEMAS: Mapping[str, pa.Schema] = {
+    "runs": RUNS,
+    "samples": SAMPLES,
+    "events": EVENTS,
+    "scores": SCORES,
+    "quarantine": QUARANTINE,
+    "ingested_files": INGESTED_FILES,
+    "policy_results": POLICY_RESULTS,
+    "tombstones": TOMBSTONES,
+}
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+
+def conform(table: pa.Table, name: str) -> pa.Table:
+    """Return ``table`` with exactly the columns of schema ``name``, in order, cast to type.
+
+    Missing columns are filled with nulls; extra columns are an error, since a silently
+    dropped column is a lost field.
+    """
+    schema = SCHEMAS[name]
+    extra = set(table.column_names) - set(schema.names)
+    if extra:
+        raise ValueError(f"table {name!r} has columns not in its schema: {sorted(extra)}")
+    cols = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def empty(name: str) -> pa.Table:
+    """An empty table of schema ``name``."""
+    return SCHEMAS[name].empty_table()

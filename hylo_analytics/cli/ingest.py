@@ -1,0 +1,38 @@
+"""``hylo-analytics ingest``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hylo_analytics.cli._common import add_store_arg, store_from
+
+HELP = """Read EvalLogs (and the traces they name) from files and folders into the store.
+Folders are searched recursively. Unchanged files are skipped; a changed EvalLog replaces
+its run. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
+every good file is still stored; --strict stops at the first bad item instead."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="read EvalLogs and traces into the store",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files or folders")
+    add_store_arg(p)
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="raise on the first bad input item; store nothing from its chunk",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = store_from(args)
+    report = store.ingest(args.paths, strict=args.strict, progress=not args.quiet)
+    print(report.summary() if args.quiet else report)
+    return 1 if report.quarantined and args.strict else 0

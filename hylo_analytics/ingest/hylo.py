@@ -1,0 +1,468 @@
+"""hylo EvalLogs (``hylo.evallog/v0.1``) and their episode traces (``hylo.trace/v0.1``).
+
+Both are parsed by DuckDB's JSON functions over Arrow arrays of whole files (logs) or lines
+(traces): one query per batch, no Python loop over samples or events. Python only reads bytes,
+resolves trace paths and turns the few rejected items into :class:`Problem` records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
+from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest._sqlcheck import Check, compile_checks
+
+__all__ = ["FORMAT", "TRACE_FORMAT", "ParsedLogs", "parse_evallogs", "parse_traces", "sniff"]
+
+FORMAT = "hylo.evallog/v0.1"
+TRACE_FORMAT = "hylo.trace/v0.1"
+SUPPORTED_VERSIONS = (FORMAT,)
+
+_TOP_KEYS = ("version", "run_id", "benchmark", "agent", "results", "samples")
+_SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
+
+_TOP_CHECKS = compile_checks(
+    [
+        Check("version", "d.version", ("VARCHAR",)),
+        Check("run_id", "d.run_id", ("VARCHAR",)),
+        Check("benchmark", "d.benchmark", ("OBJECT",)),
+        Check("benchmark.id", "json_extract(d.benchmark, '$.id')", ("VARCHAR",)),
+        Check("benchmark.version", "json_extract(d.benchmark, '$.version')", ("VARCHAR",), False),
+        Check("benchmark.digest", "json_extract(d.benchmark, '$.digest')", ("VARCHAR",), False),
+        Check("benchmark.split", "json_extract(d.benchmark, '$.split')", ("VARCHAR",), False),
+        Check(
+            "benchmark.requires_privileged",
+            "json_extract(d.benchmark, '$.requires_privileged')",
+            ("BOOLEAN",),
+            False,
+        ),
+        Check("agent", "d.agent", ("OBJECT",)),
+        Check("agent.name", "json_extract(d.agent, '$.name')", ("VARCHAR",)),
+        Check("agent.version", "json_extract(d.agent, '$.version')", ("VARCHAR",), False),
+        Check("results", "d.results", ("OBJECT",), False),
+        Check("samples", "d.samples", ("ARRAY",)),
+    ]
+)
+
+_SAMPLE_CHECKS = compile_checks(
+    [
+        Check("key", "t.key", ("VARCHAR",)),
+        Check("task_id", "t.task_id", ("VARCHAR",)),
+        Check("seed", "t.seed", ("BIGINT", "UBIGINT")),
+        Check("epoch", "t.epoch", ("BIGINT", "UBIGINT"), False),
+        Check("episode_id", "t.episode_id", ("VARCHAR",), False),
+        Check("status", "t.status", ("VARCHAR",)),
+        Check("scores", "t.scores", ("OBJECT",), False),
+        Check("trace", "t.trace", ("VARCHAR",), False),
+    ],
+    field_prefix="'samples[' || CAST(sample_idx AS VARCHAR) || '].'",
+)
+
+
+def sniff(head: bytes) -> bool:
+    """Whether a file's first bytes look like a hylo EvalLog (any version)."""
+    return b'"hylo.evallog/' in head[:4096]
+
+
+@dataclass
+class ParsedLogs:
+    """The rows read from a batch of EvalLogs, and what was rejected."""
+
+    runs: pa.Table
+    samples: pa.Table  # includes ``file_idx`` and ``trace`` (relative) for the trace step
+    scores: pa.Table
+    problems: list[Problem] = field(default_factory=list)
+    bad_files: set[int] = field(default_factory=set)
+
+
+def _strings(chunks: Sequence[bytes]) -> pa.LargeStringArray:
+    sizes = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
+    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return pa.LargeStringArray.from_buffers(
+        len(chunks), pa.py_buffer(offsets), pa.py_buffer(b"".join(chunks))
+    )
+
+
+def _json_syntax_problem(sf: SourceFile) -> Problem:
+    try:
+        json.loads(sf.data)
+    except json.JSONDecodeError as exc:
+        return Problem(
+            str(sf.path), exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+        )
+    return Problem(str(sf.path), None, None, "malformed JSON")
+
+
+def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
+    """Parse and validate EvalLogs; a file with any problem is rejected whole."""
+    problems: list[Problem] = []
+    bad: set[int] = set()
+    good_idx: list[int] = []
+    for i, sf in enumerate(files):
+        pos = bad_utf8(sf.data)
+        if pos is not None:
+            problems.append(Problem(str(sf.path), pos[0], None, f"not UTF-8 (column {pos[1]})"))
+            bad.add(i)
+        else:
+            good_idx.append(i)
+    logs = pa.table(
+        {
+            "file_idx": pa.array(good_idx, pa.int32()),
+            "raw": _strings([files[i].data for i in good_idx]),
+        }
+    )
+    con.register("_logs", logs)
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _top AS
+        WITH parsed AS (
+            SELECT file_idx, json_valid(raw) AS ok,
+                   CASE WHEN json_valid(raw) THEN json_type(raw) END AS doc_type,
+                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
+                        THEN json_transform(raw, '"MAP(VARCHAR, JSON)"') END AS m
+            FROM _logs
+        ), d AS (
+            SELECT file_idx, ok, doc_type,
+                   {", ".join(f"map_extract_value(m, '{k}') AS {k}" for k in _TOP_KEYS)},
+                   CASE WHEN m IS NOT NULL THEN to_json(map_from_entries(list_filter(
+                       map_entries(m), lambda e: e.key NOT IN ({", ".join(f"'{k}'" for k in _TOP_KEYS)})
+                   ))) END AS extra
+            FROM parsed
+        )
+        SELECT d.*,
+               CASE WHEN ok AND doc_type = 'OBJECT' THEN {_TOP_CHECKS} END AS problems
+        FROM d
+        """
+    )
+    con.unregister("_logs")
+    for file_idx, ok, doc_type, version, probs in con.execute(
+        f"""SELECT file_idx, ok, doc_type, version->>'$', problems FROM _top
+            WHERE NOT ok OR doc_type <> 'OBJECT' OR len(problems) > 0
+               OR version->>'$' NOT IN ({", ".join(f"'{v}'" for v in SUPPORTED_VERSIONS)})"""
+    ).fetchall():
+        path = str(files[file_idx].path)
+        bad.add(file_idx)
+        if not ok:
+            problems.append(_json_syntax_problem(files[file_idx]))
+        elif doc_type != "OBJECT":
+            problems.append(
+                Problem(path, 1, None, f"expected a JSON object, got {doc_type.lower()}")
+            )
+        elif probs:
+            problems.extend(Problem(path, None, p["field"], p["error"]) for p in probs)
+        else:
+            problems.append(
+                Problem(path, None, "version", f"unknown version {version!r}; expected {FORMAT}")
+            )
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _samp AS
+        WITH l AS (
+            SELECT file_idx, run_id->>'$' AS run_id, from_json(samples, '["JSON"]') AS l
+            FROM _top
+            WHERE ok AND doc_type = 'OBJECT' AND len(problems) = 0
+              AND file_idx NOT IN (SELECT unnest(?::INTEGER[]))
+        ), s AS (
+            SELECT file_idx, run_id, unnest(l) AS s, generate_subscripts(l, 1) - 1 AS sample_idx
+            FROM l
+        ), tr AS (
+            SELECT file_idx, run_id, sample_idx, json_type(s) AS s_type,
+                   CASE WHEN json_type(s) = 'OBJECT' THEN json_transform(s, '{{{", ".join(f'"{k}":"JSON"' for k in _SAMPLE_KEYS)}}}') END AS t,
+                   CASE WHEN json_type(s) = 'OBJECT' THEN json_merge_patch(s, '{{{", ".join(f'"{k}":null' for k in _SAMPLE_KEYS)}}}') END AS extra
+            FROM s
+        )
+        SELECT file_idx, run_id, sample_idx, s_type, unnest(t), extra,
+               coalesce(TRY_CAST(t.epoch AS BIGINT), row_number() OVER (
+                   PARTITION BY file_idx, t.key->>'$' ORDER BY sample_idx)) AS epoch_n,
+               CASE WHEN s_type = 'OBJECT' THEN {_SAMPLE_CHECKS} END AS problems
+        FROM tr
+        """,
+        [sorted(bad)],
+    )
+    for file_idx, sample_idx, s_type, probs, key, task_id, seed in con.execute(
+        """SELECT file_idx, sample_idx, s_type, problems, key->>'$', task_id->>'$', seed->>'$'
+           FROM _samp
+           WHERE s_type <> 'OBJECT' OR len(problems) > 0
+              OR key->>'$' <> (task_id->>'$') || '#' || (seed->>'$')
+           ORDER BY file_idx, sample_idx LIMIT 1000"""
+    ).fetchall():
+        path = str(files[file_idx].path)
+        bad.add(file_idx)
+        where = f"samples[{sample_idx}]"
+        if s_type != "OBJECT":
+            problems.append(Problem(path, None, where, f"expected an object, got {s_type.lower()}"))
+        elif probs:
+            problems.extend(Problem(path, None, p["field"], p["error"]) for p in probs)
+        else:
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    f"{where}.key",
+                    f"key {key!r} is not '<task_id>#<seed>' = {task_id + '#' + seed!r}",
+                )
+            )
+    bad_list = [sorted(bad)]
+    runs = con.sql(
+        """
+        SELECT file_idx, run_id->>'$' AS run_id,
+               version->>'$' AS source_format,
+               benchmark->>'$.id' AS benchmark_id,
+               benchmark->>'$.version' AS benchmark_version,
+               benchmark->>'$.digest' AS benchmark_digest,
+               benchmark->>'$.split' AS split,
+               CAST(json_extract(benchmark, '$.requires_privileged') AS BOOLEAN) AS requires_privileged,
+               agent->>'$.name' AS agent_name,
+               agent->>'$.version' AS agent_version,
+               CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
+               CAST(results AS VARCHAR) AS results,
+               CAST(json_array_length(samples) AS BIGINT) AS n_samples,
+               CASE WHEN extra <> '{}' THEN extra END AS extra
+        FROM _top
+        WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))
+        ORDER BY file_idx
+        """,
+        params=bad_list,
+    ).to_arrow_table()
+    samples = con.sql(
+        """
+        SELECT file_idx, run_id,
+               key->>'$' AS key,
+               task_id->>'$' AS task_id,
+               CAST(seed AS BIGINT) AS seed,
+               epoch_n AS epoch,
+               coalesce(episode_id->>'$', key->>'$') AS episode_id,
+               status->>'$' AS status,
+               trace->>'$' AS trace,
+               sample_idx,
+               CASE WHEN extra <> '{}' THEN extra END AS extra
+        FROM _samp
+        WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))
+        ORDER BY file_idx, sample_idx
+        """,
+        params=bad_list,
+    ).to_arrow_table()
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _samp_ok AS SELECT * FROM _samp WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))",
+        bad_list,
+    )
+    scores = con.sql(
+        """
+        WITH ent AS (
+            SELECT run_id, key->>'$' AS key, task_id->>'$' AS task_id, CAST(seed AS BIGINT) AS seed,
+                   epoch_n AS epoch, sample_idx, file_idx, coalesce(episode_id->>'$', key->>'$') AS episode_id,
+                   unnest(map_entries(json_transform(scores, '"MAP(VARCHAR, JSON)"'))) AS me
+            FROM _samp_ok WHERE json_type(scores) = 'OBJECT'
+        ), val AS (
+            SELECT *, me.key AS metric,
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
+                        ELSE me.value END AS v,
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation
+            FROM ent
+        )
+        SELECT file_idx, run_id, key, task_id, seed, epoch, episode_id, metric,
+               CASE json_type(v)
+                   WHEN 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
+                   WHEN 'BIGINT' THEN CAST(v AS DOUBLE)
+                   WHEN 'UBIGINT' THEN CAST(v AS DOUBLE)
+                   WHEN 'DOUBLE' THEN CAST(v AS DOUBLE)
+               END AS value,
+               coalesce(json_type(v) IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE'), false) AS valid,
+               CASE WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
+                    WHEN json_type(v) NOT IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')
+                    THEN 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
+               explanation,
+               'evallog' AS source,
+               'imported' AS source_kind
+        FROM val
+        ORDER BY file_idx, sample_idx, metric
+        """
+    ).to_arrow_table()
+    for t in ("_top", "_samp", "_samp_ok"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+    return ParsedLogs(runs, samples, scores, problems, bad)
+
+
+# -- traces -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraceRef:
+    """A sample's trace as the log names it, resolved against the log's folder."""
+
+    run_id: str
+    key: str
+    episode_id: str
+    log_path: Path
+    sample_idx: int
+    rel: str
+
+
+def resolve_trace(ref: TraceRef) -> tuple[Path | None, str | None]:
+    """The trace's real path, or the reason it is refused (it escapes the run's folder)."""
+    root = ref.log_path.parent.resolve()
+    rel = ref.rel
+    if os.path.isabs(rel) or rel.startswith("~"):
+        return None, f"trace path {rel!r} is absolute; it must be relative to the run folder"
+    target = Path(os.path.realpath(root / rel))
+    if not target.is_relative_to(root):
+        return None, f"trace path {rel!r} escapes the run folder {str(root)!r}"
+    return target, None
+
+
+_EVENT_STRUCT = (
+    '{"type":"JSON","t":"JSON","reward":"DOUBLE","terminated":"BOOLEAN","truncated":"BOOLEAN",'
+    '"info":{"success":"BOOLEAN"},"latency_ms":"DOUBLE","reason":"VARCHAR","status":"VARCHAR",'
+    '"grader":"VARCHAR","name":"VARCHAR","value":"DOUBLE","explanation":"VARCHAR"}'
+)
+
+
+_VALID_EVENT = (
+    "ok AND e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
+    "AND coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'UBIGINT', 'NULL')"
+)
+
+
+@dataclass
+class ParsedTraces:
+    events: pa.Table
+    problems: list[Problem]
+    trace_status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
+    files: list[SourceFile]  # the trace files read (for ingested_files)
+
+
+def parse_traces(
+    con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], *, threads: int = 4
+) -> ParsedTraces:
+    """Read every referenced trace file and parse all their lines in one query."""
+    problems: list[Problem] = []
+    status: dict[int, str] = {}
+    resolved: list[tuple[int, Path]] = []
+    for i, ref in enumerate(refs):
+        target, why = resolve_trace(ref)
+        if target is None:
+            status[i] = "refused"
+            problems.append(
+                Problem(str(ref.log_path), None, f"samples[{ref.sample_idx}].trace", why or "")
+            )
+        else:
+            resolved.append((i, target))
+    files: list[SourceFile] = []
+    chunks: list[bytes] = []
+    owners: list[int] = []
+    for (i, target), sf in zip(
+        resolved, read_files([t for _, t in resolved], threads=threads), strict=True
+    ):
+        ref = refs[i]
+        if sf.error is not None:
+            status[i] = "missing"
+            problems.append(
+                Problem(
+                    str(ref.log_path),
+                    None,
+                    f"samples[{ref.sample_idx}].trace",
+                    f"trace file {str(target)!r}: {sf.error}",
+                )
+            )
+            continue
+        pos = bad_utf8(sf.data)
+        if pos is not None:
+            status[i] = "bad"
+            problems.append(Problem(str(target), pos[0], None, f"not UTF-8 (column {pos[1]})"))
+            files.append(sf)
+            continue
+        files.append(sf)
+        chunks.append(sf.data)
+        owners.append(i)
+    lines, file_index, line_number = split_lines(chunks)
+    owners_arr = np.asarray(owners, dtype=np.int32)
+    table = pa.table(
+        {
+            "ref": pa.array(owners_arr[file_index] if len(owners) else np.zeros(0, np.int32)),
+            "idx": pa.array(line_number),
+            "raw": lines,
+        }
+    )
+    meta = pa.table(
+        {
+            "ref": pa.array(np.arange(len(refs), dtype=np.int32)),
+            "run_id": [r.run_id for r in refs],
+            "key": [r.key for r in refs],
+            "episode_id": [r.episode_id for r in refs],
+        }
+    )
+    con.register("_lines", table)
+    con.register("_refs", meta)
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _ev AS
+        WITH l AS (
+            SELECT ref, idx, rtrim(raw, chr(10) || chr(13)) AS raw FROM _lines
+        )
+        , p AS (
+            SELECT ref, idx, raw, json_valid(raw) AS ok,
+                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
+                        THEN json_transform(raw, '{_EVENT_STRUCT}') END AS e
+            FROM l WHERE length(trim(raw)) > 0
+        )
+        SELECT *, coalesce({_VALID_EVENT}, false) AS valid FROM p
+        """
+    )
+    con.unregister("_lines")
+    last_line = con.execute("SELECT ref, max(idx) FROM _ev GROUP BY ref").fetchall()
+    last = dict(last_line)
+    for ref_i, idx, ok, etype, ttype in con.execute(
+        """SELECT ref, idx, ok, json_type(e.type), json_type(e.t) FROM _ev
+           WHERE NOT valid ORDER BY ref, idx"""
+    ).fetchall():
+        path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
+        if not ok:
+            truncated = idx == last[ref_i]
+            problems.append(
+                Problem(
+                    path,
+                    idx,
+                    None,
+                    "truncated last line (kept the lines before it)"
+                    if truncated
+                    else "malformed JSON line",
+                )
+            )
+            status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
+        elif etype != "VARCHAR" or ttype not in ("BIGINT", "UBIGINT", "NULL", None):
+            fld = "type" if etype != "VARCHAR" else "t"
+            want = "a string" if fld == "type" else "an integer"
+            problems.append(Problem(path, idx, fld, f"expected {want}"))
+            status[ref_i] = "bad"
+        else:
+            problems.append(Problem(path, idx, None, "expected a JSON object"))
+            status[ref_i] = "bad"
+    events = con.sql(
+        """
+        SELECT r.run_id, r.key, r.episode_id, v.idx,
+               v.e.type->>'$' AS type, CAST(v.e.t AS BIGINT) AS t,
+               v.e.reward AS reward, v.e.terminated AS terminated, v.e.truncated AS truncated,
+               v.e.info.success AS success, v.e.latency_ms AS latency_ms,
+               v.e.reason AS reason, v.e.status AS status, v.e.grader AS grader,
+               v.e.name AS name, v.e.value AS value, v.e.explanation AS explanation,
+               v.raw AS raw
+        FROM _ev AS v JOIN _refs AS r USING (ref)
+        WHERE v.valid
+        ORDER BY v.ref, v.idx
+        """
+    ).to_arrow_table()
+    con.unregister("_refs")
+    con.execute("DROP TABLE IF EXISTS _ev")
+    for i in owners:
+        status.setdefault(i, "ok")
+    return ParsedTraces(events, problems, status, files)

@@ -1,0 +1,227 @@
+"""The Parquet store and its DuckDB connection.
+
+Layout::
+
+    <store>/batches/<seq>/<table>.parquet   one folder per commit, written whole
+    <store>/_staging/                       commits being written (ignored by readers)
+    <store>/views.sql                       the views, for the plain ``duckdb`` shell
+    <store>/.lock                           one writer at a time
+
+A commit is written to ``_staging`` and moved into ``batches`` with one ``rename``, so a reader
+(or a process killed mid-write) never sees half of it. Rows are never rewritten in place: a
+later commit *supersedes* a run's rows by writing tombstones, and the ``stg_*`` views keep only
+the rows no later tombstone covers. This is what makes re-ingesting a changed EvalLog, or
+re-scoring a run, atomic.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hylo_analytics import _schema
+from hylo_analytics._sql import load_views
+
+if TYPE_CHECKING:
+    from hylo_analytics.ingest import IngestReport
+
+__all__ = ["Store", "Tombstone", "open_store"]
+
+_BATCHES = "batches"
+_STAGING = "_staging"
+_EMPTY_SEQ = 0
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """Rows of ``table`` for ``run_id`` (and ``source``, when given) in earlier commits are dead."""
+
+    table: str
+    run_id: str
+    source: str | None = None
+
+
+class Store:
+    """A folder of Parquet files with a DuckDB connection whose views read them."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
+        self._ensure_empty_batch()
+        self.con = duckdb.connect(":memory:")
+        self.con.execute("SET threads TO 2")
+        self._create_views()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sql(
+        self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> pl.DataFrame:
+        """Run ``query`` against the store's views and return a polars frame."""
+        return self.con.sql(query, params=params).pl()
+
+    def table(self, name: str) -> pl.LazyFrame:
+        """The current rows of a table (``runs``, ``samples``, ...) or any view, lazily."""
+        view = f"stg_{name}" if name in _schema.SCHEMAS else name
+        return self.con.sql(f"SELECT * FROM {_ident(view)}").pl().lazy()
+
+    def runs(self) -> pl.DataFrame:
+        """One row per run with its sample counts, newest first."""
+        return self.sql("SELECT * FROM mart_runs ORDER BY ingested_at DESC, run_id")
+
+    # -- writing -------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        strict: bool = False,
+        progress: bool = True,
+    ) -> IngestReport:
+        """Read EvalLogs (and their traces) from files and folders into the store."""
+        from hylo_analytics.ingest import ingest_paths
+
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the store's writer lock (blocks while another process writes)."""
+        with open(self.root / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def commit(self, tables: Mapping[str, pa.Table], tombstones: Sequence[Tombstone] = ()) -> int:
+        """Write one batch atomically and return its sequence number.
+
+        Call with :meth:`lock` held. Every table is conformed to its declared schema and
+        stamped with the batch's ``batch_seq``.
+        """
+        seq = self._next_seq()
+        staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
+        try:
+            if tombstones:
+                tables = {**tables, "tombstones": _tombstone_table(tombstones)}
+            for name, table in tables.items():
+                if table.num_rows == 0:
+                    continue
+                if "batch_seq" in table.column_names:
+                    table = table.drop_columns("batch_seq")
+                stamped = table.append_column(
+                    "batch_seq", pa.repeat(pa.scalar(seq, pa.int64()), table.num_rows)
+                )
+                _write_parquet(_schema.conform(stamped, name), staging / f"{name}.parquet")
+            _fsync_dir(staging)
+            os.rename(staging, self.root / _BATCHES / f"{seq:020d}")
+            _fsync_dir(self.root / _BATCHES)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return seq
+
+    def clean_staging(self) -> None:
+        """Remove commits left half-written by a killed process (call with the lock held)."""
+        shutil.rmtree(self.root / _STAGING, ignore_errors=True)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        seqs = [int(p.name) for p in (self.root / _BATCHES).iterdir() if p.name.isdigit()]
+        return max(seqs, default=_EMPTY_SEQ) + 1
+
+    def _ensure_empty_batch(self) -> None:
+        # An empty file per table keeps every glob non-empty, so views bind on a new store.
+        empty_dir = self.root / _BATCHES / f"{_EMPTY_SEQ:020d}"
+        missing = [n for n in _schema.TABLES if not (empty_dir / f"{n}.parquet").exists()]
+        if not missing:
+            return
+        tmp = self.root / _STAGING / f"empty-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        for name in _schema.TABLES:
+            _write_parquet(_schema.empty(name), tmp / f"{name}.parquet")
+        empty_dir.mkdir(exist_ok=True)
+        for name in missing:
+            os.replace(tmp / f"{name}.parquet", empty_dir / f"{name}.parquet")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def _raw_view_sql(self) -> list[tuple[str, str]]:
+        out = []
+        for name in _schema.TABLES:
+            glob = (self.root / _BATCHES / "*" / f"{name}.parquet").as_posix()
+            out.append(
+                (
+                    f"raw_{name}",
+                    f"SELECT * FROM read_parquet('{_quote(glob)}', union_by_name = true)",
+                )
+            )
+        return out
+
+    def _create_views(self) -> None:
+        statements = [
+            f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
+        ]
+        statements += load_views(self.con, prelude=statements)
+        _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+
+def open_store(path: str | os.PathLike[str]) -> Store:
+    """Open (creating if needed) the store at ``path``."""
+    return Store(path)
+
+
+def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
+    return pa.table(
+        {
+            "table_name": [t.table for t in tombstones],
+            "run_id": [t.run_id for t in tombstones],
+            "source": [t.source for t in tombstones],
+        }
+    )
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd", compression_level=1)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"not a table or view name: {name!r}")
+    return name

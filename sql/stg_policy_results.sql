@@ -1,0 +1,19 @@
+-- Current rows of policy_results: rows that no later commit superseded for their run.
+with source as (
+    select * from raw_policy_results
+),
+
+dead as (
+    select run_id, batch_seq from raw_tombstones where table_name = 'policy_results'
+),
+
+final as (
+    select s.*
+    from source as s
+    where not exists (
+        select 1 from dead as d
+        where d.run_id = s.run_id and d.batch_seq > s.batch_seq
+    )
+)
+
+select * from final

@@ -1,0 +1,19 @@
+-- Current rows of runs: rows that no later commit superseded for their run.
+with source as (
+    select * from raw_runs
+),
+
+dead as (
+    select run_id, batch_seq from raw_tombstones where table_name = 'runs'
+),
+
+final as (
+    select s.*
+    from source as s
+    where not exists (
+        select 1 from dead as d
+        where d.run_id = s.run_id and d.batch_seq > s.batch_seq
+    )
+)
+
+select * from final
