@@ -20,7 +20,7 @@ def success_rate_by_task(frame: pl.DataFrame, *, run_label: str = "run") -> alt.
     ``frame`` has columns ``task_id, success_rate, ci_low, ci_high, n_valid`` and ``run_label``.
     """
     data = frame.select("task_id", run_label, "success_rate", "ci_low", "ci_high", "n_valid")
-    base = alt.Chart(alt.Data(values=data.to_dicts()))
+    base = alt.Chart(alt.Data(values=data.to_dicts()))  # type: ignore[no-untyped-call]
     y = alt.Y("task_id:N", title="task", sort="ascending")
     offset = alt.YOffset(f"{run_label}:N")
     color = alt.Color(f"{run_label}:N", title=run_label.replace("_", " "))
@@ -41,9 +41,10 @@ def success_rate_by_task(frame: pl.DataFrame, *, run_label: str = "run") -> alt.
     bars = base.mark_rule(strokeWidth=1.5).encode(
         x="ci_low:Q", x2="ci_high:Q", y=y, yOffset=offset, color=color
     )
-    return (bars + points).properties(
+    chart: alt.Chart = (bars + points).properties(
         width=420, height=alt.Step(10), title="Success rate per task (Wilson 95% CI)"
     )
+    return chart
 
 
 def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:

@@ -70,12 +70,14 @@ class Store:
         self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
     ) -> pl.DataFrame:
         """Run ``query`` against the store's views and return a polars frame."""
-        return self.con.sql(query, params=params).pl()
+        frame: pl.DataFrame = self.con.sql(query, params=params).pl()
+        return frame
 
     def table(self, name: str) -> pl.LazyFrame:
         """The current rows of a table (``runs``, ``samples``, ...) or any view, lazily."""
         view = f"stg_{name}" if name in _schema.SCHEMAS else name
-        return self.con.sql(f"SELECT * FROM {_ident(view)}").pl().lazy()
+        lazy: pl.LazyFrame = self.con.sql(f"SELECT * FROM {_ident(view)}").pl(lazy=True)
+        return lazy
 
     def runs(self) -> pl.DataFrame:
         """One row per run with its sample counts, newest first."""

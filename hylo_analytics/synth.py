@@ -13,6 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def write_dataset(out: str | os.PathLike[str], cfg: SynthConfig = SynthConfig())
                 arng.choice(n_samples, min(cfg.traces_per_run, n_samples), replace=False),
             )
         )
-        samples = []
+        samples: list[dict[str, Any]] = []
         for ti, task in enumerate(tasks):
             for si, seed in enumerate(seeds):
                 i = ti * n_s + si

@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+import duckdb
+
 __all__ = ["build_parser", "main"]
 
 _COMMANDS = (
@@ -41,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, duckdb.Error) as exc:
         print(f"hylo-analytics {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return code

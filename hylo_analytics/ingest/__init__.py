@@ -86,9 +86,18 @@ def _chunks(paths: list[Path], limit: int) -> list[list[Path]]:
 
 
 def ingest_paths(
-    store: Store, paths: Sequence[Path], *, strict: bool = False, progress: bool = True
+    store: Store,
+    paths: Sequence[Path],
+    *,
+    strict: bool = False,
+    progress: bool = True,
+    chunk_bytes: int = _CHUNK_BYTES,
 ) -> IngestReport:
-    """Ingest files and folders into ``store``; see :meth:`Store.ingest`."""
+    """Ingest files and folders into ``store``; see :meth:`Store.ingest`.
+
+    Each chunk of about ``chunk_bytes`` of log files is one atomic commit, so a killed process
+    loses at most the chunk in flight, and the next ingest redoes exactly that.
+    """
     t0 = time.perf_counter()
     report = IngestReport()
     with store.lock():
@@ -118,7 +127,7 @@ def ingest_paths(
         con = duckdb.connect(":memory:")
         con.execute("SET threads TO 2")
         try:
-            for chunk in _chunks(todo, _CHUNK_BYTES):
+            for chunk in _chunks(todo, chunk_bytes):
                 files = list(read_files(chunk, on_done=bar.update))
                 part = _ingest_chunk(store, con, files, known_logs, known_traces, strict=strict)
                 report = report.merge(part)

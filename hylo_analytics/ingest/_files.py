@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ class SourceFile:
     data: bytes
     sha256: str
     error: str | None = None
+    refused: bool = False  # a symlink that leads out of the folder it must stay in
 
 
 def discover(paths: Sequence[Path], *, traces_dirname: str = "episodes") -> list[Path]:
@@ -54,7 +55,12 @@ def discover(paths: Sequence[Path], *, traces_dirname: str = "episodes") -> list
     return sorted(found)
 
 
-def _read_one(path: Path) -> SourceFile:
+def _read_one(path: Path, root: Path | None = None) -> SourceFile:
+    if root is not None and os.path.islink(path):
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(root):
+            why = f"{str(path)!r} is a link to {str(real)!r}, outside {str(root)!r}"
+            return SourceFile(path, 0, 0, b"", "", error=why, refused=True)
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -65,11 +71,18 @@ def _read_one(path: Path) -> SourceFile:
 
 
 def read_files(
-    paths: Iterable[Path], *, on_done: Callable[[int], None] | None = None, threads: int = 4
+    paths: Sequence[Path],
+    *,
+    roots: Sequence[Path] | None = None,
+    on_done: Callable[[int], None] | None = None,
+    threads: int = 4,
 ) -> Iterator[SourceFile]:
-    """Read and hash ``paths`` in a thread pool, yielding results in input order."""
+    """Read and hash ``paths`` in a thread pool, yielding results in input order.
+
+    With ``roots``, a path that is a symlink leading outside its root is refused unread.
+    """
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for sf in pool.map(_read_one, paths):
+        for sf in pool.map(_read_one, paths, roots or [None] * len(paths)):
             if on_done is not None:
                 on_done(1)
             yield sf

@@ -55,14 +55,14 @@ _TOP_CHECKS = compile_checks(
 
 _SAMPLE_CHECKS = compile_checks(
     [
-        Check("key", "t.key", ("VARCHAR",)),
-        Check("task_id", "t.task_id", ("VARCHAR",)),
-        Check("seed", "t.seed", ("BIGINT", "UBIGINT")),
-        Check("epoch", "t.epoch", ("BIGINT", "UBIGINT"), False),
-        Check("episode_id", "t.episode_id", ("VARCHAR",), False),
-        Check("status", "t.status", ("VARCHAR",)),
-        Check("scores", "t.scores", ("OBJECT",), False),
-        Check("trace", "t.trace", ("VARCHAR",), False),
+        Check("key", "key", ("VARCHAR",)),
+        Check("task_id", "task_id", ("VARCHAR",)),
+        Check("seed", "seed", ("BIGINT", "UBIGINT")),
+        Check("epoch", "epoch", ("BIGINT", "UBIGINT"), False),
+        Check("episode_id", "episode_id", ("VARCHAR",), False),
+        Check("status", "status", ("VARCHAR",)),
+        Check("scores", "scores", ("OBJECT",), False),
+        Check("trace", "trace", ("VARCHAR",), False),
     ],
     field_prefix="'samples[' || CAST(sample_idx AS VARCHAR) || '].'",
 )
@@ -93,18 +93,29 @@ def _strings(chunks: Sequence[bytes]) -> pa.LargeStringArray:
     )
 
 
-def _json_syntax_problem(sf: SourceFile) -> Problem:
+def _json_problem(sf: SourceFile) -> Problem:
+    """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path)."""
     try:
-        json.loads(sf.data)
+        doc = json.loads(sf.data)
     except json.JSONDecodeError as exc:
         return Problem(
             str(sf.path), exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
         )
-    return Problem(str(sf.path), None, None, "malformed JSON")
+    return Problem(str(sf.path), 1, None, f"expected a JSON object, got {type(doc).__name__}")
+
+
+_KNOWN_SAMPLE = "{" + ", ".join(f'"{k}": null' for k in _SAMPLE_KEYS) + "}"
+_SAMPLE_LEAVES = "{" + ",".join(f'"{k}":"JSON"' for k in _SAMPLE_KEYS) + "}"
+_NUMERIC = "('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')"
 
 
 def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
-    """Parse and validate EvalLogs; a file with any problem is rejected whole."""
+    """Parse and validate EvalLogs; a file with any problem is rejected whole.
+
+    The JSON is parsed twice at most: the document into a map of top-level members, and the
+    ``samples`` member into one row per sample. Checks run on the parsed values in SQL, so a
+    valid batch costs no Python per sample; only rejected files are looked at again.
+    """
     problems: list[Problem] = []
     bad: set[int] = set()
     good_idx: list[int] = []
@@ -126,74 +137,65 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         f"""
         CREATE OR REPLACE TEMP TABLE _top AS
         WITH parsed AS (
-            SELECT file_idx, json_valid(raw) AS ok,
-                   CASE WHEN json_valid(raw) THEN json_type(raw) END AS doc_type,
-                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
-                        THEN json_transform(raw, '"MAP(VARCHAR, JSON)"') END AS m
-            FROM _logs
+            SELECT file_idx, try(json_transform(raw, '"MAP(VARCHAR, JSON)"')) AS m FROM _logs
         ), d AS (
-            SELECT file_idx, ok, doc_type,
+            SELECT file_idx, m IS NOT NULL AS ok,
                    {", ".join(f"map_extract_value(m, '{k}') AS {k}" for k in _TOP_KEYS)},
-                   CASE WHEN m IS NOT NULL THEN to_json(map_from_entries(list_filter(
+                   to_json(map_from_entries(list_filter(
                        map_entries(m), lambda e: e.key NOT IN ({", ".join(f"'{k}'" for k in _TOP_KEYS)})
-                   ))) END AS extra
+                   ))) AS extra
             FROM parsed
         )
-        SELECT d.*,
-               CASE WHEN ok AND doc_type = 'OBJECT' THEN {_TOP_CHECKS} END AS problems
-        FROM d
+        SELECT d.*, CASE WHEN ok THEN {_TOP_CHECKS} END AS problems FROM d
         """
     )
     con.unregister("_logs")
-    for file_idx, ok, doc_type, version, probs in con.execute(
-        f"""SELECT file_idx, ok, doc_type, version->>'$', problems FROM _top
-            WHERE NOT ok OR doc_type <> 'OBJECT' OR len(problems) > 0
+    for file_idx, ok, version, probs in con.execute(
+        f"""SELECT file_idx, ok, version->>'$', problems FROM _top
+            WHERE NOT ok OR len(problems) > 0
                OR version->>'$' NOT IN ({", ".join(f"'{v}'" for v in SUPPORTED_VERSIONS)})"""
     ).fetchall():
         path = str(files[file_idx].path)
         bad.add(file_idx)
         if not ok:
-            problems.append(_json_syntax_problem(files[file_idx]))
-        elif doc_type != "OBJECT":
-            problems.append(
-                Problem(path, 1, None, f"expected a JSON object, got {doc_type.lower()}")
-            )
+            problems.append(_json_problem(files[file_idx]))
         elif probs:
             problems.extend(Problem(path, None, p["field"], p["error"]) for p in probs)
         else:
             problems.append(
                 Problem(path, None, "version", f"unknown version {version!r}; expected {FORMAT}")
             )
+    con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _samp AS
         WITH l AS (
             SELECT file_idx, run_id->>'$' AS run_id, from_json(samples, '["JSON"]') AS l
-            FROM _top
-            WHERE ok AND doc_type = 'OBJECT' AND len(problems) = 0
-              AND file_idx NOT IN (SELECT unnest(?::INTEGER[]))
+            FROM _top WHERE file_idx NOT IN (SELECT file_idx FROM _bad)
         ), s AS (
             SELECT file_idx, run_id, unnest(l) AS s, generate_subscripts(l, 1) - 1 AS sample_idx
             FROM l
         ), tr AS (
-            SELECT file_idx, run_id, sample_idx, json_type(s) AS s_type,
-                   CASE WHEN json_type(s) = 'OBJECT' THEN json_transform(s, '{{{", ".join(f'"{k}":"JSON"' for k in _SAMPLE_KEYS)}}}') END AS t,
-                   CASE WHEN json_type(s) = 'OBJECT' THEN json_merge_patch(s, '{{{", ".join(f'"{k}":null' for k in _SAMPLE_KEYS)}}}') END AS extra
+            SELECT file_idx, run_id, sample_idx, s,
+                   json_transform(s, '{_SAMPLE_LEAVES}') AS t
             FROM s
+        ), u AS (
+            SELECT file_idx, run_id, sample_idx, s, unnest(t) FROM tr
         )
-        SELECT file_idx, run_id, sample_idx, s_type, unnest(t), extra,
-               coalesce(TRY_CAST(t.epoch AS BIGINT), row_number() OVER (
-                   PARTITION BY file_idx, t.key->>'$' ORDER BY sample_idx)) AS epoch_n,
-               CASE WHEN s_type = 'OBJECT' THEN {_SAMPLE_CHECKS} END AS problems
-        FROM tr
-        """,
-        [sorted(bad)],
+        SELECT file_idx, run_id, sample_idx, json_type(s) AS s_type,
+               key->>'$' AS key, task_id->>'$' AS task_id, TRY_CAST(seed AS BIGINT) AS seed,
+               TRY_CAST(epoch AS BIGINT) AS epoch, episode_id->>'$' AS episode_id,
+               status->>'$' AS status, scores, trace->>'$' AS trace,
+               CASE WHEN len(json_keys(s)) > 0 AND json_merge_patch(s, '{_KNOWN_SAMPLE}') <> '{{}}'
+                    THEN json_merge_patch(s, '{_KNOWN_SAMPLE}') END AS extra,
+               CASE WHEN json_type(s) = 'OBJECT' THEN {_SAMPLE_CHECKS} END AS problems
+        FROM u
+        """
     )
     for file_idx, sample_idx, s_type, probs, key, task_id, seed in con.execute(
-        """SELECT file_idx, sample_idx, s_type, problems, key->>'$', task_id->>'$', seed->>'$'
-           FROM _samp
+        """SELECT file_idx, sample_idx, s_type, problems, key, task_id, seed FROM _samp
            WHERE s_type <> 'OBJECT' OR len(problems) > 0
-              OR key->>'$' <> (task_id->>'$') || '#' || (seed->>'$')
+              OR key <> task_id || '#' || CAST(seed AS VARCHAR)
            ORDER BY file_idx, sample_idx LIMIT 1000"""
     ).fetchall():
         path = str(files[file_idx].path)
@@ -209,10 +211,25 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
                     path,
                     None,
                     f"{where}.key",
-                    f"key {key!r} is not '<task_id>#<seed>' = {task_id + '#' + seed!r}",
+                    f"key {key!r} is not '<task_id>#<seed>' = {f'{task_id}#{seed}'!r}",
                 )
             )
-    bad_list = [sorted(bad)]
+    con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _ok AS
+           SELECT * EXCLUDE (problems, s_type) FROM _samp
+           WHERE file_idx NOT IN (SELECT file_idx FROM _bad)"""
+    )
+    # repeated keys in one log are epochs, numbered in file order unless the log says
+    repeated = con.execute(
+        "SELECT count(*) FROM (SELECT file_idx, key FROM _ok GROUP BY ALL HAVING count(*) > 1)"
+    ).fetchone()
+    epoch = (
+        "coalesce(epoch, row_number() OVER (PARTITION BY file_idx, key ORDER BY sample_idx))"
+        if repeated and repeated[0]
+        else "coalesce(epoch, 1)"
+    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _ok AS SELECT * REPLACE ({epoch} AS epoch) FROM _ok")
     runs = con.sql(
         """
         SELECT file_idx, run_id->>'$' AS run_id,
@@ -226,69 +243,51 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
                agent->>'$.version' AS agent_version,
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
                CAST(results AS VARCHAR) AS results,
-               CAST(json_array_length(samples) AS BIGINT) AS n_samples,
+               coalesce(n.n, 0) AS n_samples,
                CASE WHEN extra <> '{}' THEN extra END AS extra
         FROM _top
-        WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))
+        LEFT JOIN (SELECT file_idx, count(*) AS n FROM _ok GROUP BY file_idx) AS n USING (file_idx)
+        WHERE file_idx NOT IN (SELECT file_idx FROM _bad)
         ORDER BY file_idx
-        """,
-        params=bad_list,
+        """
     ).to_arrow_table()
     samples = con.sql(
         """
-        SELECT file_idx, run_id,
-               key->>'$' AS key,
-               task_id->>'$' AS task_id,
-               CAST(seed AS BIGINT) AS seed,
-               epoch_n AS epoch,
-               coalesce(episode_id->>'$', key->>'$') AS episode_id,
-               status->>'$' AS status,
-               trace->>'$' AS trace,
-               sample_idx,
-               CASE WHEN extra <> '{}' THEN extra END AS extra
-        FROM _samp
-        WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))
-        ORDER BY file_idx, sample_idx
-        """,
-        params=bad_list,
-    ).to_arrow_table()
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _samp_ok AS SELECT * FROM _samp WHERE file_idx NOT IN (SELECT unnest(?::INTEGER[]))",
-        bad_list,
-    )
-    scores = con.sql(
+        SELECT file_idx, run_id, key, task_id, seed, epoch,
+               coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id,
+               status, trace, sample_idx, extra
+        FROM _ok ORDER BY file_idx, sample_idx
         """
+    ).to_arrow_table()
+    scores = con.sql(
+        f"""
         WITH ent AS (
-            SELECT run_id, key->>'$' AS key, task_id->>'$' AS task_id, CAST(seed AS BIGINT) AS seed,
-                   epoch_n AS epoch, sample_idx, file_idx, coalesce(episode_id->>'$', key->>'$') AS episode_id,
+            SELECT file_idx, run_id, key, task_id, seed, epoch,
+                   coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id,
                    unnest(map_entries(json_transform(scores, '"MAP(VARCHAR, JSON)"'))) AS me
-            FROM _samp_ok WHERE json_type(scores) = 'OBJECT'
+            FROM _ok WHERE json_type(scores) = 'OBJECT'
         ), val AS (
-            SELECT *, me.key AS metric,
+            SELECT * EXCLUDE (me), me.key AS metric,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
                         ELSE me.value END AS v,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation
             FROM ent
         )
         SELECT file_idx, run_id, key, task_id, seed, epoch, episode_id, metric,
-               CASE json_type(v)
-                   WHEN 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
-                   WHEN 'BIGINT' THEN CAST(v AS DOUBLE)
-                   WHEN 'UBIGINT' THEN CAST(v AS DOUBLE)
-                   WHEN 'DOUBLE' THEN CAST(v AS DOUBLE)
-               END AS value,
-               coalesce(json_type(v) IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE'), false) AS valid,
+               CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
+                    WHEN json_type(v) IN {_NUMERIC} THEN CAST(v AS DOUBLE) END AS value,
+               coalesce(json_type(v) IN {_NUMERIC}, false) AS valid,
                CASE WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
-                    WHEN json_type(v) NOT IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')
+                    WHEN json_type(v) NOT IN {_NUMERIC}
                     THEN 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
                explanation,
                'evallog' AS source,
                'imported' AS source_kind
         FROM val
-        ORDER BY file_idx, sample_idx, metric
         """
     ).to_arrow_table()
-    for t in ("_top", "_samp", "_samp_ok"):
+    con.unregister("_bad")
+    for t in ("_top", "_samp", "_ok"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return ParsedLogs(runs, samples, scores, problems, bad)
 
@@ -308,16 +307,33 @@ class TraceRef:
     rel: str
 
 
-def resolve_trace(ref: TraceRef) -> tuple[Path | None, str | None]:
-    """The trace's real path, or the reason it is refused (it escapes the run's folder)."""
-    root = ref.log_path.parent.resolve()
-    rel = ref.rel
-    if os.path.isabs(rel) or rel.startswith("~"):
-        return None, f"trace path {rel!r} is absolute; it must be relative to the run folder"
-    target = Path(os.path.realpath(root / rel))
-    if not target.is_relative_to(root):
-        return None, f"trace path {rel!r} escapes the run folder {str(root)!r}"
-    return target, None
+def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
+    """Each trace's ``(path, run root)``, or why it is refused (it escapes the run folder).
+
+    Paths are checked as strings, then the real path of each distinct folder is taken once;
+    a trace file that is itself a symlink is checked when it is read (see ``read_files``).
+    """
+    real_dirs: dict[Path, Path] = {}
+
+    def real(d: Path) -> Path:
+        if d not in real_dirs:
+            real_dirs[d] = Path(os.path.realpath(d))
+        return real_dirs[d]
+
+    out: list[tuple[Path, Path] | str] = []
+    for ref in refs:
+        rel = ref.rel
+        if os.path.isabs(rel) or rel.startswith("~"):
+            out.append(f"trace path {rel!r} is absolute; it must be relative to the run folder")
+            continue
+        root = real(ref.log_path.parent)
+        norm = os.path.normpath(rel)
+        folder = real(root / os.path.dirname(norm)) if os.path.dirname(norm) else root
+        if norm == ".." or norm.startswith("../") or not folder.is_relative_to(root):
+            out.append(f"trace path {rel!r} escapes the run folder {str(root)!r}")
+            continue
+        out.append((folder / os.path.basename(norm), root))
+    return out
 
 
 _EVENT_STRUCT = (
@@ -328,7 +344,7 @@ _EVENT_STRUCT = (
 
 
 _VALID_EVENT = (
-    "ok AND e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
+    "e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
     "AND coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'UBIGINT', 'NULL')"
 )
 
@@ -347,23 +363,34 @@ def parse_traces(
     """Read every referenced trace file and parse all their lines in one query."""
     problems: list[Problem] = []
     status: dict[int, str] = {}
-    resolved: list[tuple[int, Path]] = []
-    for i, ref in enumerate(refs):
-        target, why = resolve_trace(ref)
-        if target is None:
+    resolved: list[tuple[int, Path, Path]] = []
+    for i, (ref, res) in enumerate(zip(refs, resolve_traces(refs), strict=True)):
+        if isinstance(res, str):
             status[i] = "refused"
             problems.append(
-                Problem(str(ref.log_path), None, f"samples[{ref.sample_idx}].trace", why or "")
+                Problem(str(ref.log_path), None, f"samples[{ref.sample_idx}].trace", res)
             )
         else:
-            resolved.append((i, target))
+            resolved.append((i, res[0], res[1]))
     files: list[SourceFile] = []
     chunks: list[bytes] = []
     owners: list[int] = []
-    for (i, target), sf in zip(
-        resolved, read_files([t for _, t in resolved], threads=threads), strict=True
-    ):
+    read = read_files(
+        [t for _, t, _ in resolved], roots=[r for _, _, r in resolved], threads=threads
+    )
+    for (i, target, _), sf in zip(resolved, read, strict=True):
         ref = refs[i]
+        if sf.refused:
+            status[i] = "refused"
+            problems.append(
+                Problem(
+                    str(ref.log_path),
+                    None,
+                    f"samples[{ref.sample_idx}].trace",
+                    f"trace path {ref.rel!r} escapes the run folder: {sf.error}",
+                )
+            )
+            continue
         if sf.error is not None:
             status[i] = "missing"
             problems.append(
@@ -386,82 +413,65 @@ def parse_traces(
         owners.append(i)
     lines, file_index, line_number = split_lines(chunks)
     owners_arr = np.asarray(owners, dtype=np.int32)
+    ref_idx = owners_arr[file_index] if len(owners) else np.zeros(0, np.int32)
+    take = pa.array(ref_idx)
     table = pa.table(
         {
-            "ref": pa.array(owners_arr[file_index] if len(owners) else np.zeros(0, np.int32)),
+            "ref": take,
             "idx": pa.array(line_number),
+            "run_id": pa.array([r.run_id for r in refs], pa.string()).take(take),
+            "key": pa.array([r.key for r in refs], pa.string()).take(take),
+            "episode_id": pa.array([r.episode_id for r in refs], pa.string()).take(take),
             "raw": lines,
         }
     )
-    meta = pa.table(
-        {
-            "ref": pa.array(np.arange(len(refs), dtype=np.int32)),
-            "run_id": [r.run_id for r in refs],
-            "key": [r.key for r in refs],
-            "episode_id": [r.episode_id for r in refs],
-        }
-    )
     con.register("_lines", table)
-    con.register("_refs", meta)
+    # one JSON parse per line; try() turns a malformed line into NULL instead of an error
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _ev AS
-        WITH l AS (
-            SELECT ref, idx, rtrim(raw, chr(10) || chr(13)) AS raw FROM _lines
-        )
-        , p AS (
-            SELECT ref, idx, raw, json_valid(raw) AS ok,
-                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
-                        THEN json_transform(raw, '{_EVENT_STRUCT}') END AS e
-            FROM l WHERE length(trim(raw)) > 0
-        )
-        SELECT *, coalesce({_VALID_EVENT}, false) AS valid FROM p
+        SELECT *, coalesce({_VALID_EVENT}, false) AS valid
+        FROM (SELECT *, try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _lines)
         """
     )
     con.unregister("_lines")
-    last_line = con.execute("SELECT ref, max(idx) FROM _ev GROUP BY ref").fetchall()
-    last = dict(last_line)
+    last = dict(con.execute("SELECT ref, max(idx) FROM _ev GROUP BY ref").fetchall())
     for ref_i, idx, ok, etype, ttype in con.execute(
-        """SELECT ref, idx, ok, json_type(e.type), json_type(e.t) FROM _ev
-           WHERE NOT valid ORDER BY ref, idx"""
+        """SELECT ref, idx, e IS NOT NULL, json_type(e.type), json_type(e.t) FROM _ev
+           WHERE NOT valid AND (e IS NOT NULL OR length(trim(raw)) > 0)
+           ORDER BY ref, idx"""
     ).fetchall():
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
         if not ok:
             truncated = idx == last[ref_i]
-            problems.append(
-                Problem(
-                    path,
-                    idx,
-                    None,
-                    "truncated last line (kept the lines before it)"
-                    if truncated
-                    else "malformed JSON line",
-                )
+            why = (
+                "truncated last line (kept the lines before it)"
+                if truncated
+                else "malformed JSON line"
             )
+            problems.append(Problem(path, idx, None, why))
             status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
-        elif etype != "VARCHAR" or ttype not in ("BIGINT", "UBIGINT", "NULL", None):
-            fld = "type" if etype != "VARCHAR" else "t"
-            want = "a string" if fld == "type" else "an integer"
-            problems.append(Problem(path, idx, fld, f"expected {want}"))
+        elif etype is None:
+            problems.append(Problem(path, idx, "type", "missing required field (expected string)"))
             status[ref_i] = "bad"
         else:
-            problems.append(Problem(path, idx, None, "expected a JSON object"))
+            fld, want = ("type", "string") if etype != "VARCHAR" else ("t", "integer")
+            got = (etype if fld == "type" else ttype).lower()
+            problems.append(Problem(path, idx, fld, f"expected {want}, got {got}"))
             status[ref_i] = "bad"
     events = con.sql(
         """
-        SELECT r.run_id, r.key, r.episode_id, v.idx,
-               v.e.type->>'$' AS type, CAST(v.e.t AS BIGINT) AS t,
-               v.e.reward AS reward, v.e.terminated AS terminated, v.e.truncated AS truncated,
-               v.e.info.success AS success, v.e.latency_ms AS latency_ms,
-               v.e.reason AS reason, v.e.status AS status, v.e.grader AS grader,
-               v.e.name AS name, v.e.value AS value, v.e.explanation AS explanation,
-               v.raw AS raw
-        FROM _ev AS v JOIN _refs AS r USING (ref)
-        WHERE v.valid
-        ORDER BY v.ref, v.idx
+        SELECT run_id, key, episode_id, idx,
+               e.type->>'$' AS type, CAST(e.t AS BIGINT) AS t,
+               e.reward AS reward, e.terminated AS terminated, e.truncated AS truncated,
+               e.info.success AS success, e.latency_ms AS latency_ms,
+               e.reason AS reason, e.status AS status, e.grader AS grader,
+               e.name AS name, e.value AS value, e.explanation AS explanation,
+               rtrim(raw, chr(10) || chr(13)) AS raw
+        FROM _ev
+        WHERE valid
         """
     ).to_arrow_table()
-    con.unregister("_refs")
     con.execute("DROP TABLE IF EXISTS _ev")
     for i in owners:
         status.setdefault(i, "ok")

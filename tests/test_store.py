@@ -1,0 +1,86 @@
+"""The store: atomic commits, tombstones, reading through DuckDB and polars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import hylo_analytics as ha
+from hylo_analytics import _schema
+
+
+def _samples(run_id: str, keys: list[str]) -> pa.Table:
+    return pa.table(
+        {
+            "run_id": [run_id] * len(keys),
+            "key": keys,
+            "task_id": [k.split("#")[0] for k in keys],
+            "seed": [int(k.split("#")[1]) for k in keys],
+        }
+    )
+
+
+def test_new_store_has_empty_typed_views(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    for name in _schema.TABLES:
+        frame = store.sql(f"SELECT * FROM raw_{name}")
+        assert frame.height == 0
+        assert frame.columns == _schema.SCHEMAS[name].names
+
+
+def test_commit_is_one_folder_and_later_commits_supersede(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    with store.lock():
+        s1 = store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
+        s2 = store.commit({"samples": _samples("r1", ["a#3"])}, [ha.Tombstone("samples", "r1")])
+        store.commit({"samples": _samples("r2", ["a#1"])})
+    assert s2 > s1
+    assert sorted((store.root / "batches").iterdir())[-1].name.isdigit()
+    got = store.sql("SELECT run_id, key FROM stg_samples ORDER BY run_id, key")
+    assert got.rows() == [("r1", "a#3"), ("r2", "a#1")]
+    assert store.sql("SELECT count(*) FROM raw_samples").item() == 4  # history is kept
+
+
+def test_score_tombstones_are_per_source(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+
+    def scores(source: str, value: float) -> pa.Table:
+        return pa.table({"run_id": ["r"], "key": ["a#1"], "metric": ["m"], "value": [value],
+                         "source": [source]})
+
+    with store.lock():
+        store.commit({"scores": pa.concat_tables([scores("evallog", 1.0), scores("scorer:m", 2.0)])})
+        store.commit({"scores": scores("scorer:m", 3.0)}, [ha.Tombstone("scores", "r", "scorer:m")])
+    got = store.sql("SELECT source, value FROM stg_scores ORDER BY source").rows()
+    assert got == [("evallog", 1.0), ("scorer:m", 3.0)]
+
+
+def test_conform_rejects_unknown_columns() -> None:
+    with pytest.raises(ValueError, match="not in its schema"):
+        _schema.conform(pa.table({"run_id": ["x"], "bogus": [1]}), "runs")
+
+
+def test_failed_commit_leaves_nothing(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    bad = pa.table({"run_id": ["r"], "seed": ["not a number"]})
+    with store.lock(), pytest.raises(pa.ArrowInvalid):
+        store.commit({"samples": bad})
+    assert store.sql("SELECT count(*) FROM raw_samples").item() == 0
+    assert not any((store.root / "_staging").glob("*"))
+    assert len(list((store.root / "batches").iterdir())) == 1
+
+
+def test_table_is_lazy_polars(sample_store: ha.Store) -> None:
+    lf = sample_store.table("samples")
+    assert isinstance(lf, pl.LazyFrame)
+    got = lf.filter(pl.col("status") == "error").select(pl.len()).collect().item()
+    assert got == sample_store.sql("SELECT count(*) FROM stg_samples WHERE status = 'error'").item()
+    assert sample_store.table("mart_runs").collect().height == 3
+
+
+def test_sql_takes_parameters(sample_store: ha.Store) -> None:
+    got = sample_store.sql("SELECT count(*) AS n FROM stg_samples WHERE seed = ?", [1000])
+    assert got["n"][0] == 30
