@@ -19,7 +19,7 @@ def test_help(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
         main([cmd, "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert "usage: hylo-analytics " + cmd in out and "--store" in out or cmd == "demo"
+    assert ("usage: hylo-analytics " + cmd in out and "--store" in out) or cmd == "demo"
 
 
 def test_every_command_has_help_text() -> None:
@@ -29,7 +29,9 @@ def test_every_command_has_help_text() -> None:
         assert p.description, name
 
 
-def test_ingest_runs_sql(tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ingest_runs_sql(
+    tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = str(tmp_path / "s")
     assert main(["ingest", str(sample_dir), "--store", store, "--quiet"]) == 0
     assert "+3 runs, +600 samples" in capsys.readouterr().out
@@ -47,7 +49,9 @@ def test_ingest_runs_sql(tmp_path: Path, sample_dir: Path, capsys: pytest.Captur
     assert "tabletop/pick_cube" in capsys.readouterr().out
 
 
-def test_bad_query_is_an_error_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_query_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["sql", "select * from nope", "--store", str(tmp_path / "s")])
     assert code == 2
     assert "error:" in capsys.readouterr().err
@@ -61,8 +65,9 @@ def test_parquet_needs_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_demo_end_to_end(tmp_path: Path) -> None:
     """The README's main job, as a user runs it."""
     exe = Path(sys.executable).with_name("hylo-analytics")
-    res = subprocess.run([str(exe), "demo", "--out", str(tmp_path)], capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run(
+        [str(exe), "demo", "--out", str(tmp_path)], capture_output=True, text=True, check=True
+    )
     assert "Paired comparison on success" in res.stdout and "McNemar" in res.stdout
     png = tmp_path / "success_by_task.png"
     assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

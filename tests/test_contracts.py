@@ -9,15 +9,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hylo_analytics import Benchmark, InitStateRef, Predicate, Score, SeedInit, TaskInstance, TaskSpec
+from hylo_analytics import (
+    Benchmark,
+    InitStateRef,
+    Predicate,
+    Score,
+    SeedInit,
+    TaskInstance,
+    TaskSpec,
+)
 
 
 def _task(tid: str = "libero_10/put_bowl", **kw: object) -> TaskSpec:
     args: dict[str, object] = dict(
-        id=tid, version="1", instruction="put the bowl on the plate",
+        id=tid,
+        version="1",
+        instruction="put the bowl on the plate",
         init=InitStateRef("libero://libero_10/put_bowl.pruned_init", 50),
-        success=Predicate("expr", expr="(On bowl plate)"), max_steps=300,
-        params={"camera": "agentview", "res": [128, 128]}, tags=("libero",),
+        success=Predicate("expr", expr="(On bowl plate)"),
+        max_steps=300,
+        params={"camera": "agentview", "res": [128, 128]},
+        tags=("libero",),
     )
     args.update(kw)
     return TaskSpec(**args)  # type: ignore[arg-type]
@@ -28,11 +40,15 @@ def test_instance_key() -> None:
 
 
 def test_digest_is_stable_across_processes() -> None:
-    code = (
-        "from tests.test_contracts import _task; print(_task().digest())"
+    code = "from tests.test_contracts import _task; print(_task().digest())"
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        cwd=str(__import__("pathlib").Path(__file__).parents[1]),
     )
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
     assert other.stdout.strip() == _task().digest()
     assert len(_task().digest()) == 64
 
@@ -86,7 +102,7 @@ def test_predicate_needs_its_field() -> None:
     assert Predicate("builtin", name="success").name == "success"
 
 
-@given(st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-10**6, 10**6)))
+@given(st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-(10**6), 10**6)))
 def test_score_value_is_float_or_none(v: float | int | None) -> None:
     s = Score(v)
     assert s.abstained == (v is None)

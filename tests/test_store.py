@@ -48,11 +48,14 @@ def test_score_tombstones_are_per_source(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
 
     def scores(source: str, value: float) -> pa.Table:
-        return pa.table({"run_id": ["r"], "key": ["a#1"], "metric": ["m"], "value": [value],
-                         "source": [source]})
+        return pa.table(
+            {"run_id": ["r"], "key": ["a#1"], "metric": ["m"], "value": [value], "source": [source]}
+        )
 
     with store.lock():
-        store.commit({"scores": pa.concat_tables([scores("evallog", 1.0), scores("scorer:m", 2.0)])})
+        store.commit(
+            {"scores": pa.concat_tables([scores("evallog", 1.0), scores("scorer:m", 2.0)])}
+        )
         store.commit({"scores": scores("scorer:m", 3.0)}, [ha.Tombstone("scores", "r", "scorer:m")])
     got = store.sql("SELECT source, value FROM stg_scores ORDER BY source").rows()
     assert got == [("evallog", 1.0), ("scorer:m", 3.0)]

@@ -55,7 +55,9 @@ def test_mart_task_success_matches_python(sample_store: ha.Store) -> None:
         "SELECT run_id, task_id, value FROM stg_scores WHERE metric = 'success'"
     )
     for r in rows[:6]:
-        vals = scores.filter((scores["run_id"] == r["run_id"]) & (scores["task_id"] == r["task_id"]))["value"]
+        vals = scores.filter(
+            (scores["run_id"] == r["run_id"]) & (scores["task_id"] == r["task_id"])
+        )["value"]
         valid = vals.drop_nulls()
         assert r["n_total"] == len(vals) and r["n_valid"] == len(valid)
         assert r["n_skipped"] == vals.null_count()
