@@ -201,8 +201,15 @@ def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
     )
 
 
+# Free text and JSON: a dictionary would only be built to be thrown away.
+_NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_components", "error"}
+
+
 def _write_parquet(table: pa.Table, path: Path) -> None:
-    pq.write_table(table, path, compression="zstd", compression_level=1)
+    dictionary = [
+        f.name for f in table.schema if pa.types.is_string(f.type) and f.name not in _NO_DICTIONARY
+    ]
+    pq.write_table(table, path, compression="zstd", compression_level=1, use_dictionary=dictionary)
 
 
 def _fsync_dir(path: Path) -> None:

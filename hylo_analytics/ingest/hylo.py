@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
 from hylo_analytics.ingest._report import Problem
@@ -414,33 +415,33 @@ def parse_traces(
     lines, file_index, line_number = split_lines(chunks)
     owners_arr = np.asarray(owners, dtype=np.int32)
     ref_idx = owners_arr[file_index] if len(owners) else np.zeros(0, np.int32)
-    take = pa.array(ref_idx)
     table = pa.table(
         {
-            "ref": take,
+            "pos": pa.array(np.arange(len(lines), dtype=np.int64)),
+            "ref": pa.array(ref_idx),
             "idx": pa.array(line_number),
-            "run_id": pa.array([r.run_id for r in refs], pa.string()).take(take),
-            "key": pa.array([r.key for r in refs], pa.string()).take(take),
-            "episode_id": pa.array([r.episode_id for r in refs], pa.string()).take(take),
             "raw": lines,
         }
     )
     con.register("_lines", table)
-    # one JSON parse per line; try() turns a malformed line into NULL instead of an error
+    # One JSON parse per line; try() turns a malformed line into NULL instead of an error.
+    # The raw text never goes through DuckDB: it is sliced from the Arrow array below.
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _ev AS
-        SELECT *, coalesce({_VALID_EVENT}, false) AS valid
-        FROM (SELECT *, try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _lines)
+        SELECT pos, ref, idx, e, coalesce({_VALID_EVENT}, false) AS valid
+        FROM (SELECT pos, ref, idx, try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _lines)
         """
     )
     con.unregister("_lines")
+    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0) if len(lines) else None
     last = dict(con.execute("SELECT ref, max(idx) FROM _ev GROUP BY ref").fetchall())
-    for ref_i, idx, ok, etype, ttype in con.execute(
-        """SELECT ref, idx, e IS NOT NULL, json_type(e.type), json_type(e.t) FROM _ev
-           WHERE NOT valid AND (e IS NOT NULL OR length(trim(raw)) > 0)
-           ORDER BY ref, idx"""
+    for pos, ref_i, idx, ok, etype, ttype in con.execute(
+        """SELECT pos, ref, idx, e IS NOT NULL, json_type(e.type), json_type(e.t) FROM _ev
+           WHERE NOT valid ORDER BY ref, idx"""
     ).fetchall():
+        if blank is not None and blank[pos].as_py():
+            continue
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
         if not ok:
             truncated = idx == last[ref_i]
@@ -459,20 +460,32 @@ def parse_traces(
             got = (etype if fld == "type" else ttype).lower()
             problems.append(Problem(path, idx, fld, f"expected {want}, got {got}"))
             status[ref_i] = "bad"
-    events = con.sql(
+    typed = con.sql(
         """
-        SELECT run_id, key, episode_id, idx,
+        SELECT pos, idx,
                e.type->>'$' AS type, CAST(e.t AS BIGINT) AS t,
                e.reward AS reward, e.terminated AS terminated, e.truncated AS truncated,
                e.info.success AS success, e.latency_ms AS latency_ms,
                e.reason AS reason, e.status AS status, e.grader AS grader,
-               e.name AS name, e.value AS value, e.explanation AS explanation,
-               rtrim(raw, chr(10) || chr(13)) AS raw
+               e.name AS name, e.value AS value, e.explanation AS explanation
         FROM _ev
         WHERE valid
         """
     ).to_arrow_table()
     con.execute("DROP TABLE IF EXISTS _ev")
+    pos = typed["pos"].combine_chunks()
+    row_ref = pa.array(ref_idx).take(pos)
+    events = typed.drop_columns(["pos"])
+    for i, (col, values) in enumerate(
+        (
+            ("run_id", [r.run_id for r in refs]),
+            ("key", [r.key for r in refs]),
+            ("episode_id", [r.episode_id for r in refs]),
+        )
+    ):
+        events = events.add_column(i, col, pa.array(values, pa.string()).take(row_ref))
+    raw = pc.utf8_rtrim(lines, characters="\r\n") if len(lines) else pa.array([], pa.large_string())
+    events = events.append_column("raw", raw.take(pos))
     for i in owners:
         status.setdefault(i, "ok")
     return ParsedTraces(events, problems, status, files)
