@@ -62,7 +62,9 @@ def wilson(
         denom = 1 + z * z / nn
         centre = (p + z * z / (2 * nn)) / denom
         half = z * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom
-    low, high = np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+    # At k = 0 (k = n) the bound is exactly 0 (1); rounding would leave it a hair inside.
+    low = np.where(k <= 0, 0.0, np.clip(centre - half, 0, 1))
+    high = np.where(k >= nn, 1.0, np.clip(centre + half, 0, 1))
     empty = nn <= 0
     return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
 
@@ -189,12 +191,13 @@ def bootstrap_ci(
 ) -> tuple[FloatArray, FloatArray]:
     """Bootstrap interval of the mean of every group (percentile or BCa), in one pass.
 
-    Groups of size 0 get ``nan``. BCa follows Efron (1987) as ``scipy.stats.bootstrap`` does:
-    bias correction ``z0`` from the share of resampled means below the mean (ties count half), acceleration from
-    the jackknife, which for the mean is ``sum d**3 / (6 * (sum d**2) ** 1.5)`` with
-    ``d = x - xbar`` (for 0/1 data ``(1 - 2p) / (6 sqrt(n p (1 - p)))``). For a stratified
-    bootstrap the acceleration uses the pooled group values (an approximation). Groups with no
-    spread get a zero-width interval.
+    Groups of size 0 get ``nan``. BCa follows Efron (1987) as ``scipy.stats.bootstrap``
+    does: bias correction ``z0`` from the share of resampled means below the mean (ties count
+    half), acceleration from the jackknife, which for the mean is
+    ``sum d**3 / (6 * (sum d**2) ** 1.5)`` with ``d = x - xbar`` (for 0/1 data
+    ``(1 - 2p) / (6 sqrt(n p (1 - p)))``). For a stratified bootstrap the acceleration uses the
+    pooled group values (an approximation). Groups whose values are all equal get the
+    zero-width interval at that value.
     """
     _check_level(level)
     if method not in ("percentile", "bca"):
@@ -214,8 +217,10 @@ def bootstrap_ci(
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
     m3 = np.add.reduceat(d * d * d, starts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        accel = np.where(m2 > 0, m3 / (6 * m2**1.5), 0.0)
+    flat = np.maximum.reduceat(x, starts) == np.minimum.reduceat(x, starts)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        accel = np.where(flat | (m2 <= 0), 0.0, m3 / (6 * m2**1.5))
+    accel = np.nan_to_num(accel, nan=0.0, posinf=0.0, neginf=0.0)
     alpha = 1 - level
     lo_k, hi_k = np.empty(len(mean)), np.empty(len(mean))
     for g0, g1, means in bootstrap_means(
@@ -233,8 +238,7 @@ def bootstrap_ci(
         else:
             q = _bca_levels(means, mean[g0:g1], accel[g0:g1], alpha)
             lo_k[g0:g1], hi_k[g0:g1] = _row_quantiles(means, q)
-    flat = m2 <= 0
-    lo_k[flat], hi_k[flat] = mean[flat], mean[flat]
+    lo_k[flat], hi_k[flat] = x[starts][flat], x[starts][flat]
     low[keep], high[keep] = lo_k, hi_k
     return low, high
 
@@ -284,12 +288,17 @@ def _bca_levels(
 ) -> FloatArray:
     b = means.shape[1]
     # Ties count half (percentileofscore "mean", as scipy >= 1.15): 0/1 data ties a lot.
-    below = np.count_nonzero(means < theta[:, None], axis=1)
-    share = (below + np.count_nonzero(means <= theta[:, None], axis=1)) / (2 * b)
+    # A resample equal to the sample is a tie in exact arithmetic; compare with a tolerance so
+    # rounding (which differs between a matrix product and a sum) cannot break the tie.
+    tol = (1e-10 * np.abs(means).max(axis=1) + 1e-300)[:, None]
+    below = np.count_nonzero(means < theta[:, None] - tol, axis=1)
+    share = (below + np.count_nonzero(means <= theta[:, None] + tol, axis=1)) / (2 * b)
     z0 = special.ndtri(np.clip(share, 0.5 / b, 1 - 0.5 / b))
     za = special.ndtri(np.array([alpha / 2, 1 - alpha / 2]))
     num = z0[:, None] + za[None, :]
-    return np.asarray(special.ndtr(z0[:, None] + num / (1 - accel[:, None] * num)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = special.ndtr(z0[:, None] + num / (1 - accel[:, None] * num))
+    return np.asarray(np.where(np.isfinite(q), q, 0.5))
 
 
 def _row_quantiles(means: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray]:
