@@ -107,8 +107,7 @@ class AggregateResult:
         row["skip_breakdown"] = [{"reason": r, "count": c} for r, c in self.skip_breakdown.items()]
         row.update(self.raw_stats)
         row["stderr"] = self.stderr
-        if self.normalized_stats:
-            row["normalized_mean"] = self.normalized_stats.get("mean")
+        row["normalized_mean"] = self.normalized_stats.get("mean")
         row.update({f"ci_{k}": v for k, v in self.confidence_interval.items()})
         row.update(self.diagnostics)
         return row
