@@ -161,6 +161,9 @@ def bootstrap_means(
     strata_of_group = np.searchsorted(s_start[1:], g_end, side="left") + 1
     g_first = np.concatenate([[0], strata_of_group[:-1]])
     rows_per_chunk = max(1, max_bytes // (8 * n_resamples))
+    # Without strata each stratum is a group: resample means directly and skip the reduction.
+    plain = len(ssize) == len(gsize)
+    weights: dict[tuple[int, int], FloatArray] = {}
     g0 = 0
     while g0 < len(gsize):
         # Strata, not groups, bound the memory: pick as many groups as fit.
@@ -168,12 +171,16 @@ def bootstrap_means(
         g1 = max(g0 + 1, int(np.searchsorted(strata_of_group, limit, side="right")))
         s0, s1 = int(g_first[g0]), int(strata_of_group[g1 - 1])
         if binary:
-            sums = _binomial_sums(s_sum[s0:s1], ssize[s0:s1], n_resamples, rng)
+            sums = _binomial_sums(s_sum[s0:s1], ssize[s0:s1], n_resamples, rng, plain)
         else:
-            sums = _multinomial_sums(x, s_start, s0, s1, ssize, n_resamples, base, max_bytes)
-        local = g_first[g0:g1] - s0
-        means = np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None]
-        yield g0, g1, means
+            sums = _multinomial_sums(
+                x, s_start, (s0, s1), ssize, n_resamples, (base, max_bytes), weights, plain
+            )
+        if plain:
+            yield g0, g1, sums
+        else:
+            local = g_first[g0:g1] - s0
+            yield g0, g1, np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None]
         g0 = g1
 
 
@@ -213,6 +220,29 @@ def bootstrap_ci(
     if strata_sizes is not None and not keep.all():
         raise ValueError("stratified bootstrap needs every group to have values")
     starts = np.concatenate([[0], np.cumsum(kept_sizes)[:-1]])
+    if binary is None:
+        binary = bool(np.all((x == 0) | (x == 1)))
+    if binary and strata_sizes is None:
+        # A 0/1 group's resampling distribution depends only on (n, k): bootstrap each distinct
+        # pair once and hand its interval to every group that has it.
+        k = np.rint(np.add.reduceat(x, starts)).astype(np.int64)
+        pairs, inverse = np.unique(np.stack([kept_sizes, k]), axis=1, return_inverse=True)
+        if pairs.shape[1] < len(kept_sizes):
+            n_u, k_u = pairs
+            offset = np.arange(n_u.sum()) - np.repeat(np.cumsum(n_u) - n_u, n_u)
+            ones = (offset < np.repeat(k_u, n_u)).astype(np.float64)
+            lo_u, hi_u = bootstrap_ci(
+                ones,
+                n_u,
+                method=method,
+                level=level,
+                n_resamples=n_resamples,
+                seed=seed,
+                binary=True,
+                max_bytes=max_bytes,
+            )
+            low[keep], high[keep] = lo_u[inverse.ravel()], hi_u[inverse.ravel()]
+            return low, high
     mean = np.add.reduceat(x, starts) / kept_sizes
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
@@ -247,7 +277,11 @@ def bootstrap_ci(
 
 
 def _binomial_sums(
-    k: FloatArray, n: npt.NDArray[np.int64], n_resamples: int, rng: np.random.Generator
+    k: FloatArray,
+    n: npt.NDArray[np.int64],
+    n_resamples: int,
+    rng: np.random.Generator,
+    as_means: bool,
 ) -> FloatArray:
     # Strata with equal (n, k) have equal resampling distributions: draw once per distinct pair.
     pairs, inverse = np.unique(
@@ -255,31 +289,51 @@ def _binomial_sums(
     )
     draws = rng.binomial(
         pairs[0][:, None], (pairs[1] / pairs[0])[:, None], size=(pairs.shape[1], n_resamples)
-    )
-    return draws[inverse.ravel()].astype(np.float64)
+    ).astype(np.float64)
+    if as_means:
+        draws /= pairs[0][:, None]
+    return draws[inverse.ravel()]
 
 
 def _multinomial_sums(
     x: FloatArray,
     s_start: npt.NDArray[np.int64],
-    s0: int,
-    s1: int,
+    span: tuple[int, int],
     ssize: npt.NDArray[np.int64],
     n_resamples: int,
-    base: int,
-    max_bytes: int,
+    seeding: tuple[int, int],
+    cache: dict[tuple[int, int], FloatArray],
+    as_means: bool,
 ) -> FloatArray:
-    out = np.empty((s1 - s0, n_resamples))
+    """Resampled sums (means when ``as_means``) of strata ``span``, shape (strata, B)."""
+    s0, s1 = span
+    base, max_bytes = seeding
     sizes = ssize[s0:s1]
-    for n in np.unique(sizes):
+    unique = np.unique(sizes)
+    out = None if len(unique) == 1 else np.empty((s1 - s0, n_resamples))
+    for n in (int(u) for u in unique):
         idx = np.flatnonzero(sizes == n)
         block = x[s_start[s0 + idx][:, None] + np.arange(n)]
-        # The weights depend only on (seed, n, chunk), so every group chunk sees the same ones.
-        step = max(1, max_bytes // (8 * int(n)))
+        # The weights depend only on (seed, n, chunk), so every group chunk sees the same ones;
+        # they are cached while they fit in the memory budget.
+        step = max(1, max_bytes // (8 * n))
+        parts = []
         for j in range(0, n_resamples, step):
-            b = min(step, n_resamples - j)
-            w = np.random.default_rng([base, int(n), j]).multinomial(n, np.full(n, 1.0 / n), size=b)
-            out[idx, j : j + b] = block @ w.T.astype(np.float64)
+            w = cache.get((n, j))
+            if w is None:
+                b = min(step, n_resamples - j)
+                counts = np.random.default_rng([base, n, j]).multinomial(n, np.full(n, 1 / n), b)
+                w = np.ascontiguousarray(counts.T, dtype=np.float64)
+                if as_means:
+                    w /= n
+                if n * n_resamples * 8 <= max_bytes:
+                    cache[(n, j)] = w
+            parts.append(block @ w)
+        result = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        if out is None:
+            return result
+        out[idx] = result
+    assert out is not None
     return out
 
 
@@ -308,9 +362,13 @@ def _row_quantiles(means: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatA
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, b - 1)
     kth = np.unique(np.concatenate([lo.ravel(), hi.ravel()]))
-    part = np.partition(means, kth, axis=1) if len(kth) <= 8 else np.sort(means, axis=1)
-    v_lo = np.take_along_axis(part, lo, axis=1)
-    v_hi = np.take_along_axis(part, hi, axis=1)
+    # In place: ``means`` is a scratch buffer of the caller's, and a copy would double the cost.
+    if len(kth) <= 8:
+        means.partition(kth, axis=1)
+    else:
+        means.sort(axis=1)
+    v_lo = np.take_along_axis(means, lo, axis=1)
+    v_hi = np.take_along_axis(means, hi, axis=1)
     out = v_lo + (pos - lo) * (v_hi - v_lo)
     return out[:, 0], out[:, 1]
 
