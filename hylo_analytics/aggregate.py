@@ -17,7 +17,7 @@ one score per (run, key, metric) across sources; pass its name as ``view=`` once
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -174,7 +174,7 @@ def _specs(frame: pl.DataFrame, reg: MetricRegistry) -> dict[str, MetricSpec]:
 
 
 def _normalized(specs: Mapping[str, MetricSpec]) -> pl.Expr:
-    expr: Any = pl.lit(None, dtype=pl.Float64)
+    expr: pl.Expr = pl.lit(None, dtype=pl.Float64)
     for m, spec in specs.items():
         norm = normalize_expr(spec, "_value")
         if norm is not None:

@@ -90,7 +90,7 @@ def reduce_epochs(frame: pl.DataFrame, keys: Sequence[str], how: Reducer) -> pl.
         _c=hit,
         _reason=pl.col("_reason").drop_nulls().min(),
     )
-    need = how.k if how.name == "pass_at_k" else 1
+    need = how.k if how.name == "pass_at_k" and how.k is not None else 1
     ok = pl.col("_n") >= need
     if how.name == "pass_at_k":
         out = out.with_columns(_value=pl.Series(_pass_at_k(out["_n"], out["_c"], need)))
