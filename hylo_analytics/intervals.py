@@ -356,20 +356,30 @@ def _bca_levels(
 
 
 def _row_quantiles(means: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Linear-interpolated quantiles (numpy's default method) at per-row levels ``q``."""
+    """Linear-interpolated quantiles (numpy's default method) at per-row levels ``q`` (G, 2).
+
+    Works in place: ``means`` is the caller's scratch buffer, and a copy would double the cost.
+    """
     b = means.shape[1]
     pos = np.clip(q, 0, 1) * (b - 1)
     lo = np.floor(pos).astype(np.int64)
+    frac = pos - lo
+    k1, k2 = int(lo[0, 0]), int(lo[0, 1])
+    if (lo == lo[0]).all() and k1 < k2 < b - 1:
+        # Shared positions (the percentile method): two single-kth partitions, the second on
+        # the upper part only, plus row minima for the neighbours, beat a multi-kth partition
+        # or a sort several times over.
+        means.partition(k1, axis=1)
+        upper = means[:, k1 + 1 :]
+        upper.partition(k2 - k1 - 1, axis=1)
+        v1, v1n = means[:, k1], upper.min(axis=1)
+        v2, v2n = upper[:, k2 - k1 - 1], upper[:, k2 - k1 :].min(axis=1)
+        return v1 + frac[:, 0] * (v1n - v1), v2 + frac[:, 1] * (v2n - v2)
+    means.sort(axis=1)
     hi = np.minimum(lo + 1, b - 1)
-    kth = np.unique(np.concatenate([lo.ravel(), hi.ravel()]))
-    # In place: ``means`` is a scratch buffer of the caller's, and a copy would double the cost.
-    if len(kth) <= 8:
-        means.partition(kth, axis=1)
-    else:
-        means.sort(axis=1)
     v_lo = np.take_along_axis(means, lo, axis=1)
     v_hi = np.take_along_axis(means, hi, axis=1)
-    out = v_lo + (pos - lo) * (v_hi - v_lo)
+    out = v_lo + frac * (v_hi - v_lo)
     return out[:, 0], out[:, 1]
 
 

@@ -186,3 +186,17 @@ def test_constant_data_gives_zero_width(c, n):
         assert lo[0] == hi[0] == pytest.approx(c)
     lo, hi = iv.normal_ci([c], [0.0])
     assert lo[0] == hi[0] == c
+
+
+@pytest.mark.parametrize("b", [2, 10, 999, 10_000])
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.5])
+def test_row_quantiles_match_numpy_linear_quantiles(b, level):
+    rng = np.random.default_rng(b)
+    s = rng.random((5, b))
+    q = np.array([(1 - level) / 2, (1 + level) / 2])
+    expected = np.quantile(s, q, axis=1)
+    shared = iv._row_quantiles(s.copy(), np.broadcast_to(q, (5, 2)))
+    per_row = iv._row_quantiles(s.copy(), np.array([q, q, q, q, [0.1, 0.2]]))
+    assert np.allclose(shared, expected)
+    assert np.allclose(np.array(per_row)[:, :4], expected[:, :4])
+    assert np.allclose([per_row[0][4], per_row[1][4]], np.quantile(s[4], [0.1, 0.2]))
