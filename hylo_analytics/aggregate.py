@@ -103,7 +103,10 @@ def aggregate(
         keys = list(dict.fromkeys([*by, *unit, "metric", *(c for c in (stratify, cluster) if c)]))
         frame = reduce_epochs(frame, keys, how)
     specs = _specs(frame, reg)
-    frame = frame.with_columns(_norm=_normalized(specs))
+    # One sort puts every group's rows together in the output's order (strata within), so the
+    # bootstrap reads its values off the frame without a join.
+    order = [*by, "metric", *([stratify] if stratify else [])]
+    frame = frame.with_columns(_norm=_normalized(specs)).sort(order, nulls_last=True)
     out = _statistics(frame, by, specs, optimality_threshold)
     out = out.with_columns(reducer=pl.lit(str(how) if how else "none"))
     out = _with_intervals(out, frame, by, specs, ci, level, seed, n_resamples, stratify)
@@ -264,7 +267,7 @@ def _with_intervals(
             low[idx], high[idx] = intervals.normal_ci(mean.to_numpy(), se.to_numpy(), level)
         else:
             sub = idx[n_valid[idx] > 0]
-            values, strata = _bootstrap_layout(out, frame, by, sub, stratify)
+            values, strata = _bootstrap_layout(frame, by, rows["metric"].unique(), stratify)
             lo, hi = intervals.bootstrap_ci(
                 values,
                 n_valid[sub],
@@ -284,21 +287,18 @@ def _with_intervals(
 
 
 def _bootstrap_layout(
-    out: pl.DataFrame,
-    frame: pl.DataFrame,
-    by: list[str],
-    groups: np.ndarray,
-    stratify: str | None,
+    frame: pl.DataFrame, by: list[str], metrics: pl.Series, stratify: str | None
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """The valid values of ``groups``, back to back in group order (and stratum within)."""
-    keys = [*by, "metric"]
-    index = out.select([*keys, "_g"]).filter(pl.col("_g").is_in(groups.tolist()))
-    rows = frame.filter(pl.col("_valid")).join(index, on=keys, how="inner", nulls_equal=True)
-    order = ["_g", stratify] if stratify else ["_g"]
-    rows = rows.sort(order, nulls_last=True)
+    """Valid values of ``metrics``, back to back in output group order (strata within).
+
+    ``frame`` is sorted by the group keys (and ``stratify``) exactly as the output is, and a
+    group with no valid value has no rows here, as it has no size in the caller.
+    """
+    rows = frame.filter(pl.col("_valid") & pl.col("metric").is_in(metrics.implode()))
     values = rows["_value"].to_numpy()
     if not stratify:
         return values, None
+    order = [*by, "metric", stratify]
     strata = rows.group_by(order, maintain_order=True).len()["len"].to_numpy()
     return values, strata
 

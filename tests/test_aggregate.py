@@ -237,3 +237,23 @@ def test_store_input_and_source_filter(sample_store):
 def test_statistics_constant_is_the_output_order():
     out = aggregate(SCORES)
     assert [c for c in out.columns if c in STATISTICS] == list(STATISTICS)
+
+
+def test_bootstrap_values_go_to_their_own_group_whatever_the_row_order():
+    rng = np.random.default_rng(3)
+    df = pl.DataFrame(
+        {
+            "run_id": ["z"] * 30 + ["a"] * 30 + [None] * 30,
+            "task_id": rng.choice(["t1", "t2"], 90),
+            "metric": "return",
+            "value": np.concatenate(
+                [rng.normal(100, 1, 30), rng.normal(0, 1, 30), rng.normal(50, 1, 30)]
+            ),
+        }
+    ).sample(fraction=1.0, shuffle=True, seed=1)
+    for stratify in (None, "task_id"):
+        out = aggregate(df, ci="bca", n_resamples=500, stratify=stratify)
+        assert out["run_id"].to_list() == ["a", "z", None]
+        for row in out.iter_rows(named=True):
+            assert row["ci_low"] < row["mean"] < row["ci_high"]
+            assert row["ci_high"] - row["ci_low"] < 2
