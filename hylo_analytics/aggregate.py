@@ -10,13 +10,16 @@ holds in every row. For binary metrics ``success_rate_errors_as_failures`` (abst
 as 0, over ``n_total``) is shown next to ``mean`` (abstentions excluded), never instead of it.
 
 From a store the scores are read from ``stg_scores`` (every current row of every source);
-pass ``source=`` to keep one source. Another engineer is adding a precedence view that keeps
-one score per (run, key, metric) across sources; pass its name as ``view=`` once it exists.
+pass ``source=`` to keep one source. The epoch reducer keeps sources apart, so a key scored by
+two sources counts twice (visibly, in ``n_total``) rather than averaging two scorers. A
+precedence view keeping one score per (run, key, metric) across sources is being added
+separately (issue 3); pass its name as ``view=`` once it exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -99,7 +102,9 @@ def aggregate(
     frame = _validity(frame)
     how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
     if how is not None:
-        unit = [c for c in ("run_id", "key") if c in frame.columns]
+        # Scores of one key from two sources are not epochs: keep them apart (visible in the
+        # counts) rather than average two scorers; pass source= to choose one.
+        unit = [c for c in ("run_id", "source", "key") if c in frame.columns]
         keys = list(dict.fromkeys([*by, *unit, "metric", *(c for c in (stratify, cluster) if c)]))
         frame = reduce_epochs(frame, keys, how)
     specs = _specs(frame, reg)
@@ -171,9 +176,12 @@ def _specs(frame: pl.DataFrame, reg: MetricRegistry) -> dict[str, MetricSpec]:
     summary = frame.group_by("metric").agg(
         binary=(pl.col("_value").is_in([0.0, 1.0]) | pl.col("_value").is_null()).all()
     )
-    return {
-        m: reg.spec_or_default(m, "binary" if b else "continuous") for m, b in summary.iter_rows()
-    }
+    specs = {}
+    for m, b in summary.iter_rows():
+        spec = reg.spec_or_default(m, "binary" if b else "continuous")
+        # A "binary" metric holding other values (a grader's 0.5) cannot take binomial intervals.
+        specs[m] = replace(spec, kind="continuous") if spec.kind == "binary" and not b else spec
+    return specs
 
 
 def _normalized(specs: Mapping[str, MetricSpec]) -> pl.Expr:

@@ -257,3 +257,24 @@ def test_bootstrap_values_go_to_their_own_group_whatever_the_row_order():
         for row in out.iter_rows(named=True):
             assert row["ci_low"] < row["mean"] < row["ci_high"]
             assert row["ci_high"] - row["ci_low"] < 2
+
+
+def test_binary_metric_with_fractional_values_falls_back_to_bootstrap():
+    df = pl.DataFrame({"run_id": "r", "metric": "success", "value": [0.0, 0.5, 1.0, 1.0]})
+    r = aggregate(df, n_resamples=300).row(0, named=True)
+    assert r["ci_method"] == "percentile"
+    assert r["success_rate_errors_as_failures"] is None
+
+
+def test_two_sources_of_one_key_are_not_averaged_as_epochs():
+    df = pl.DataFrame(
+        {
+            "run_id": "r",
+            "key": ["a", "a", "b"],
+            "source": ["evallog", "scorer:success", "evallog"],
+            "metric": "success",
+            "value": [1.0, 0.0, 1.0],
+        }
+    )
+    assert aggregate(df)["n_total"][0] == 3
+    assert aggregate(df, source="evallog")["mean"][0] == 1.0
