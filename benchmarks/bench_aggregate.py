@@ -76,7 +76,10 @@ def main() -> None:
     rng = np.random.default_rng(0)
     df = scores_frame(a.runs, a.tasks, a.seeds, rng)
     n_groups = a.runs * a.tasks
-    print(f"{df.height:,} scores, {n_groups:,} (run, task) groups per metric, B = {a.resamples:,}")
+    print(
+        f"{df.height:,} scores ({df.height // 2:,} per metric: success 0/1, steps counts), "
+        f"{n_groups:,} (run, task) groups per metric, B = {a.resamples:,}"
+    )
 
     results: dict[str, float] = {}
     for metric, method in (
