@@ -72,8 +72,8 @@ def aggregate(
     metrics
         Metric ids or aliases to keep (default: every metric in the data).
     statistics
-        Statistic columns to keep (default all of :data:`STATISTICS`); counts and the interval
-        are always there.
+        Statistic columns to keep (default all of :data:`STATISTICS`); counts, ``mean`` and the
+        interval are always there.
     ci
         Interval of the mean, one method or a mapping metric -> method. ``auto``: Wilson for
         binary metrics, percentile bootstrap otherwise. ``normal`` is ``mean -/+ z * stderr``.
@@ -91,7 +91,7 @@ def aggregate(
         when the metric has no normalizer); only for higher-is-better metrics, else null.
     """
     reg = registry or default_registry()
-    by = list(by)
+    by = [c for c in dict.fromkeys(by) if c != "metric"]  # every row is per metric anyway
     wanted = _check_statistics(statistics)
     frame = _load(scores, by, source, view, [c for c in (stratify, cluster) if c])
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
@@ -360,7 +360,8 @@ def _check_statistics(statistics: Sequence[str] | None) -> list[str]:
 def _order(out: pl.DataFrame, by: list[str], wanted: list[str], clustered: bool) -> pl.DataFrame:
     counts = ["n_total", "n_valid", "n_skipped", "skip_breakdown", "coverage"]
     interval = ["ci_low", "ci_high", "ci_level", "ci_method"]
-    stats = [s for s in STATISTICS if s in wanted]
+    # mean first, so the errors-as-failures rate always sits right after it
+    stats = ["mean", *(s for s in STATISTICS[1:] if s in wanted)]
     extra = ["n_clusters", "stderr_clustered", "stderr_clustered_corrected"] if clustered else []
     head = [*by, "metric", "reducer", *counts]
     rate = ["success_rate_errors_as_failures"]

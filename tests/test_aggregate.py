@@ -60,6 +60,11 @@ def test_columns_are_the_documented_ones():
     )
     few = aggregate(SCORES, statistics=["mean", "iqm"])
     assert "std" not in few.columns and "iqm" in few.columns
+    assert aggregate(SCORES, statistics=["median"]).columns[8:11] == [
+        "mean",
+        "success_rate_errors_as_failures",
+        "median",
+    ]
     with pytest.raises(ValueError, match="unknown statistics \\['mode'\\]"):
         aggregate(SCORES, statistics=["mode"])
 
@@ -278,3 +283,8 @@ def test_two_sources_of_one_key_are_not_averaged_as_epochs():
     )
     assert aggregate(df)["n_total"][0] == 3
     assert aggregate(df, source="evallog")["mean"][0] == 1.0
+
+
+def test_metric_in_by_is_not_grouped_twice():
+    out = aggregate(SCORES, by=["metric", "run_id", "run_id"])
+    assert out.columns[:2] == ["run_id", "metric"] and out.height == 2

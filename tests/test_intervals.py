@@ -141,6 +141,7 @@ samples = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(counts, st.sampled_from([iv.wilson, iv.clopper_pearson]))
 def test_binomial_interval_contains_estimate_and_nests(kn, fn):
     k, n = kn
@@ -178,6 +179,7 @@ def test_affine_data_gives_affine_interval(xs, a, b, method):
     assert hi2[0] == pytest.approx(a * hi[0] + b, abs=1e-6 * scale)
 
 
+@settings(deadline=None)
 @given(st.floats(-1e3, 1e3, allow_nan=False), st.integers(1, 30))
 def test_constant_data_gives_zero_width(c, n):
     x = np.full(n, c)
