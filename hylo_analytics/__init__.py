@@ -1,5 +1,6 @@
 """hylo_analytics: evaluation results of agents and robot policies, as dataframes."""
 
+from hylo_analytics.aggregate import aggregate
 from hylo_analytics.contracts import (
     Benchmark,
     InitStateRef,
@@ -11,15 +12,22 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.metrics import MetricRegistry, MetricSpec, default_registry, get_metric
+from hylo_analytics.reducers import Reducer, at_least, pass_at_k
+from hylo_analytics.results import AggregateResult, results_from_frame
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
+    "AggregateResult",
     "Benchmark",
     "IngestError",
     "IngestReport",
     "InitStateRef",
+    "MetricRegistry",
+    "MetricSpec",
     "Predicate",
     "Problem",
+    "Reducer",
     "Score",
     "SeedInit",
     "SnapshotInit",
@@ -27,7 +35,13 @@ __all__ = [
     "TaskInstance",
     "TaskSpec",
     "Tombstone",
+    "aggregate",
+    "at_least",
+    "default_registry",
+    "get_metric",
     "open_store",
+    "pass_at_k",
+    "results_from_frame",
 ]
 
 __version__ = "0.1.0"

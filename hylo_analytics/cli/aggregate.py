@@ -1,0 +1,64 @@
+"""``hylo-analytics aggregate``: per-group statistics and intervals of the stored scores."""
+
+from __future__ import annotations
+
+import argparse
+
+import polars as pl
+
+from hylo_analytics.aggregate import CI_METHODS, aggregate
+from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "aggregate",
+        help="counts, statistics and confidence intervals per group and metric",
+        description=(
+            "One row per group and metric: n_total / n_valid / n_skipped with the skip "
+            "breakdown, mean (abstentions excluded) and, for 0/1 metrics, the success rate "
+            "with errors counted as failures, std, stderr, median, p95, IQM, and an interval. "
+            "Example: hylo-analytics aggregate --store out/store --by run_id,task_id "
+            "--metric success --ci wilson"
+        ),
+    )
+    add_store_arg(p)
+    p.add_argument("--by", default="run_id", help="comma-separated group columns (run_id)")
+    p.add_argument("--metric", action="append", help="metric id or alias (repeatable)")
+    p.add_argument("--ci", choices=CI_METHODS, default="auto", help="interval method (auto)")
+    p.add_argument("--level", type=float, default=0.95, help="interval coverage (0.95)")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    p.add_argument("--reduce", default="mean", help="epoch reducer: mean, median, max, min, "
+                   "at_least(k), pass@k, or none")  # fmt: skip
+    p.add_argument("--source", action="append", help="keep only scores of this source")
+    p.add_argument("--stratify", help="bootstrap within the levels of this column (task_id)")
+    p.add_argument("--cluster", help="add the clustered stderr by this column (task_id)")
+    add_format_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = aggregate(
+        store_from(args),
+        by=[c.strip() for c in args.by.split(",") if c.strip()],
+        metrics=args.metric,
+        ci=args.ci,
+        level=args.level,
+        seed=args.seed,
+        n_resamples=args.resamples,
+        reduce=None if args.reduce == "none" else args.reduce,
+        source=args.source,
+        stratify=args.stratify,
+        cluster=args.cluster,
+    )
+    if args.format in ("table", "csv"):
+        # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
+        reasons = pl.col("skip_breakdown").list.eval(
+            pl.format(
+                "{}: {}", pl.element().struct.field("reason"), pl.element().struct.field("count")
+            )
+        )
+        out = out.with_columns(skip_breakdown=reasons.list.join("; "))
+    emit(out, args.format, args.output)
+    return 0
