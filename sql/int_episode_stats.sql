@@ -1,0 +1,68 @@
+-- One row per current sample with the reductions of its trace that the built-in scorers read.
+-- A sample without a stored trace still has a row (trace_status says why), so every scorer can
+-- abstain for it explicitly. success_once / success_at_end follow ManiSkill: any step's
+-- info.success / the last step's info.success (inspect-robots uses success_at_end for a reduced
+-- end-of-episode judgement instead). latency_p95 interpolates linearly (numpy's default).
+with samples as (
+    select * from stg_samples
+),
+
+events as (
+    select
+        run_id, episode_id, idx, type, reward, success, latency_ms, reason, status
+    from stg_events
+),
+
+per_episode as (
+    select
+        run_id,
+        episode_id,
+        count(*) as n_events,
+        count(*) filter (where type = 'step') as n_steps,
+        count(*) filter (where type = 'intervention') as n_interventions,
+        count(*) filter (where type = 'end') as n_end_events,
+        count(reward) filter (where type = 'step') as n_rewards,
+        sum(reward) filter (where type = 'step') as total_reward,
+        count(success) filter (where type = 'step') as n_success_flags,
+        bool_or(success) filter (where type = 'step') as success_once,
+        max_by(success, idx) filter (where type = 'step') as success_at_end,
+        count(latency_ms) filter (where type = 'step') as n_latencies,
+        percentile_cont(0.95) within group (order by latency_ms)
+            filter (where type = 'step') as latency_p95,
+        max_by(status, idx) filter (where type = 'end') as end_status,
+        max_by(reason, idx) filter (where type = 'end') as end_reason
+    from events
+    group by run_id, episode_id
+),
+
+final as (
+    select
+        s.run_id,
+        s.key,
+        s.task_id,
+        s.seed,
+        s.epoch,
+        s.episode_id,
+        s.status as sample_status,
+        s.trace_status,
+        coalesce(s.trace_status in ('ok', 'partial'), false) as has_trace,
+        coalesce(e.n_events, 0) as n_events,
+        coalesce(e.n_steps, 0) as n_steps,
+        coalesce(e.n_interventions, 0) as n_interventions,
+        coalesce(e.n_end_events, 0) as n_end_events,
+        coalesce(e.n_rewards, 0) as n_rewards,
+        e.total_reward,
+        coalesce(e.n_success_flags, 0) as n_success_flags,
+        e.success_once,
+        e.success_at_end,
+        coalesce(e.n_latencies, 0) as n_latencies,
+        e.latency_p95,
+        e.end_status,
+        e.end_reason,
+        coalesce(e.end_status = 'error', s.status = 'error', false) as errored
+    from samples as s
+    left join per_episode as e
+        on e.run_id = s.run_id and e.episode_id = s.episode_id
+)
+
+select * from final
