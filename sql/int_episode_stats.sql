@@ -7,31 +7,45 @@ with samples as (
     select * from stg_samples
 ),
 
-events as (
-    select
-        run_id, episode_id, idx, type, reward, success, latency_ms, reason, status
+steps as (
+    select run_id, episode_id, idx, reward, success, latency_ms
     from stg_events
+    where type = 'step'
 ),
 
-per_episode as (
+others as (
+    select run_id, episode_id, idx, type, reason, status
+    from stg_events
+    where type <> 'step'
+),
+
+-- steps are nearly all events: aggregate them without per-aggregate filters
+per_episode_steps as (
     select
         run_id,
         episode_id,
-        count(*) as n_events,
-        count(*) filter (where type = 'step') as n_steps,
+        count(*) as n_steps,
+        count(reward) as n_rewards,
+        sum(reward) as total_reward,
+        count(success) as n_success_flags,
+        bool_or(success) as success_once,
+        max_by(success, idx) as success_at_end,
+        count(latency_ms) as n_latencies,
+        percentile_cont(0.95) within group (order by latency_ms) as latency_p95
+    from steps
+    group by run_id, episode_id
+),
+
+per_episode_others as (
+    select
+        run_id,
+        episode_id,
+        count(*) as n_other_events,
         count(*) filter (where type = 'intervention') as n_interventions,
         count(*) filter (where type = 'end') as n_end_events,
-        count(reward) filter (where type = 'step') as n_rewards,
-        sum(reward) filter (where type = 'step') as total_reward,
-        count(success) filter (where type = 'step') as n_success_flags,
-        bool_or(success) filter (where type = 'step') as success_once,
-        max_by(success, idx) filter (where type = 'step') as success_at_end,
-        count(latency_ms) filter (where type = 'step') as n_latencies,
-        percentile_cont(0.95) within group (order by latency_ms)
-            filter (where type = 'step') as latency_p95,
         max_by(status, idx) filter (where type = 'end') as end_status,
         max_by(reason, idx) filter (where type = 'end') as end_reason
-    from events
+    from others
     group by run_id, episode_id
 ),
 
@@ -46,10 +60,10 @@ final as (
         s.status as sample_status,
         s.trace_status,
         coalesce(s.trace_status in ('ok', 'partial'), false) as has_trace,
-        coalesce(e.n_events, 0) as n_events,
+        coalesce(e.n_steps, 0) + coalesce(o.n_other_events, 0) as n_events,
         coalesce(e.n_steps, 0) as n_steps,
-        coalesce(e.n_interventions, 0) as n_interventions,
-        coalesce(e.n_end_events, 0) as n_end_events,
+        coalesce(o.n_interventions, 0) as n_interventions,
+        coalesce(o.n_end_events, 0) as n_end_events,
         coalesce(e.n_rewards, 0) as n_rewards,
         e.total_reward,
         coalesce(e.n_success_flags, 0) as n_success_flags,
@@ -57,12 +71,14 @@ final as (
         e.success_at_end,
         coalesce(e.n_latencies, 0) as n_latencies,
         e.latency_p95,
-        e.end_status,
-        e.end_reason,
-        coalesce(e.end_status = 'error', s.status = 'error', false) as errored
+        o.end_status,
+        o.end_reason,
+        coalesce(o.end_status = 'error', s.status = 'error', false) as errored
     from samples as s
-    left join per_episode as e
+    left join per_episode_steps as e
         on e.run_id = s.run_id and e.episode_id = s.episode_id
+    left join per_episode_others as o
+        on o.run_id = s.run_id and o.episode_id = s.episode_id
 )
 
 select * from final

@@ -184,11 +184,8 @@ def compute_scores(
 
 
 def _exists(con: Any, name: str) -> bool:
-    return bool(
-        con.execute(
-            "select count(*) from duckdb_tables() where table_name = ?", [name]
-        ).fetchone()[0]
-    )
+    rows = con.execute("select 1 from duckdb_tables() where table_name = ?", [name]).fetchall()
+    return bool(rows)
 
 
 def score_store(

@@ -160,8 +160,8 @@ def grades_sql(runs: str) -> str:
            coalesce(t.name, 'grade') as metric,
            cast(case when t.why is null then
                case when json_type(t.v) = 'BOOLEAN'
-                    then case when cast(t.v as boolean) then 1.0 else 0.0 end
-                    else cast(t.v as double) end
+                    then case when try_cast(t.v as boolean) then 1.0 else 0.0 end
+                    else try_cast(t.v as double) end
            end as double) as value,
            t.why is null as valid,
            t.why as skip_reason,

@@ -9,7 +9,7 @@ A dotted path (``output.coverage``, ``sample.scores.steps``, ``case.expected.que
      "output": sample.extra.output,             # when the log has it
      "case":   sample.extra.case,
      "trace":  {steps, interventions, return, success_once, success_at_end, latency_p95,
-                end_status, end_reason, errored, n_events}}
+                end_status, end_reason, errored, n_events}}   # only with a usable trace
 
 ``sample.scores`` holds only the log's own scores, so a declarative scorer never reads another
 scorer's output and the result does not depend on the order scorers run in. Paths resolve for
@@ -180,12 +180,12 @@ cols as (
             'epoch', s.epoch, 'episode_id', s.episode_id, 'status', s.status,
             'trace_status', s.trace_status, 'scores', coalesce(i.scores, json('{{}}'))
         ) as varchar) as sample_cols,
-        cast(json_object(
+        case when e.has_trace then cast(json_object(
             'steps', e.n_steps, 'interventions', e.n_interventions, 'return', e.total_reward,
             'success_once', e.success_once, 'success_at_end', e.success_at_end,
             'latency_p95', e.latency_p95, 'end_status', e.end_status,
             'end_reason', e.end_reason, 'errored', e.errored, 'n_events', e.n_events
-        ) as varchar) as trace
+        ) as varchar) end as trace
     from s
     left join imported as i on i.run_id = s.run_id and i.key = s.key and i.epoch = s.epoch
     left join {episodes} as e on e.run_id = s.run_id and e.episode_id = s.episode_id
@@ -193,9 +193,9 @@ cols as (
 select run_id, key, task_id, seed, epoch, episode_id,
     json('{{"sample":' || case
         when json_type(extra) = 'OBJECT' and extra <> '{{}}'
-        then rtrim(sample_cols, '}}') || ',' || substr(extra, 2)
+        then left(sample_cols, length(sample_cols) - 1) || ',' || substr(ltrim(extra), 2)
         else sample_cols end
-    || ',"trace":' || trace
+    || coalesce(',"trace":' || trace, '')
     || coalesce(',"output":' || cast(json_extract(extra, '$.output') as varchar), '')
     || coalesce(',"case":' || cast(json_extract(extra, '$.case') as varchar), '')
     || '}}') as record
@@ -233,7 +233,7 @@ def _select(scorer: DeclarativeScorer, inner: str, value: str, why: str, err: st
 
 
 def _value_exprs(p: str) -> tuple[str, str, str]:
-    value = "case when json_type(v) = 'BOOLEAN' then case when cast(v as boolean) then 1.0 else 0.0 end else cast(v as double) end"
+    value = "case when json_type(v) = 'BOOLEAN' then case when try_cast(v as boolean) then 1.0 else 0.0 end else try_cast(v as double) end"
     why = f"""case when v is null then 'missing path: ' || {p}
                    when json_type(v) = 'NULL' then 'null at path: ' || {p}
                    when json_type(v) not in {_NUMERIC} and json_type(v) <> 'BOOLEAN'
@@ -245,11 +245,11 @@ def _pass_exprs(p: str) -> tuple[str, str, str]:
     t = ", ".join(sql_str(x) for x in _TRUE)
     f = ", ".join(sql_str(x) for x in _FALSE)
     word = "lower(v ->> '$')"
-    value = f"""case when json_type(v) = 'BOOLEAN' then case when cast(v as boolean) then 1.0 else 0.0 end
+    value = f"""case when json_type(v) = 'BOOLEAN' then case when try_cast(v as boolean) then 1.0 else 0.0 end
                      when json_type(v) = 'VARCHAR' then case when {word} in ({t}) then 1.0 else 0.0 end
-                     else cast(v as double) end"""
+                     else try_cast(v as double) end"""
     ok = f"""(json_type(v) = 'BOOLEAN'
-              or (json_type(v) in {_NUMERIC} and cast(v as double) in (0, 1))
+              or (json_type(v) in {_NUMERIC} and try_cast(v as double) in (0, 1))
               or (json_type(v) = 'VARCHAR' and {word} in ({t}, {f})))"""
     why = f"""case when v is null then 'missing path: ' || {p}
                    when json_type(v) = 'NULL' then 'null at path: ' || {p}
@@ -274,7 +274,7 @@ def _exact(con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: s
     same = [(x, y) for x, y in pairs if json.loads(x) == json.loads(y)]
     con.register("_exact_same", pa.table({"a": [x for x, _ in same], "b": [y for _, y in same]}))
     eq = f"""case when json_type(va) in {_NUMERIC} and json_type(ve) in {_NUMERIC}
-                  then cast(va as double) = cast(ve as double)
+                  then try_cast(va as double) = try_cast(ve as double)
                   when nested then exists (select 1 from _exact_same as q
                                            where q.a = cast(va as varchar) and q.b = cast(ve as varchar))
                   else cast(va as varchar) = cast(ve as varchar) end"""
