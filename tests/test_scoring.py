@@ -223,7 +223,7 @@ def test_declarative_kinds(store: ha.Store) -> None:
     )
     summary = {s.source: s for s in report.scorers}
     assert summary["scorer:coverage"].abstained == 1  # the JSON null
-    assert summary["scorer:coverage"].errors == 8
+    assert summary["scorer:coverage"].errors == 7
     assert summary["scorer:queue_right"].optional
 
 
