@@ -29,7 +29,11 @@ per_episode_steps as (
         sum(reward) as total_reward,
         count(success) as n_success_flags,
         bool_or(success) as success_once,
-        max_by(success, idx) as success_at_end,
+        -- max_by skips null arguments: encode null so the last step's missing flag stays null
+        case max_by(case when success then 1 when not success then 0 else -1 end, idx)
+            when 1 then true
+            when 0 then false
+        end as success_at_end,
         count(latency_ms) as n_latencies,
         percentile_cont(0.95) within group (order by latency_ms) as latency_p95
     from steps
@@ -43,8 +47,8 @@ per_episode_others as (
         count(*) as n_other_events,
         count(*) filter (where type = 'intervention') as n_interventions,
         count(*) filter (where type = 'end') as n_end_events,
-        max_by(status, idx) filter (where type = 'end') as end_status,
-        max_by(reason, idx) filter (where type = 'end') as end_reason
+        nullif(max_by(coalesce(status, ''), idx) filter (where type = 'end'), '') as end_status,
+        nullif(max_by(coalesce(reason, ''), idx) filter (where type = 'end'), '') as end_reason
     from others
     group by run_id, episode_id
 ),
