@@ -60,9 +60,7 @@ def python_scores(samples: list[tuple[Any, ...]], events: list[tuple[Any, ...]])
         vals: dict[str, float | None] = {
             "success": float(end_status == "success"),
             "success_once": float(any(flags)) if steps and flags else None,
-            "success_at_end": (
-                float(steps[-1][5]) if steps and steps[-1][5] is not None else None
-            ),
+            "success_at_end": (float(steps[-1][5]) if steps and steps[-1][5] is not None else None),
             "steps": float(len(steps)),
             "safety_interventions": float(n_inter),
             "return": sum(rewards) if rewards else None,

@@ -11,22 +11,38 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.scoring import (
+    DeclarativeScorer,
+    EpisodeScorer,
+    ScorerDeclaration,
+    ScoringCall,
+    ScoringReport,
+    VectorizedScorer,
+    load_scorers,
+)
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
     "Benchmark",
+    "DeclarativeScorer",
+    "EpisodeScorer",
     "IngestError",
     "IngestReport",
     "InitStateRef",
     "Predicate",
     "Problem",
     "Score",
+    "ScorerDeclaration",
+    "ScoringCall",
+    "ScoringReport",
     "SeedInit",
     "SnapshotInit",
     "Store",
     "TaskInstance",
     "TaskSpec",
     "Tombstone",
+    "VectorizedScorer",
+    "load_scorers",
     "open_store",
 ]
 

@@ -98,10 +98,8 @@ class Store:
             paths = [paths]
         return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
 
-    def score(
-        self, scorers: ScorersArg = None, runs: Sequence[str] | None = None
-    ) -> ScoringReport:
-        """Re-score ``runs`` from the stored events; see :func:`hylo_analytics.scoring.score_store`."""
+    def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
+        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
         from hylo_analytics.scoring import score_store
 
         return score_store(self, scorers, runs)

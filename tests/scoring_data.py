@@ -82,7 +82,10 @@ EXTRA: dict[str, dict[str, Any]] = {
         "output": {"coverage": None, "ok": "fail", "queue": [2, 1], "obj": {"a": 1}},
         "case": {"expected": {"queue": [1, 2], "obj": {"a": 2}, "n": 1}},
     },
-    "t1#3": {"output": {"coverage": "high", "ok": 7, "queue": 3}, "case": {"expected": {"queue": 3}}},
+    "t1#3": {
+        "output": {"coverage": "high", "ok": 7, "queue": 3},
+        "case": {"expected": {"queue": 3}},
+    },
 }
 
 # the EvalLog's own scores (imported)

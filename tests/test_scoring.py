@@ -12,9 +12,9 @@ from scoring_data import RUN, write_run
 
 import hylo_analytics as ha
 from hylo_analytics.scoring import (
-    Declaration,
     DeclarativeScorer,
     EpisodeScorer,
+    ScorerDeclaration,
     ScoringCall,
     VectorizedScorer,
     compute_scores,
@@ -137,9 +137,9 @@ def test_runs_filter_and_unknown_run(store: ha.Store, tmp_path: Path) -> None:
     store.ingest(tmp_path / "data2", progress=False)
     report = store.score(["steps"], runs=["run-other-0002"])
     assert report.runs == ("run-other-0002",)
-    assert store.sql("select distinct run_id from stg_scores where source = 'scorer:steps'").rows() == [
-        ("run-other-0002",)
-    ]
+    assert store.sql(
+        "select distinct run_id from stg_scores where source = 'scorer:steps'"
+    ).rows() == [("run-other-0002",)]
     with pytest.raises(KeyError, match="runs not in the store"):
         store.score(["steps"], runs=["nope"])
 
@@ -179,14 +179,24 @@ DECLS = {
 
 # metric -> key -> value or skip reason (keys not listed: missing path)
 DECL_EXPECTED: dict[str, dict[str, float | str]] = {
-    "coverage": {"t1#1": 0.8, "t1#2": "null at path: output.coverage",
-                 "t1#3": "not a number at output.coverage: \"high\""},
+    "coverage": {
+        "t1#1": 0.8,
+        "t1#2": "null at path: output.coverage",
+        "t1#3": 'not a number at output.coverage: "high"',
+    },
     "ok": {"t1#1": 1.0, "t1#2": 0.0, "t1#3": "not boolean-like at output.ok: 7"},
     "queue_right": {"t1#1": 1.0, "t1#2": 0.0, "t1#3": 1.0},
     "obj_right": {"t1#1": 1.0, "t1#2": 0.0, "t1#3": "missing path: output.obj"},
     "imported_steps": {"t1#1": 2.0, "t1#2": 3.0},
-    "trace_steps": {"t1#1": 2.0, "t1#2": 3.0, "t1#3": 1.0, "t2#1": 2.0, "t2#2": 0.0,
-                    "t3#1": 2.0, "t3#2": 0.0},
+    "trace_steps": {
+        "t1#1": 2.0,
+        "t1#2": 3.0,
+        "t1#3": 1.0,
+        "t2#1": 2.0,
+        "t2#2": 0.0,
+        "t3#1": 2.0,
+        "t3#2": 0.0,
+    },
     "first_item": {"t1#1": 1.0, "t1#2": 2.0, "t1#3": "missing path: output.queue.0"},
     "shape": {"t1#1": 1.0, "t1#2": 1.0, "t1#3": 0.0},
 }
@@ -253,7 +263,7 @@ def test_load_scorers_from_yaml(tmp_path: Path) -> None:
         "coverage",
         "value",
         "output.coverage",
-        declaration=Declaration("coverage.ratio", None, "minimize", "diagnostic", True),
+        declaration=ScorerDeclaration("coverage.ratio", None, "minimize", "diagnostic", True),
     )
 
 
@@ -281,7 +291,9 @@ def test_vectorized_python_scorer(store: ha.Store) -> None:
         lambda ep: pl.when(pl.col("n_steps") > 0).then(pl.col("total_reward") / pl.col("n_steps")),
     )
     broken = VectorizedScorer("broken", lambda ep: pl.Series(["a"] * ep.height))
-    short = VectorizedScorer("short", lambda ep: pl.Series([1.0]), declaration=Declaration(optional=True))
+    short = VectorizedScorer(
+        "short", lambda ep: pl.Series([1.0]), declaration=ScorerDeclaration(optional=True)
+    )
     report = store.score([per_step, broken, short])
     rows = _rows(store, "scorer:reward_per_step")
     assert rows["t1#1"]["value"] == 0.75

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hylo_analytics import _schema
 from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
-from hylo_analytics.scoring._common import RESULT_COLUMNS, Declaration, id_list
+from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
 from hylo_analytics.scoring._declarative import (
     RECORD_SQL,
     DeclarativeScorer,
@@ -55,10 +56,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_SCORERS",
-    "Declaration",
     "DeclarativeScorer",
     "EpisodeScorer",
     "Scorer",
+    "ScorerDeclaration",
     "ScorerSummary",
     "ScoringCall",
     "ScoringError",
@@ -121,7 +122,9 @@ def compute_scores(
     resolved = _resolve(scorers)
     con = store.con
     if runs is None:
-        run_ids = [r[0] for r in con.execute("select run_id from stg_runs order by run_id").fetchall()]
+        run_ids = [
+            r[0] for r in con.execute("select run_id from stg_runs order by run_id").fetchall()
+        ]
     else:
         known = {r[0] for r in con.execute("select run_id from stg_runs").fetchall()}
         missing = [r for r in runs if r not in known]
@@ -202,7 +205,7 @@ def score_store(
     t0 = time.perf_counter()
     with store.lock():
         rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
-        sources = set(pl.from_arrow(rows.select(["source"])).to_series().unique().to_list())
+        sources = set(pc.unique(rows.column("source")).to_pylist())
         if GRADES in resolved:  # grade sources that vanished must be superseded too
             sources |= {
                 r[0]
@@ -226,36 +229,39 @@ def _report(
 ) -> ScoringReport:
     df = pl.from_arrow(rows)
     assert isinstance(df, pl.DataFrame)
-    optional = {
-        _source(s): (not isinstance(s, str) and s.declaration.optional) for s in resolved
-    }
+    optional = {_source(s): (not isinstance(s, str) and s.declaration.optional) for s in resolved}
     df = df.with_columns(
         pl.when(pl.col("source").str.starts_with("grade:"))
         .then(pl.lit("grade:*"))
         .otherwise(pl.col("source"))
         .alias("group")
     )
-    counts = df.group_by("source", "group").agg(
-        pl.len().alias("rows"),
-        pl.col("valid").sum().alias("valid"),
-        (~pl.col("valid") & ~pl.col("is_error")).sum().alias("abstained"),
-        pl.col("is_error").sum().alias("errors"),
-    ).sort("source")
+    counts = (
+        df.group_by("source", "group")
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("valid").sum().alias("valid"),
+            (~pl.col("valid") & ~pl.col("is_error")).sum().alias("abstained"),
+            pl.col("is_error").sum().alias("errors"),
+        )
+        .sort("source")
+    )
     summaries = tuple(
         ScorerSummary(
-            r["source"], optional.get(r["group"], False), r["rows"], r["valid"],
-            r["abstained"], r["errors"], seconds.get(r["group"], 0.0),
+            r["source"],
+            optional.get(r["group"], False),
+            r["rows"],
+            r["valid"],
+            r["abstained"],
+            r["errors"],
+            seconds.get(r["group"], 0.0),
         )
         for r in counts.iter_rows(named=True)
     )
     required_errors = df.filter(
         pl.col("is_error") & ~pl.col("group").replace_strict(optional, default=False)
     )
-    failed = (
-        required_errors.group_by("run_id")
-        .agg(pl.col("source").unique().sort())
-        .sort("run_id")
-    )
+    failed = required_errors.group_by("run_id").agg(pl.col("source").unique().sort()).sort("run_id")
     listed = df.filter(pl.col("is_error")).head(_MAX_LISTED_ERRORS)
     return ScoringReport(
         runs=tuple(run_ids),

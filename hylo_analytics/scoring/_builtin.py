@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hylo_analytics.scoring._common import Declaration, sql_str
+from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 __all__ = [
     "BUILTINS",
@@ -37,7 +37,7 @@ class Builtin:
     value: str  # the score, evaluated only when no skip reason applies
     reason: str  # a scorer-specific skip reason (SQL, null = none)
     explanation: str
-    declaration: Declaration
+    declaration: ScorerDeclaration
 
     @property
     def source(self) -> str:
@@ -54,7 +54,7 @@ BUILTINS: dict[str, Builtin] = {
             "case when end_status = 'success' then 1.0 else 0.0 end",
             _NO_REASON,
             "'end.status=' || end_status || coalesce(' (' || end_reason || ')', '')",
-            Declaration("result.success", None, "maximize", "objective"),
+            ScorerDeclaration("result.success", None, "maximize", "objective"),
         ),
         Builtin(
             "success_once",
@@ -62,7 +62,7 @@ BUILTINS: dict[str, Builtin] = {
             "case when n_steps = 0 then 'no step events' "
             "when n_success_flags = 0 then 'no info.success in any step' end",
             "'any step info.success (ManiSkill)'",
-            Declaration("result.success_once", None, "maximize", "diagnostic"),
+            ScorerDeclaration("result.success_once", None, "maximize", "diagnostic"),
         ),
         Builtin(
             "success_at_end",
@@ -70,35 +70,35 @@ BUILTINS: dict[str, Builtin] = {
             "case when n_steps = 0 then 'no step events' "
             "when success_at_end is null then 'last step has no info.success' end",
             "'last step info.success (ManiSkill)'",
-            Declaration("result.success_at_end", None, "maximize", "diagnostic"),
+            ScorerDeclaration("result.success_at_end", None, "maximize", "diagnostic"),
         ),
         Builtin(
             "steps",
             "cast(n_steps as double)",
             _NO_REASON,
             "'count of step events'",
-            Declaration("episode.steps", "steps", "minimize", "diagnostic"),
+            ScorerDeclaration("episode.steps", "steps", "minimize", "diagnostic"),
         ),
         Builtin(
             "safety_interventions",
             "cast(n_interventions as double)",
             _NO_REASON,
             "'count of intervention events'",
-            Declaration("safety.interventions", "count", "minimize", "constraint"),
+            ScorerDeclaration("safety.interventions", "count", "minimize", "constraint"),
         ),
         Builtin(
             "return",
             "total_reward",
             "case when n_rewards = 0 then 'no step rewards' end",
             "'sum of step rewards'",
-            Declaration("reward.return", None, "maximize", "diagnostic"),
+            ScorerDeclaration("reward.return", None, "maximize", "diagnostic"),
         ),
         Builtin(
             "latency_p95",
             "latency_p95",
             "case when n_latencies = 0 then 'no step latencies' end",
             "'95th percentile of ' || n_latencies || ' step latencies'",
-            Declaration("time.latency.p95", "ms", "minimize", "diagnostic"),
+            ScorerDeclaration("time.latency.p95", "ms", "minimize", "diagnostic"),
         ),
     )
 }

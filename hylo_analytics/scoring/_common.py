@@ -11,7 +11,7 @@ import pyarrow as pa
 
 __all__ = [
     "RESULT_COLUMNS",
-    "Declaration",
+    "ScorerDeclaration",
     "id_list",
     "sql_str",
 ]
@@ -42,7 +42,7 @@ RESULT_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class Declaration:
+class ScorerDeclaration:
     """The Autobench scoring contract: what a score means and how to read it.
 
     ``optional``: an optional scorer's errors are recorded without failing the run; a required
@@ -59,9 +59,7 @@ class Declaration:
         if self.direction not in ("maximize", "minimize"):
             raise ValueError(f"direction must be maximize or minimize, not {self.direction!r}")
         if self.role not in ("objective", "constraint", "diagnostic"):
-            raise ValueError(
-                f"role must be objective, constraint or diagnostic, not {self.role!r}"
-            )
+            raise ValueError(f"role must be objective, constraint or diagnostic, not {self.role!r}")
 
     def metadata_json(self) -> str:
         """The declaration as the JSON stored in every row's ``metadata``."""

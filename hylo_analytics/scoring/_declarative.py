@@ -34,7 +34,7 @@ import jsonschema
 import pyarrow as pa
 import yaml
 
-from hylo_analytics.scoring._common import Declaration, sql_str
+from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 __all__ = ["RECORD_SQL", "DeclarativeScorer", "declarative_rows", "load_scorers", "path_sql"]
 
@@ -55,11 +55,13 @@ class DeclarativeScorer:
     path: str  # value / pass / schema: the path read; exact: the actual path
     expected: str | None = None  # exact: the expected path
     schema: Mapping[str, Any] | None = None  # schema: the JSON Schema
-    declaration: Declaration = field(default_factory=Declaration)
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
-            raise ValueError(f"scorer {self.name!r}: kind must be one of {_KINDS}, not {self.kind!r}")
+            raise ValueError(
+                f"scorer {self.name!r}: kind must be one of {_KINDS}, not {self.kind!r}"
+            )
         path_sql(self.path)
         if self.kind == "exact":
             if not self.expected:
@@ -70,9 +72,11 @@ class DeclarativeScorer:
                 raise ValueError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
             cls = jsonschema.validators.validator_for(self.schema)
             try:
-                cls.check_schema(self.schema)
+                cls.check_schema(dict(self.schema))
             except jsonschema.SchemaError as exc:
-                raise ValueError(f"scorer {self.name!r}: invalid JSON Schema: {exc.message}") from exc
+                raise ValueError(
+                    f"scorer {self.name!r}: invalid JSON Schema: {exc.message}"
+                ) from exc
 
     @property
     def source(self) -> str:
@@ -134,12 +138,14 @@ def _one(where: str, name: str, decl: Any) -> DeclarativeScorer:
         raise ValueError(f"{at}: expected a mapping, got {type(decl).__name__}")
     kinds = [k for k in _KINDS if k in decl]
     if len(kinds) != 1:
-        raise ValueError(f"{at}: expected exactly one of {', '.join(_KINDS)}; found {kinds or 'none'}")
+        raise ValueError(
+            f"{at}: expected exactly one of {', '.join(_KINDS)}; found {kinds or 'none'}"
+        )
     kind = kinds[0]
     spec = decl[kind]
     expected = schema = None
     try:
-        declaration = Declaration(
+        declaration = ScorerDeclaration(
             semantic=str(decl.get("semantic", decl.get("semantic_type", ""))),
             unit=decl.get("unit"),
             direction=decl.get("direction", decl.get("goal", "maximize")),
@@ -156,7 +162,7 @@ def _one(where: str, name: str, decl: Any) -> DeclarativeScorer:
             path, schema = spec.get("path", "output"), spec["schema"]
         else:
             path = spec
-        return DeclarativeScorer(name, kind, path, expected, schema, declaration)
+        return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ValueError(f"{at}: {exc}") from exc
 
@@ -217,11 +223,19 @@ def declarative_rows(
         return _exact(con, scorer, records, a)
     else:
         return _schema(con, scorer, records, a)
-    return con.sql(_select(scorer, f"select *, {a} as v from {records}", value, why, err)).to_arrow_table()
+    return con.sql(
+        _select(scorer, f"select *, {a} as v from {records}", value, why, err)
+    ).to_arrow_table()
 
 
-def _select(scorer: DeclarativeScorer, inner: str, value: str, why: str, err: str,
-            explanation: str = "cast(null as varchar)") -> str:
+def _select(
+    scorer: DeclarativeScorer,
+    inner: str,
+    value: str,
+    why: str,
+    err: str,
+    explanation: str = "cast(null as varchar)",
+) -> str:
     return f"""
     select run_id, key, task_id, seed, epoch, episode_id, {sql_str(scorer.name)} as metric,
            cast(case when why is null then {value} end as double) as value, why is null as valid,
@@ -257,7 +271,9 @@ def _pass_exprs(p: str) -> tuple[str, str, str]:
     return value, why, "why is not null and not starts_with(why, 'null at path')"
 
 
-def _exact(con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str) -> pa.Table:
+def _exact(
+    con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
+) -> pa.Table:
     assert scorer.expected is not None
     e = f"json_extract(record, {path_sql(scorer.expected)})"
     pa_, pe = sql_str(scorer.path), sql_str(scorer.expected)
@@ -283,31 +299,47 @@ def _exact(con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: s
     expl = f"""case when not ({eq}) then 'actual ' || left(cast(va as varchar), 60)
                     || ' != expected ' || left(cast(ve as varchar), 60) end"""
     out = con.sql(
-        _select(scorer, f"select *, {eq} as eq from _exact_pairs",
-                "case when eq then 1.0 else 0.0 end", why, "why is not null", expl)
+        _select(
+            scorer,
+            f"select *, {eq} as eq from _exact_pairs",
+            "case when eq then 1.0 else 0.0 end",
+            why,
+            "why is not null",
+            expl,
+        )
     ).to_arrow_table()
     con.unregister("_exact_same")
     con.execute("drop table if exists _exact_pairs")
     return out
 
 
-def _schema(con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str) -> pa.Table:
+def _schema(
+    con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
+) -> pa.Table:
     assert scorer.schema is not None
     cls = jsonschema.validators.validator_for(scorer.schema)
-    validator = cls(scorer.schema)
-    con.execute(f"create or replace temp table _schema_vals as select *, cast({a} as varchar) as v from {records}")
-    distinct = [r[0] for r in con.execute("select distinct v from _schema_vals where v is not null").fetchall()]
+    validator = cls(dict(scorer.schema))
+    con.execute(
+        f"create or replace temp table _schema_vals as select *, cast({a} as varchar) as v from {records}"
+    )
+    distinct = [
+        r[0]
+        for r in con.execute("select distinct v from _schema_vals where v is not null").fetchall()
+    ]
     # jsonschema validates one instance at a time: do it once per distinct value.
-    verdicts = {"v": [], "ok": [], "msg": []}
+    verdicts: dict[str, list[Any]] = {"v": [], "ok": [], "msg": []}
     for text in distinct:
         err = jsonschema.exceptions.best_match(validator.iter_errors(json.loads(text)))
         verdicts["v"].append(text)
         verdicts["ok"].append(err is None)
-        verdicts["msg"].append(
-            None if err is None else f"{err.json_path}: {err.message}"[:200]
-        )
-    con.register("_schema_verdicts", pa.table(verdicts, schema=pa.schema(
-        [("v", pa.string()), ("ok", pa.bool_()), ("msg", pa.string())])))
+        verdicts["msg"].append(None if err is None else f"{err.json_path}: {err.message}"[:200])
+    con.register(
+        "_schema_verdicts",
+        pa.table(
+            verdicts,
+            schema=pa.schema([("v", pa.string()), ("ok", pa.bool_()), ("msg", pa.string())]),
+        ),
+    )
     inner = "select s.*, d.ok, d.msg from _schema_vals as s left join _schema_verdicts as d on d.v = s.v"
     why = f"case when v is null then 'missing path: ' || {sql_str(scorer.path)} end"
     out = con.sql(

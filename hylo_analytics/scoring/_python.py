@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics.contracts import Score
-from hylo_analytics.scoring._common import Declaration
+from hylo_analytics.scoring._common import ScorerDeclaration
 
 __all__ = ["EpisodeScorer", "ScoringCall", "VectorizedScorer", "episode_rows", "vectorized_rows"]
 
@@ -53,7 +53,7 @@ class VectorizedScorer:
     fn: Callable[[pl.DataFrame], pl.Series | pl.Expr]
     version: str = "0"
     needs_trace: bool = True  # samples without a usable trace abstain without calling fn
-    declaration: Declaration = field(default_factory=Declaration)
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
 
     @property
     def source(self) -> str:
@@ -68,7 +68,7 @@ class EpisodeScorer:
     fn: Callable[[ScoringCall], float | int | Score | None]
     version: str = "0"
     needs_trace: bool = True
-    declaration: Declaration = field(default_factory=Declaration)
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
 
     @property
     def source(self) -> str:
@@ -143,10 +143,14 @@ def vectorized_rows(scorer: VectorizedScorer, episodes: pl.DataFrame) -> pa.Tabl
             .then(pl.lit("abstained"))
         ).to_series()
         is_error = reason.str.starts_with("error:").fill_null(False)
-    values = pl.DataFrame({"v": values, "r": reason}).select(
-        pl.when(pl.col("r").is_null()).then(pl.col("v"))
-    ).to_series()
-    return _frame(scorer, episodes, values, reason, pl.Series([None] * n, dtype=pl.String), is_error)
+    values = (
+        pl.DataFrame({"v": values, "r": reason})
+        .select(pl.when(pl.col("r").is_null()).then(pl.col("v")))
+        .to_series()
+    )
+    return _frame(
+        scorer, episodes, values, reason, pl.Series([None] * n, dtype=pl.String), is_error
+    )
 
 
 def _check(result: Any) -> tuple[float | None, str | None, str | None]:

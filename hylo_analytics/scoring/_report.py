@@ -74,8 +74,10 @@ class ScoringReport:
             )
         for run, srcs in sorted(self.failed_runs.items()):
             lines.append(f"  run {run} failed: required scorer errors in {', '.join(srcs)}")
-        for e in self.errors:
-            lines.append(f"  error {e.source} {e.run_id} {e.key}: {e.reason}")
+        lines.extend(f"  error {e.source} {e.run_id} {e.key}: {e.reason}" for e in self.errors[:5])
+        n_errors = sum(s.errors for s in self.scorers)
+        if n_errors > 5:
+            lines.append(f"  ... {n_errors - 5} more error rows (skip_reason in stg_scores)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

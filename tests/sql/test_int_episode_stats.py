@@ -56,7 +56,10 @@ def test_full_episode(stats: dict[tuple[str, str], dict[str, Any]]) -> None:
     assert (e["success_once"], e["success_at_end"], e["n_success_flags"]) == (True, None, 2)
     assert e["latency_p95"] == pytest.approx(20.0 + 0.9 * 20.0)
     assert (e["end_status"], e["end_reason"], e["errored"], e["has_trace"]) == (
-        "failure", "max_steps", False, True
+        "failure",
+        "max_steps",
+        False,
+        True,
     )
 
 
@@ -75,5 +78,8 @@ def test_sample_without_trace_has_a_row(stats: dict[tuple[str, str], dict[str, A
 def test_runs_do_not_mix(stats: dict[tuple[str, str], dict[str, Any]]) -> None:
     e = stats[("q", "t#1")]
     assert (e["n_steps"], e["total_reward"], e["success_at_end"], e["has_trace"]) == (
-        1, 2.0, True, True
+        1,
+        2.0,
+        True,
+        True,
     )

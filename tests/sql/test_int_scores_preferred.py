@@ -29,10 +29,14 @@ def _con(rows: list[tuple[Any, ...]]) -> duckdb.DuckDBPyConnection:
 
 
 def _preferred(rows: list[tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
-    out = _con(rows).execute(
-        "select key, value, source, ambiguous, n_sources, n_abstained "
-        "from int_scores_preferred order by key"
-    ).fetchall()
+    out = (
+        _con(rows)
+        .execute(
+            "select key, value, source, ambiguous, n_sources, n_abstained "
+            "from int_scores_preferred order by key"
+        )
+        .fetchall()
+    )
     keys = [r[0] for r in out]
     assert len(keys) == len(set(keys)), "one row per (run, key, epoch, metric)"
     return {r[0]: r[1:] for r in out}
