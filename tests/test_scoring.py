@@ -368,3 +368,40 @@ def test_sample_store_scores_match_evallog(sample_copy: Path, tmp_path: Path) ->
            group by s.metric"""
     )
     assert diff.height == 0
+
+
+def test_mart_task_success_counts_each_sample_once(sample_store_scored: ha.Store) -> None:
+    """After scoring, success comes from several sources; the mart still counts samples once."""
+    df = sample_store_scored.sql("select n_total, n_valid, n_skipped from mart_task_success")
+    assert df.height == 30
+    assert set(df["n_total"].to_list()) == {20}
+    assert (df["n_valid"] + df["n_skipped"] == 20).all()
+
+
+@pytest.fixture()
+def sample_store_scored(sample_copy: Path, tmp_path: Path) -> ha.Store:
+    st = ha.open_store(tmp_path / "scored")
+    st.ingest(sample_copy, progress=False)
+    st.score()
+    return st
+
+
+def test_paths_reach_unmodelled_sample_fields(store: ha.Store) -> None:
+    store.score({"cov": {"value": "sample.output.coverage"}, "key": {"pass": "sample.key"}})
+    assert _rows(store, "scorer:cov")["t1#1"]["value"] == 0.8
+    # a modelled column resolves too, and is not boolean-like
+    assert _rows(store, "scorer:key")["t1#1"]["skip_reason"] == 'not boolean-like at sample.key: "t1#1"'
+
+
+@pytest.mark.parametrize(
+    ("path", "want"),
+    [
+        ("output.coverage", """'$."output"."coverage"'"""),
+        ("output.items.0.name", """'$."output"."items"[0]."name"'"""),
+        ("case.it's", """'$."case"."it''s"'"""),
+    ],
+)
+def test_path_sql(path: str, want: str) -> None:
+    from hylo_analytics.scoring._declarative import path_sql
+
+    assert path_sql(path) == want
