@@ -390,7 +390,10 @@ def test_paths_reach_unmodelled_sample_fields(store: ha.Store) -> None:
     store.score({"cov": {"value": "sample.output.coverage"}, "key": {"pass": "sample.key"}})
     assert _rows(store, "scorer:cov")["t1#1"]["value"] == 0.8
     # a modelled column resolves too, and is not boolean-like
-    assert _rows(store, "scorer:key")["t1#1"]["skip_reason"] == 'not boolean-like at sample.key: "t1#1"'
+    assert (
+        _rows(store, "scorer:key")["t1#1"]["skip_reason"]
+        == 'not boolean-like at sample.key: "t1#1"'
+    )
 
 
 @pytest.mark.parametrize(

@@ -287,8 +287,16 @@ def _exact(
         "select distinct cast(va as varchar), cast(ve as varchar) from _exact_pairs "
         "where nested and va is not null and ve is not null"
     ).fetchall()
-    same = [(x, y) for x, y in pairs if json.loads(x) == json.loads(y)]
-    con.register("_exact_same", pa.table({"a": [x for x, _ in same], "b": [y for _, y in same]}))
+    same = [(x, y) for x, y in pairs if _canon(json.loads(x)) == _canon(json.loads(y))]
+    con.register(
+        "_exact_same",
+        pa.table(
+            {
+                "a": pa.array([x for x, _ in same], pa.string()),
+                "b": pa.array([y for _, y in same], pa.string()),
+            }
+        ),
+    )
     eq = f"""case when json_type(va) in {_NUMERIC} and json_type(ve) in {_NUMERIC}
                   then try_cast(va as double) = try_cast(ve as double)
                   when nested then exists (select 1 from _exact_same as q
@@ -296,7 +304,7 @@ def _exact(
                   else cast(va as varchar) = cast(ve as varchar) end"""
     why = f"""case when va is null then 'missing path: ' || {pa_}
                    when ve is null then 'missing path: ' || {pe} end"""
-    expl = f"""case when not ({eq}) then 'actual ' || left(cast(va as varchar), 60)
+    expl = """case when not eq then 'actual ' || left(cast(va as varchar), 60)
                     || ' != expected ' || left(cast(ve as varchar), 60) end"""
     out = con.sql(
         _select(
@@ -311,6 +319,19 @@ def _exact(
     con.unregister("_exact_same")
     con.execute("drop table if exists _exact_pairs")
     return out
+
+
+def _canon(v: Any) -> Any:
+    """A comparable form of parsed JSON: key order ignored, 1 == 1.0, but true != 1."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int | float):
+        return ("num", float(v))
+    if isinstance(v, dict):
+        return ("obj", tuple(sorted((k, _canon(x)) for k, x in v.items())))
+    if isinstance(v, list):
+        return ("arr", tuple(_canon(x) for x in v))
+    return ("val", v)
 
 
 def _schema(

@@ -100,7 +100,7 @@ def _frame(
     return out.to_arrow()
 
 
-def _no_trace(episodes: pl.DataFrame) -> pl.Expr:
+def _no_trace() -> pl.Expr:
     return pl.when(~pl.col("has_trace")).then(
         pl.format("no trace (trace_status={})", pl.col("trace_status").fill_null("null"))
     )
@@ -110,7 +110,7 @@ def vectorized_rows(scorer: VectorizedScorer, episodes: pl.DataFrame) -> pa.Tabl
     """Run a vectorized scorer over every episode and validate its column."""
     n = episodes.height
     gate = (
-        episodes.select(_no_trace(episodes).alias("g")).to_series()
+        episodes.select(_no_trace().alias("g")).to_series()
         if scorer.needs_trace
         else pl.Series("g", [None] * n, pl.String)
     )
