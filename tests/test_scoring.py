@@ -408,3 +408,43 @@ def test_path_sql(path: str, want: str) -> None:
     from hylo_analytics.scoring._declarative import path_sql
 
     assert path_sql(path) == want
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_builtins_agree_with_the_plain_python_reference(tmp_path: Path, seed: int) -> None:
+    """The benchmark's plain-Python reference and the SQL agree on synthetic data."""
+    import importlib.util
+
+    from hylo_analytics.synth import SynthConfig, write_dataset
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scoring.py"
+    spec = importlib.util.spec_from_file_location("bench_scoring", bench)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    cfg = SynthConfig(runs=2, tasks=3, seeds=6, mean_steps=6, error_rate=0.2, seed=seed)
+    write_dataset(tmp_path / "d", cfg)
+    st = ha.open_store(tmp_path / "s")
+    st.ingest(tmp_path / "d", progress=False)
+    rows, *_ = compute_scores(st, mod.BUILTINS)
+    got = dict(
+        zip(
+            zip(*(rows.column(c).to_pylist() for c in ("run_id", "key", "metric")), strict=True),
+            rows.column("value").to_pylist(),
+            strict=True,
+        )
+    )
+    samples = st.con.execute(
+        "select run_id, key, episode_id, status, trace_status from stg_samples"
+    ).fetchall()
+    events = st.con.execute(
+        "select run_id, episode_id, idx, type, reward, success, latency_ms, status from stg_events"
+    ).fetchall()
+    ref = mod.python_scores(samples, events)
+    assert got.keys() == ref.keys()
+    for k, v in ref.items():
+        assert (v is None) == (got[k] is None), k
+        if v is not None:
+            assert math.isclose(v, got[k], abs_tol=1e-9), k
+    assert any(v is None for v in ref.values()) and any(v == 1.0 for v in ref.values())
