@@ -36,6 +36,7 @@ from hylo_analytics._sql import load_views
 
 if TYPE_CHECKING:
     from hylo_analytics.ingest import IngestReport
+    from hylo_analytics.scoring import ScorersArg, ScoringReport
 
 __all__ = ["Store", "Tombstone", "open_store"]
 
@@ -98,6 +99,12 @@ class Store:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+
+    def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
+        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
+        from hylo_analytics.scoring import score_store
+
+        return score_store(self, scorers, runs)
 
     @contextmanager
     def lock(self) -> Iterator[None]:

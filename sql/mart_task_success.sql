@@ -1,7 +1,7 @@
 -- Success rate per run and task from the preferred success score, with a Wilson 95 % interval.
 -- Abstentions (null value) are counted in n_skipped, never as failures.
 with scores as (
-    select * from stg_scores where metric = 'success'
+    select * from int_scores_preferred where metric = 'success'
 ),
 
 runs as (

@@ -20,6 +20,7 @@ _COMMANDS = (
     "hylo_analytics.cli.query",
     "hylo_analytics.cli.demo",
     "hylo_analytics.cli.aggregate",
+    "hylo_analytics.cli.score",
 )
 
 

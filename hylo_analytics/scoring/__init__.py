@@ -1,0 +1,277 @@
+"""The scoring engine: scorers as SQL / column expressions over every episode at once.
+
+A scorer is a pure function of an episode's trace and its sample record, giving a score or an
+abstention (``value`` null, ``valid`` false, ``skip_reason`` saying why). Here each scorer is
+evaluated for all episodes of all selected runs in one query (or one polars expression), and
+its rows go to the ``scores`` table with ``source = "scorer:<name>"``, ``source_kind = "score"``.
+Grade events (judgements written into the trace by a Grader: a VLM judge, an operator) become
+rows with ``source = "grade:<grader>"``, ``source_kind = "observation"``.
+
+Built-in scorers (see :mod:`hylo_analytics.scoring._builtin` for the abstention rules):
+
+- ``success``: the episode's ``end.status == "success"``;
+- ``success_once`` / ``success_at_end``: any step's / the last step's ``info.success``, with
+  ManiSkill's meaning. inspect-robots uses ``success_at_end`` for something else (a score
+  reduced from the operator's end-of-episode judgement); ours is ManiSkill's;
+- ``steps``, ``safety_interventions`` (counts of step / intervention events), ``return`` (sum
+  of step rewards), ``latency_p95`` (95th percentile of step ``latency_ms``).
+
+Re-scoring (:meth:`Store.score`) commits the new rows with a tombstone per (run, source), so a
+re-run replaces that scorer's earlier rows and never duplicates them. Which of several sources
+answers for a metric is decided by the view ``int_scores_preferred`` (documented there).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hylo_analytics import _schema
+from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
+from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
+from hylo_analytics.scoring._declarative import (
+    RECORD_SQL,
+    DeclarativeScorer,
+    declarative_rows,
+    load_scorers,
+)
+from hylo_analytics.scoring._python import (
+    EpisodeScorer,
+    ScoringCall,
+    VectorizedScorer,
+    episode_rows,
+    vectorized_rows,
+)
+from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
+
+if TYPE_CHECKING:
+    from hylo_analytics.store import Store
+
+__all__ = [
+    "BUILTIN_SCORERS",
+    "DeclarativeScorer",
+    "EpisodeScorer",
+    "Scorer",
+    "ScorerDeclaration",
+    "ScorerSummary",
+    "ScoringCall",
+    "ScoringError",
+    "ScoringReport",
+    "VectorizedScorer",
+    "compute_scores",
+    "load_scorers",
+    "score_store",
+]
+
+BUILTIN_SCORERS: tuple[str, ...] = (*BUILTINS, GRADES)
+
+Scorer = str | DeclarativeScorer | VectorizedScorer | EpisodeScorer
+ScorersArg = (
+    Sequence[Scorer | Mapping[str, Any]] | Mapping[str, Any] | str | os.PathLike[str] | None
+)
+
+_MAX_LISTED_ERRORS = 20
+
+
+def _resolve(scorers: ScorersArg) -> list[Scorer]:
+    """Built-in names, scorer objects, declaration mappings or YAML paths -> scorers."""
+    if scorers is None:
+        return list(BUILTIN_SCORERS)
+    if isinstance(scorers, Mapping):
+        return list(load_scorers(scorers))
+    if isinstance(scorers, os.PathLike) or (
+        isinstance(scorers, str) and scorers not in BUILTIN_SCORERS
+    ):
+        return list(load_scorers(scorers))
+    if isinstance(scorers, str):
+        return [scorers]
+    out: list[Scorer] = []
+    for s in scorers:
+        if isinstance(s, Mapping):
+            out.extend(load_scorers(s))
+        elif isinstance(s, str) and s not in BUILTIN_SCORERS:
+            raise ValueError(f"unknown built-in scorer {s!r}; known: {', '.join(BUILTIN_SCORERS)}")
+        else:
+            out.append(s)
+    sources = [_source(s) for s in out]
+    dup = sorted({x for x in sources if sources.count(x) > 1})
+    if dup:
+        raise ValueError(f"two scorers write the same source: {dup}")
+    return out
+
+
+def _source(s: Scorer) -> str:
+    return "grade:*" if s == GRADES else f"scorer:{s}" if isinstance(s, str) else s.source
+
+
+def compute_scores(
+    store: Store, scorers: ScorersArg = None, runs: Sequence[str] | None = None
+) -> tuple[pa.Table, list[str], dict[str, float], list[Scorer]]:
+    """Evaluate ``scorers`` over the stored episodes of ``runs``; nothing is written.
+
+    Returns the rows (``RESULT_COLUMNS``, with ``is_error``), the runs scored, seconds per
+    source, and the resolved scorers.
+    """
+    resolved = _resolve(scorers)
+    con = store.con
+    if runs is None:
+        run_ids = [
+            r[0] for r in con.execute("select run_id from stg_runs order by run_id").fetchall()
+        ]
+    else:
+        known = {r[0] for r in con.execute("select run_id from stg_runs").fetchall()}
+        missing = [r for r in runs if r not in known]
+        if missing:
+            raise KeyError(f"runs not in the store: {missing}")
+        run_ids = list(dict.fromkeys(runs))
+    tag = uuid.uuid4().hex[:8]
+    runs_rel, ep_rel, rec_rel = f"_score_runs_{tag}", f"_score_ep_{tag}", f"_score_rec_{tag}"
+    id_list(con, runs_rel, run_ids)
+    parts: list[pa.Table] = []
+    seconds: dict[str, float] = {}
+    try:
+        con.execute(
+            f"create temp table {ep_rel} as select * from int_episode_stats "
+            f"where run_id in (select run_id from {runs_rel})"
+        )
+        names = [s for s in resolved if isinstance(s, str) and s in BUILTINS]
+        if names:
+            t0 = time.perf_counter()
+            parts.append(con.sql(builtin_sql(names, ep_rel)).to_arrow_table())
+            seconds.update({f"scorer:{n}": (time.perf_counter() - t0) / len(names) for n in names})
+        if GRADES in resolved:
+            t0 = time.perf_counter()
+            parts.append(con.sql(grades_sql(runs_rel)).to_arrow_table())
+            seconds["grade:*"] = time.perf_counter() - t0
+        episodes: pl.DataFrame | None = None
+        for s in resolved:
+            if isinstance(s, str):
+                continue
+            t0 = time.perf_counter()
+            if isinstance(s, DeclarativeScorer):
+                if not _exists(con, rec_rel):
+                    con.execute(
+                        f"create temp table {rec_rel} as "
+                        + RECORD_SQL.format(runs=runs_rel, episodes=ep_rel)
+                    )
+                parts.append(declarative_rows(con, s, rec_rel))
+            else:
+                if episodes is None:
+                    episodes = con.sql(f"select * from {ep_rel}").pl()
+                if isinstance(s, VectorizedScorer):
+                    parts.append(vectorized_rows(s, episodes))
+                else:
+                    parts.append(episode_rows(con, s, episodes, runs_rel))
+            seconds[s.source] = time.perf_counter() - t0
+    finally:
+        con.unregister(runs_rel)
+        con.execute(f"drop table if exists {ep_rel}")
+        con.execute(f"drop table if exists {rec_rel}")
+    schema = pa.schema(
+        [_schema.SCORES.field(c) for c in RESULT_COLUMNS if c != "is_error"]
+        + [pa.field("is_error", pa.bool_())]
+    )
+    rows = (
+        pa.concat_tables([p.select(list(RESULT_COLUMNS)).cast(schema) for p in parts])
+        if parts
+        else schema.empty_table()
+    )
+    return rows, run_ids, seconds, resolved
+
+
+def _exists(con: Any, name: str) -> bool:
+    rows = con.execute("select 1 from duckdb_tables() where table_name = ?", [name]).fetchall()
+    return bool(rows)
+
+
+def score_store(
+    store: Store, scorers: ScorersArg = None, runs: Sequence[str] | None = None
+) -> ScoringReport:
+    """Score ``runs`` (default: all) with ``scorers`` (default: built-ins and grades) and commit.
+
+    Each (run, source) scored gets a tombstone, so earlier rows of that scorer are replaced.
+    A required scorer's error rows mark their run failed in the report; nothing raises
+    halfway and every row is committed.
+    """
+    from hylo_analytics.store import Tombstone
+
+    t0 = time.perf_counter()
+    with store.lock():
+        rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
+        sources = set(pc.unique(rows.column("source")).to_pylist())
+        if GRADES in resolved:  # grade sources that vanished must be superseded too
+            sources |= {
+                r[0]
+                for r in store.con.execute(
+                    "select distinct source from stg_scores where source like 'grade:%'"
+                ).fetchall()
+            }
+        sources |= {_source(s) for s in resolved if s != GRADES}
+        tombstones = [Tombstone("scores", r, s) for r in run_ids for s in sorted(sources)]
+        seq = store.commit({"scores": rows.drop_columns(["is_error"])}, tombstones)
+    return _report(rows, run_ids, seconds, resolved, seq, time.perf_counter() - t0)
+
+
+def _report(
+    rows: pa.Table,
+    run_ids: list[str],
+    seconds: dict[str, float],
+    resolved: list[Scorer],
+    seq: int,
+    elapsed: float,
+) -> ScoringReport:
+    df = pl.from_arrow(rows)
+    assert isinstance(df, pl.DataFrame)
+    optional = {_source(s): (not isinstance(s, str) and s.declaration.optional) for s in resolved}
+    df = df.with_columns(
+        pl.when(pl.col("source").str.starts_with("grade:"))
+        .then(pl.lit("grade:*"))
+        .otherwise(pl.col("source"))
+        .alias("group")
+    )
+    counts = (
+        df.group_by("source", "group")
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("valid").sum().alias("valid"),
+            (~pl.col("valid") & ~pl.col("is_error")).sum().alias("abstained"),
+            pl.col("is_error").sum().alias("errors"),
+        )
+        .sort("source")
+    )
+    summaries = tuple(
+        ScorerSummary(
+            r["source"],
+            optional.get(r["group"], False),
+            r["rows"],
+            r["valid"],
+            r["abstained"],
+            r["errors"],
+            seconds.get(r["group"], 0.0),
+        )
+        for r in counts.iter_rows(named=True)
+    )
+    required_errors = df.filter(
+        pl.col("is_error") & ~pl.col("group").replace_strict(optional, default=False)
+    )
+    failed = required_errors.group_by("run_id").agg(pl.col("source").unique().sort()).sort("run_id")
+    listed = df.filter(pl.col("is_error")).head(_MAX_LISTED_ERRORS)
+    return ScoringReport(
+        runs=tuple(run_ids),
+        scorers=summaries,
+        failed_runs={r: tuple(s) for r, s in failed.iter_rows()},
+        errors=tuple(
+            ScoringError(r["source"], r["run_id"], r["key"], r["skip_reason"])
+            for r in listed.iter_rows(named=True)
+        ),
+        rows_written=rows.num_rows,
+        batch_seq=seq,
+        seconds=elapsed,
+    )

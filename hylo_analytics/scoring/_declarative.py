@@ -1,0 +1,371 @@
+"""Declarative scorers (Autobench kinds ``value``, ``pass``, ``exact``, ``schema``).
+
+A dotted path (``output.coverage``, ``sample.scores.steps``, ``case.expected.queue``,
+``output.items.0``) resolves against one JSON **record** per sample, built in SQL::
+
+    {"sample": {run_id, key, task_id, seed, epoch, episode_id, status, trace_status,
+                "scores": {metric: value, ...},   # the scores the source log wrote (imported)
+                ...the sample's fields we do not model (its ``extra`` JSON)},
+     "output": sample.extra.output,             # when the log has it
+     "case":   sample.extra.case,
+     "trace":  {steps, interventions, return, success_once, success_at_end, latency_p95,
+                end_status, end_reason, errored, n_events}}   # only with a usable trace
+
+``sample.scores`` holds only the log's own scores, so a declarative scorer never reads another
+scorer's output and the result does not depend on the order scorers run in. Paths resolve for
+all samples at once with ``json_extract``; a path that does not resolve is a per-row error
+(``missing path: <path>``), a JSON ``null`` is an abstention. ``schema`` validation and the
+comparison of objects in ``exact`` run in Python once per *distinct* value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import jsonschema
+import pyarrow as pa
+import yaml
+
+from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
+
+__all__ = ["RECORD_SQL", "DeclarativeScorer", "declarative_rows", "load_scorers", "path_sql"]
+
+Kind = Literal["value", "pass", "exact", "schema"]
+_KINDS = ("value", "pass", "exact", "schema")
+_NUMERIC = "('BIGINT', 'UBIGINT', 'DOUBLE')"
+_TRUE = ("true", "pass", "passed", "yes")
+_FALSE = ("false", "fail", "failed", "no")
+_SEGMENT = re.compile(r"^[^.\[\]\"]+$")
+
+
+@dataclass(frozen=True)
+class DeclarativeScorer:
+    """A scorer declared by data: a kind, its path(s) and the scoring contract."""
+
+    name: str
+    kind: Kind
+    path: str  # value / pass / schema: the path read; exact: the actual path
+    expected: str | None = None  # exact: the expected path
+    schema: Mapping[str, Any] | None = None  # schema: the JSON Schema
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(
+                f"scorer {self.name!r}: kind must be one of {_KINDS}, not {self.kind!r}"
+            )
+        path_sql(self.path)
+        if self.kind == "exact":
+            if not self.expected:
+                raise ValueError(f"scorer {self.name!r}: exact needs an expected path")
+            path_sql(self.expected)
+        if self.kind == "schema":
+            if not isinstance(self.schema, Mapping):
+                raise ValueError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
+            cls = jsonschema.validators.validator_for(self.schema)
+            try:
+                cls.check_schema(dict(self.schema))
+            except jsonschema.SchemaError as exc:
+                raise ValueError(
+                    f"scorer {self.name!r}: invalid JSON Schema: {exc.message}"
+                ) from exc
+
+    @property
+    def source(self) -> str:
+        return f"scorer:{self.name}"
+
+    @property
+    def version(self) -> str:
+        """``decl/<hash>``: changes whenever the declaration does."""
+        body = json.dumps(
+            [self.kind, self.path, self.expected, self.schema, self.declaration.metadata_json()],
+            sort_keys=True,
+            default=dict,
+        )
+        return "decl/" + hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+def path_sql(path: str) -> str:
+    """A dotted path as a DuckDB JSON path literal: ``a.b.0`` -> ``'$."a"."b"[0]'``."""
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"a path must be a non-empty dotted string, not {path!r}")
+    parts = []
+    for seg in path.split("."):
+        if not _SEGMENT.match(seg):
+            raise ValueError(f"path {path!r}: bad segment {seg!r} (expected a key or an index)")
+        parts.append(f"[{seg}]" if seg.isdigit() else f'."{seg}"')
+    return sql_str("$" + "".join(parts))
+
+
+def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[DeclarativeScorer]:
+    """Read declarative scorers from a YAML file or a mapping.
+
+    The format is Autobench's ``score:`` block (the top-level ``score`` key is optional)::
+
+        score:
+          coverage:
+            value: output.coverage        # or  pass: PATH | exact: {actual, expected}
+            semantic: coverage.ratio      #     | schema: {path, schema}
+            unit: ratio
+            goal: maximize                # or direction:
+            role: objective
+            optional: false
+    """
+    where = "<mapping>"
+    if not isinstance(source, Mapping):
+        where = str(source)
+        data = yaml.safe_load(Path(source).read_text())
+    else:
+        data = source
+    if isinstance(data, Mapping) and "score" in data:
+        data = data["score"]
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: expected a mapping of scorer name -> declaration")
+    return [_one(where, str(name), decl) for name, decl in data.items()]
+
+
+def _one(where: str, name: str, decl: Any) -> DeclarativeScorer:
+    at = f"{where}: score.{name}"
+    if not isinstance(decl, Mapping):
+        raise ValueError(f"{at}: expected a mapping, got {type(decl).__name__}")
+    kinds = [k for k in _KINDS if k in decl]
+    if len(kinds) != 1:
+        raise ValueError(
+            f"{at}: expected exactly one of {', '.join(_KINDS)}; found {kinds or 'none'}"
+        )
+    kind = kinds[0]
+    spec = decl[kind]
+    expected = schema = None
+    try:
+        declaration = ScorerDeclaration(
+            semantic=str(decl.get("semantic", decl.get("semantic_type", ""))),
+            unit=decl.get("unit"),
+            direction=decl.get("direction", decl.get("goal", "maximize")),
+            role=decl.get("role", "objective"),
+            optional=bool(decl.get("optional", False)),
+        )
+        if kind == "exact":
+            if not isinstance(spec, Mapping) or "actual" not in spec or "expected" not in spec:
+                raise ValueError("exact needs a mapping with actual and expected paths")
+            path, expected = spec["actual"], spec["expected"]
+        elif kind == "schema":
+            if not isinstance(spec, Mapping) or "schema" not in spec:
+                raise ValueError("schema needs a mapping with path and schema")
+            path, schema = spec.get("path", "output"), spec["schema"]
+        else:
+            path = spec
+        return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ValueError(f"{at}: {exc}") from exc
+
+
+# The per-sample record. Pieces are spliced as JSON text so that present-but-null values stay
+# distinct from missing ones (json_merge_patch would drop nulls).
+RECORD_SQL = """
+with s as (
+    select * from stg_samples where run_id in (select run_id from {runs})
+),
+imported as (
+    select run_id, key, epoch, json_group_object(metric, value) as scores
+    from stg_scores
+    where source_kind = 'imported' and run_id in (select run_id from {runs})
+    group by run_id, key, epoch
+),
+cols as (
+    select s.run_id, s.key, s.task_id, s.seed, s.epoch, s.episode_id, s.extra,
+        cast(json_object(
+            'run_id', s.run_id, 'key', s.key, 'task_id', s.task_id, 'seed', s.seed,
+            'epoch', s.epoch, 'episode_id', s.episode_id, 'status', s.status,
+            'trace_status', s.trace_status, 'scores', coalesce(i.scores, json('{{}}'))
+        ) as varchar) as sample_cols,
+        case when e.has_trace then cast(json_object(
+            'steps', e.n_steps, 'interventions', e.n_interventions, 'return', e.total_reward,
+            'success_once', e.success_once, 'success_at_end', e.success_at_end,
+            'latency_p95', e.latency_p95, 'end_status', e.end_status,
+            'end_reason', e.end_reason, 'errored', e.errored, 'n_events', e.n_events
+        ) as varchar) end as trace
+    from s
+    left join imported as i on i.run_id = s.run_id and i.key = s.key and i.epoch = s.epoch
+    left join {episodes} as e on e.run_id = s.run_id and e.episode_id = s.episode_id
+)
+select run_id, key, task_id, seed, epoch, episode_id,
+    json('{{"sample":' || case
+        when json_type(extra) = 'OBJECT' and extra <> '{{}}'
+        then left(sample_cols, length(sample_cols) - 1) || ',' || substr(ltrim(extra), 2)
+        else sample_cols end
+    || coalesce(',"trace":' || trace, '')
+    || coalesce(',"output":' || cast(json_extract(extra, '$.output') as varchar), '')
+    || coalesce(',"case":' || cast(json_extract(extra, '$.case') as varchar), '')
+    || '}}') as record
+from cols
+"""
+
+
+def declarative_rows(
+    con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str
+) -> pa.Table:
+    """Score every record in relation ``records``; rows follow ``RESULT_COLUMNS``."""
+    p = sql_str(scorer.path)
+    a = f"json_extract(record, {path_sql(scorer.path)})"
+    if scorer.kind == "value":
+        value, why, err = _value_exprs(p)
+    elif scorer.kind == "pass":
+        value, why, err = _pass_exprs(p)
+    elif scorer.kind == "exact":
+        return _exact(con, scorer, records, a)
+    else:
+        return _schema(con, scorer, records, a)
+    return con.sql(
+        _select(scorer, f"select *, {a} as v from {records}", value, why, err)
+    ).to_arrow_table()
+
+
+def _select(
+    scorer: DeclarativeScorer,
+    inner: str,
+    value: str,
+    why: str,
+    err: str,
+    explanation: str = "cast(null as varchar)",
+) -> str:
+    return f"""
+    select run_id, key, task_id, seed, epoch, episode_id, {sql_str(scorer.name)} as metric,
+           cast(case when why is null then {value} end as double) as value, why is null as valid,
+           why as skip_reason, {explanation} as explanation,
+           {sql_str(scorer.source)} as source, 'score' as source_kind,
+           {sql_str(scorer.version)} as scorer_version,
+           {sql_str(scorer.declaration.metadata_json())} as metadata, {err} as is_error
+    from (select *, {why} as why from ({inner}))"""
+
+
+def _value_exprs(p: str) -> tuple[str, str, str]:
+    value = "case when json_type(v) = 'BOOLEAN' then case when try_cast(v as boolean) then 1.0 else 0.0 end else try_cast(v as double) end"
+    why = f"""case when v is null then 'missing path: ' || {p}
+                   when json_type(v) = 'NULL' then 'null at path: ' || {p}
+                   when json_type(v) not in {_NUMERIC} and json_type(v) <> 'BOOLEAN'
+                   then 'not a number at ' || {p} || ': ' || left(cast(v as varchar), 60) end"""
+    return value, why, "why is not null and not starts_with(why, 'null at path')"
+
+
+def _pass_exprs(p: str) -> tuple[str, str, str]:
+    t = ", ".join(sql_str(x) for x in _TRUE)
+    f = ", ".join(sql_str(x) for x in _FALSE)
+    word = "lower(v ->> '$')"
+    value = f"""case when json_type(v) = 'BOOLEAN' then case when try_cast(v as boolean) then 1.0 else 0.0 end
+                     when json_type(v) = 'VARCHAR' then case when {word} in ({t}) then 1.0 else 0.0 end
+                     else try_cast(v as double) end"""
+    ok = f"""(json_type(v) = 'BOOLEAN'
+              or (json_type(v) in {_NUMERIC} and try_cast(v as double) in (0, 1))
+              or (json_type(v) = 'VARCHAR' and {word} in ({t}, {f})))"""
+    why = f"""case when v is null then 'missing path: ' || {p}
+                   when json_type(v) = 'NULL' then 'null at path: ' || {p}
+                   when not {ok} then 'not boolean-like at ' || {p} || ': ' || left(cast(v as varchar), 60) end"""
+    return value, why, "why is not null and not starts_with(why, 'null at path')"
+
+
+def _exact(
+    con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
+) -> pa.Table:
+    assert scorer.expected is not None
+    e = f"json_extract(record, {path_sql(scorer.expected)})"
+    pa_, pe = sql_str(scorer.path), sql_str(scorer.expected)
+    # Scalars compare in SQL (numbers as numbers); objects and arrays compare once per distinct
+    # pair in Python, where key order does not matter.
+    inner = f"""select *, {a} as va, {e} as ve,
+        json_type({a}) in ('OBJECT', 'ARRAY') or json_type({e}) in ('OBJECT', 'ARRAY') as nested
+        from {records}"""
+    con.execute(f"create or replace temp table _exact_pairs as {inner}")
+    pairs = con.execute(
+        "select distinct cast(va as varchar), cast(ve as varchar) from _exact_pairs "
+        "where nested and va is not null and ve is not null"
+    ).fetchall()
+    same = [(x, y) for x, y in pairs if _canon(json.loads(x)) == _canon(json.loads(y))]
+    con.register(
+        "_exact_same",
+        pa.table(
+            {
+                "a": pa.array([x for x, _ in same], pa.string()),
+                "b": pa.array([y for _, y in same], pa.string()),
+            }
+        ),
+    )
+    eq = f"""case when json_type(va) in {_NUMERIC} and json_type(ve) in {_NUMERIC}
+                  then try_cast(va as double) = try_cast(ve as double)
+                  when nested then exists (select 1 from _exact_same as q
+                                           where q.a = cast(va as varchar) and q.b = cast(ve as varchar))
+                  else cast(va as varchar) = cast(ve as varchar) end"""
+    why = f"""case when va is null then 'missing path: ' || {pa_}
+                   when ve is null then 'missing path: ' || {pe} end"""
+    expl = """case when not eq then 'actual ' || left(cast(va as varchar), 60)
+                    || ' != expected ' || left(cast(ve as varchar), 60) end"""
+    out = con.sql(
+        _select(
+            scorer,
+            f"select *, {eq} as eq from _exact_pairs",
+            "case when eq then 1.0 else 0.0 end",
+            why,
+            "why is not null",
+            expl,
+        )
+    ).to_arrow_table()
+    con.unregister("_exact_same")
+    con.execute("drop table if exists _exact_pairs")
+    return out
+
+
+def _canon(v: Any) -> Any:
+    """A comparable form of parsed JSON: key order ignored, 1 == 1.0, but true != 1."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int | float):
+        return ("num", float(v))
+    if isinstance(v, dict):
+        return ("obj", tuple(sorted((k, _canon(x)) for k, x in v.items())))
+    if isinstance(v, list):
+        return ("arr", tuple(_canon(x) for x in v))
+    return ("val", v)
+
+
+def _schema(
+    con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
+) -> pa.Table:
+    assert scorer.schema is not None
+    cls = jsonschema.validators.validator_for(scorer.schema)
+    validator = cls(dict(scorer.schema))
+    con.execute(
+        f"create or replace temp table _schema_vals as select *, cast({a} as varchar) as v from {records}"
+    )
+    distinct = [
+        r[0]
+        for r in con.execute("select distinct v from _schema_vals where v is not null").fetchall()
+    ]
+    # jsonschema validates one instance at a time: do it once per distinct value.
+    verdicts: dict[str, list[Any]] = {"v": [], "ok": [], "msg": []}
+    for text in distinct:
+        err = jsonschema.exceptions.best_match(validator.iter_errors(json.loads(text)))
+        verdicts["v"].append(text)
+        verdicts["ok"].append(err is None)
+        verdicts["msg"].append(None if err is None else f"{err.json_path}: {err.message}"[:200])
+    con.register(
+        "_schema_verdicts",
+        pa.table(
+            verdicts,
+            schema=pa.schema([("v", pa.string()), ("ok", pa.bool_()), ("msg", pa.string())]),
+        ),
+    )
+    inner = "select s.*, d.ok, d.msg from _schema_vals as s left join _schema_verdicts as d on d.v = s.v"
+    why = f"case when v is null then 'missing path: ' || {sql_str(scorer.path)} end"
+    out = con.sql(
+        _select(scorer, inner, "case when ok then 1.0 else 0.0 end", why, "why is not null", "msg")
+    ).to_arrow_table()
+    con.unregister("_schema_verdicts")
+    con.execute("drop table if exists _schema_vals")
+    return out

@@ -1,0 +1,224 @@
+"""Python scorers: a vectorized form (a column over all episodes) and a per-episode form.
+
+Prefer :class:`VectorizedScorer`: it gets the polars frame of ``int_episode_stats`` (one row
+per sample) and returns a float column, so it scales like the built-ins. :class:`EpisodeScorer`
+is for logic that cannot be vectorized; it is called once per episode with a frozen
+:class:`ScoringCall`. Both are validated: a value must be a float (or int) or ``None``
+(abstain); anything else, NaN, a wrong length or an exception becomes an error row whose
+``skip_reason`` says what was returned, never a silent null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from hylo_analytics.contracts import Score
+from hylo_analytics.scoring._common import ScorerDeclaration
+
+__all__ = ["EpisodeScorer", "ScoringCall", "VectorizedScorer", "episode_rows", "vectorized_rows"]
+
+_ID_COLS = ("run_id", "key", "task_id", "seed", "epoch", "episode_id")
+
+
+@dataclass(frozen=True)
+class ScoringCall:
+    """What a per-episode Python scorer sees (read-only).
+
+    ``sample`` is the sample's columns plus its unmodelled fields; ``output`` and ``case`` are
+    the sample's ``output`` / ``case`` fields when the log has them; ``events`` are the trace
+    lines as parsed JSON, in file order; ``trace`` is the episode's ``int_episode_stats`` row.
+    """
+
+    case: Any
+    output: Any
+    sample: Mapping[str, Any]
+    events: tuple[Mapping[str, Any], ...]
+    trace: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VectorizedScorer:
+    """``fn(episodes: pl.DataFrame) -> pl.Series | pl.Expr`` of floats (null = abstain)."""
+
+    name: str
+    fn: Callable[[pl.DataFrame], pl.Series | pl.Expr]
+    version: str = "0"
+    needs_trace: bool = True  # samples without a usable trace abstain without calling fn
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
+
+    @property
+    def source(self) -> str:
+        return f"scorer:{self.name}"
+
+
+@dataclass(frozen=True)
+class EpisodeScorer:
+    """``fn(call: ScoringCall) -> float | None | Score``, called once per episode."""
+
+    name: str
+    fn: Callable[[ScoringCall], float | int | Score | None]
+    version: str = "0"
+    needs_trace: bool = True
+    declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
+
+    @property
+    def source(self) -> str:
+        return f"scorer:{self.name}"
+
+
+def _frame(
+    scorer: VectorizedScorer | EpisodeScorer,
+    ids: pl.DataFrame,
+    value: pl.Series,
+    reason: pl.Series,
+    explanation: pl.Series,
+    error: pl.Series,
+) -> pa.Table:
+    n = ids.height
+    out = ids.select(_ID_COLS).with_columns(
+        pl.lit(scorer.name).alias("metric"),
+        value.cast(pl.Float64).alias("value"),
+        reason.is_null().alias("valid"),
+        reason.alias("skip_reason"),
+        explanation.alias("explanation"),
+        pl.lit(scorer.source).alias("source"),
+        pl.lit("score").alias("source_kind"),
+        pl.lit(scorer.version).alias("scorer_version"),
+        pl.lit(scorer.declaration.metadata_json()).alias("metadata"),
+        error.alias("is_error"),
+    )
+    assert out.height == n
+    return out.to_arrow()
+
+
+def _no_trace() -> pl.Expr:
+    return pl.when(~pl.col("has_trace")).then(
+        pl.format("no trace (trace_status={})", pl.col("trace_status").fill_null("null"))
+    )
+
+
+def vectorized_rows(scorer: VectorizedScorer, episodes: pl.DataFrame) -> pa.Table:
+    """Run a vectorized scorer over every episode and validate its column."""
+    n = episodes.height
+    gate = (
+        episodes.select(_no_trace().alias("g")).to_series()
+        if scorer.needs_trace
+        else pl.Series("g", [None] * n, pl.String)
+    )
+    err: str | None = None
+    values = pl.Series("v", [None] * n, pl.Float64)
+    try:
+        got = scorer.fn(episodes)
+        series = episodes.select(got).to_series() if isinstance(got, pl.Expr) else got
+        if not isinstance(series, pl.Series):
+            err = f"error: returned {type(got).__name__}, expected a polars Series or Expr"
+        elif series.len() != n:
+            err = f"error: returned {series.len()} values for {n} episodes"
+        elif not (series.dtype.is_numeric() or series.dtype in (pl.Boolean, pl.Null)):
+            err = f"error: returned dtype {series.dtype}, expected floats or nulls"
+        else:
+            values = series.cast(pl.Float64)
+    except Exception as exc:  # a scorer's bug is an error row, not a crash halfway
+        err = f"error: {type(exc).__name__}: {exc}"[:300]
+    if err is not None:
+        reason = pl.Series("r", [err] * n, pl.String)
+        is_error = pl.Series("e", [True] * n)
+    else:
+        frame = pl.DataFrame({"v": values, "g": gate})
+        reason = frame.select(
+            pl.when(pl.col("g").is_not_null())
+            .then(pl.col("g"))
+            .when(pl.col("v").is_nan())
+            .then(pl.lit("error: returned NaN"))
+            .when(pl.col("v").is_null())
+            .then(pl.lit("abstained"))
+        ).to_series()
+        is_error = reason.str.starts_with("error:").fill_null(False)
+    values = (
+        pl.DataFrame({"v": values, "r": reason})
+        .select(pl.when(pl.col("r").is_null()).then(pl.col("v")))
+        .to_series()
+    )
+    return _frame(
+        scorer, episodes, values, reason, pl.Series([None] * n, dtype=pl.String), is_error
+    )
+
+
+def _check(result: Any) -> tuple[float | None, str | None, str | None]:
+    """(value, skip_reason, explanation) of one per-episode result."""
+    explanation = None
+    if isinstance(result, Score):
+        explanation = result.explanation or None
+        result = result.value
+    if result is None:
+        return None, "abstained", explanation
+    if isinstance(result, bool) or not isinstance(result, int | float):
+        return None, f"error: returned {type(result).__name__}, expected float or None", None
+    if math.isnan(result):
+        return None, "error: returned NaN", None
+    return float(result), None, explanation
+
+
+_EVENTS_SQL = """
+select e.run_id, e.episode_id, list(e.raw order by e.idx) as raws
+from stg_events as e
+where e.run_id in (select run_id from {runs})
+group by e.run_id, e.episode_id
+"""
+
+
+def episode_rows(
+    con: duckdb.DuckDBPyConnection, scorer: EpisodeScorer, episodes: pl.DataFrame, runs: str
+) -> pa.Table:
+    """Call a per-episode scorer for every episode (the one row loop, by design)."""
+    extra = con.sql(
+        f"select run_id, episode_id, extra, status from stg_samples "
+        f"where run_id in (select run_id from {runs})"
+    ).pl()
+    events = con.sql(_EVENTS_SQL.format(runs=runs)).pl()
+    frame = episodes.join(extra, on=["run_id", "episode_id"], how="left").join(
+        events, on=["run_id", "episode_id"], how="left"
+    )
+    values: list[float | None] = []
+    reasons: list[str | None] = []
+    notes: list[str | None] = []
+    for row in frame.iter_rows(named=True):
+        if scorer.needs_trace and not row["has_trace"]:
+            values.append(None)
+            reasons.append(f"no trace (trace_status={row['trace_status']})")
+            notes.append(None)
+            continue
+        sample_extra = json.loads(row["extra"]) if row["extra"] else {}
+        sample = {**sample_extra, **{k: row[k] for k in (*_ID_COLS, "status", "trace_status")}}
+        call = ScoringCall(
+            case=sample_extra.get("case"),
+            output=sample_extra.get("output"),
+            sample=MappingProxyType(sample),
+            events=tuple(MappingProxyType(json.loads(r)) for r in row["raws"] or ()),
+            trace=MappingProxyType({k: row[k] for k in episodes.columns}),
+        )
+        try:
+            v, why, note = _check(scorer.fn(call))
+        except Exception as exc:  # recorded per episode; the others are still scored
+            v, why, note = None, f"error: {type(exc).__name__}: {exc}"[:300], None
+        values.append(v)
+        reasons.append(why)
+        notes.append(note)
+    reason = pl.Series("r", reasons, pl.String)
+    return _frame(
+        scorer,
+        frame,
+        pl.Series("v", values, pl.Float64),
+        reason,
+        pl.Series("x", notes, pl.String),
+        reason.str.starts_with("error:").fill_null(False),
+    )
