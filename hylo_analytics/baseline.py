@@ -75,7 +75,11 @@ class BaselineResult:
     skipped: Mapping[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        kinds = self.diagnostics["kind"].value_counts(sort=True).rows() if self.diagnostics.height else []
+        kinds = (
+            self.diagnostics["kind"].value_counts(sort=True).rows()
+            if self.diagnostics.height
+            else []
+        )
         rec = ", ".join(f"{k} {n}" for k, n in kinds) or "none"
         skp = ", ".join(f"{k} {n}" for k, n in self.skipped.items() if n) or "none"
         return (
@@ -145,9 +149,9 @@ class PairedBaseline:
             pl.lit(out.direction).alias("direction"),
             pl.lit(out.role).alias("role"),
         ).sort(keys, nulls_last=True)
-        diags = bad.select(
-            *keys, pl.lit(self.metric).alias("metric"), "kind", "detail"
-        ).sort(keys, nulls_last=True)
+        diags = bad.select(*keys, pl.lit(self.metric).alias("metric"), "kind", "detail").sort(
+            keys, nulls_last=True
+        )
         counts = dict(diags["kind"].value_counts().rows())
         if self.on_problem == "skip":
             skipped = {k: int(counts.get(k, 0)) for k in DIAGNOSTIC_KINDS}
@@ -225,29 +229,50 @@ def _numeric(frame: pl.DataFrame, value_col: str) -> pl.DataFrame:
 
 def _problem(denom: pl.Expr | None, formula: str) -> list[pl.Expr]:
     """``kind`` and ``detail`` of the first problem of each row (null when derivable)."""
+
     def absent(p: str) -> pl.Expr:
         return pl.col(f"{p}n_rows").is_null() | pl.col(f"{p}raw_null").fill_null(True)
 
     zero = pl.lit(False) if denom is None else (denom == 0).fill_null(False)
     kind = (
-        pl.when(pl.col("matched").is_null()).then(pl.lit("missing_match"))
-        .when((pl.col("n_rows") > 1) | (pl.col("b_n_rows") > 1)).then(pl.lit("ambiguous_match"))
-        .when(absent("") | absent("b_")).then(pl.lit("absent_metric"))
-        .when(pl.col("bad") | pl.col("b_bad")).then(pl.lit("non_numeric"))
-        .when(zero).then(pl.lit("zero_division"))
+        pl.when(pl.col("matched").is_null())
+        .then(pl.lit("missing_match"))
+        .when((pl.col("n_rows") > 1) | (pl.col("b_n_rows") > 1))
+        .then(pl.lit("ambiguous_match"))
+        .when(absent("") | absent("b_"))
+        .then(pl.lit("absent_metric"))
+        .when(pl.col("bad") | pl.col("b_bad"))
+        .then(pl.lit("non_numeric"))
+        .when(zero)
+        .then(pl.lit("zero_division"))
     )
-    side = pl.when(absent("") | pl.col("bad").fill_null(False)).then(pl.lit("candidate")).otherwise(
-        pl.lit("baseline")
+    side = (
+        pl.when(absent("") | pl.col("bad").fill_null(False))
+        .then(pl.lit("candidate"))
+        .otherwise(pl.lit("baseline"))
     )
     detail = (
-        pl.when(pl.col("matched").is_null()).then(pl.lit("no baseline case with this match key"))
+        pl.when(pl.col("matched").is_null())
+        .then(pl.lit("no baseline case with this match key"))
         .when((pl.col("n_rows") > 1) | (pl.col("b_n_rows") > 1))
-        .then(pl.format("{} candidate row(s), {} baseline row(s) of the metric for this match key",
-                        pl.col("n_rows").fill_null(0), pl.col("b_n_rows").fill_null(0)))
-        .when(absent("") | absent("b_")).then(pl.format("{} has no value", side))
+        .then(
+            pl.format(
+                "{} candidate row(s), {} baseline row(s) of the metric for this match key",
+                pl.col("n_rows").fill_null(0),
+                pl.col("b_n_rows").fill_null(0),
+            )
+        )
+        .when(absent("") | absent("b_"))
+        .then(pl.format("{} has no value", side))
         .when(pl.col("bad") | pl.col("b_bad"))
-        .then(pl.format("{} value {} is not a number", side,
-                        pl.when(pl.col("bad")).then("shown").otherwise("b_shown")))
-        .when(zero).then(pl.lit(f"denominator of {formula} is 0"))
+        .then(
+            pl.format(
+                "{} value {} is not a number",
+                side,
+                pl.when(pl.col("bad")).then("shown").otherwise("b_shown"),
+            )
+        )
+        .when(zero)
+        .then(pl.lit(f"denominator of {formula} is 0"))
     )
     return [kind.alias("kind"), detail.alias("detail")]

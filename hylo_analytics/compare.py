@@ -98,7 +98,9 @@ def mcnemar_exact(
     mid_p: bool = False,
 ) -> float:
     """One exact McNemar p (see :func:`mcnemar_p`). 5 wins to 0 gives 1/32; 0:0 gives 1."""
-    return float(mcnemar_p([candidate_wins], [parent_wins], alternative=alternative, mid_p=mid_p)[0])
+    return float(
+        mcnemar_p([candidate_wins], [parent_wins], alternative=alternative, mid_p=mid_p)[0]
+    )
 
 
 def bootstrap_mean_ci(

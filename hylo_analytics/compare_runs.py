@@ -39,9 +39,26 @@ CiMethod = Literal["bootstrap", "normal", "none"]
 _REDUCERS = ("mean", "max", "min")
 _GATE_FIELDS = ("benchmark_digest", "split")
 _COLUMNS = (
-    "direction", "n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped", "n_unmatched",
-    "p_value", "p_holm", "p_bh", "mean_candidate", "mean_parent", "mean_diff", "ci_low",
-    "ci_high", "wilcoxon_p", "p_two_sided", "p_verdict", "verdict", "verdict_rule",
+    "direction",
+    "n_pairs",
+    "candidate_wins",
+    "parent_wins",
+    "ties",
+    "n_dropped",
+    "n_unmatched",
+    "p_value",
+    "p_holm",
+    "p_bh",
+    "mean_candidate",
+    "mean_parent",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "wilcoxon_p",
+    "p_two_sided",
+    "p_verdict",
+    "verdict",
+    "verdict_rule",
 )
 
 
@@ -105,7 +122,8 @@ def compare_scores(
         pl.lit(alternative).alias("alternative"),
         pl.lit(mid_p).alias("mid_p"),
         pl.col("candidate").is_in(list(forced)).alias("forced"),
-        pl.col("candidate").replace_strict(forced, default=None, return_dtype=pl.String)
+        pl.col("candidate")
+        .replace_strict(forced, default=None, return_dtype=pl.String)
         .alias("gate_note"),
     )
     first = ["candidate", "parent", "metric", "level", *by, *_COLUMNS]
@@ -136,8 +154,7 @@ def compare_runs(
     scores = store.sql(
         "SELECT * FROM stg_scores WHERE source = $source AND list_contains($runs, run_id)"
         + ("" if metrics is None else " AND list_contains($metrics, metric)"),
-        {"source": source, "runs": runs}
-        | ({} if metrics is None else {"metrics": list(metrics)}),
+        {"source": source, "runs": runs} | ({} if metrics is None else {"metrics": list(metrics)}),
     )
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
@@ -156,12 +173,19 @@ def compare_runs(
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
     return compare_scores(
-        scores, candidates=cands, parent=parent, metrics=metrics, by=by, forced=problems,
+        scores,
+        candidates=cands,
+        parent=parent,
+        metrics=metrics,
+        by=by,
+        forced=problems,
         **options,  # type: ignore[arg-type]
     )
 
 
-def _gate(meta: pl.DataFrame, scores: pl.DataFrame, cands: list[str], parent: str) -> dict[str, str]:
+def _gate(
+    meta: pl.DataFrame, scores: pl.DataFrame, cands: list[str], parent: str
+) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions)."""
     versions = scores.group_by("run_id", "metric").agg(
         pl.col("scorer_version").drop_nulls().unique().sort().str.join(",").alias("v")
@@ -240,15 +264,19 @@ def _pairs(
         raise ValueError(f"candidate(s) {sorted(missing_cands)} have no scores to compare")
     hib = pl.col("metric").replace_strict(dirs, default="maximize") == "maximize"
     matched = pl.col("present_c") & pl.col("present_p")
-    return joined.with_columns(
-        present_c=pl.col("present_c").fill_null(False),
-        present_p=pl.col("present_p").fill_null(False),
-    ).with_columns(
-        higher_is_better=hib,
-        matched=matched,
-        both=matched & pl.col("value").is_not_null() & pl.col("parent_value").is_not_null(),
-        diff=pl.col("value") - pl.col("parent_value"),
-    ).with_columns(better=pl.when(hib).then(pl.col("diff")).otherwise(-pl.col("diff")))
+    return (
+        joined.with_columns(
+            present_c=pl.col("present_c").fill_null(False),
+            present_p=pl.col("present_p").fill_null(False),
+        )
+        .with_columns(
+            higher_is_better=hib,
+            matched=matched,
+            both=matched & pl.col("value").is_not_null() & pl.col("parent_value").is_not_null(),
+            diff=pl.col("value") - pl.col("parent_value"),
+        )
+        .with_columns(better=pl.when(hib).then(pl.col("diff")).otherwise(-pl.col("diff")))
+    )
 
 
 def _aggregate(
@@ -283,9 +311,13 @@ def _aggregate(
     )
     stats_ = stats_.with_columns(
         ties=pl.col("n_pairs") - pl.col("candidate_wins") - pl.col("parent_wins"),
-        direction=pl.when("higher_is_better").then(pl.lit("maximize")).otherwise(pl.lit("minimize")),
+        direction=pl.when("higher_is_better")
+        .then(pl.lit("maximize"))
+        .otherwise(pl.lit("minimize")),
     )
-    stats_ = stats_.join(_wilcoxon(allp, gcols, alternative), on=gcols, how="left", nulls_equal=True)
+    stats_ = stats_.join(
+        _wilcoxon(allp, gcols, alternative), on=gcols, how="left", nulls_equal=True
+    )
     stats_ = _with_ci(stats_, allp, gcols, ci, n_boot, confidence, seed)
     cw, pw = stats_["candidate_wins"].to_numpy(), stats_["parent_wins"].to_numpy()
     return stats_.with_columns(
@@ -305,18 +337,29 @@ def _wilcoxon(allp: pl.DataFrame, gcols: list[str], alternative: Alternative) ->
         *gcols, "better", pl.col("better").abs().alias("a")
     )
     nz = nz.with_columns(pl.col("a").rank("average").over(gcols).alias("r"))
-    ties = nz.group_by([*gcols, "a"]).len().group_by(gcols).agg(
-        ((pl.col("len").cast(pl.Float64) ** 3) - pl.col("len")).sum().alias("t")
+    ties = (
+        nz.group_by([*gcols, "a"])
+        .len()
+        .group_by(gcols)
+        .agg(((pl.col("len").cast(pl.Float64) ** 3) - pl.col("len")).sum().alias("t"))
     )
-    w = nz.group_by(gcols).agg(
-        pl.col("r").filter(pl.col("better") > 0).sum().alias("r_plus"),
-        pl.len().cast(pl.Float64).alias("n"),
-    ).join(ties, on=gcols, nulls_equal=True)
+    w = (
+        nz.group_by(gcols)
+        .agg(
+            pl.col("r").filter(pl.col("better") > 0).sum().alias("r_plus"),
+            pl.len().cast(pl.Float64).alias("n"),
+        )
+        .join(ties, on=gcols, nulls_equal=True)
+    )
     n = pl.col("n")
     var = n * (n + 1) * (2 * n + 1) / 24 - pl.col("t") / 48
     w = w.with_columns(z=(pl.col("r_plus") - n * (n + 1) / 4) / var.sqrt())
     z = w["z"].to_numpy()
-    p = stats.norm.sf(z) if alternative == "greater" else np.minimum(1.0, 2 * stats.norm.sf(np.abs(z)))
+    p = (
+        stats.norm.sf(z)
+        if alternative == "greater"
+        else np.minimum(1.0, 2 * stats.norm.sf(np.abs(z)))
+    )
     p = np.where(np.isfinite(z), p, 1.0)
     return w.select(gcols).with_columns(pl.Series("wilcoxon_p", p, dtype=pl.Float64))
 
