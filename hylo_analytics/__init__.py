@@ -7,7 +7,6 @@ from hylo_analytics.baseline import (
     paired_baseline,
 )
 from hylo_analytics.compare import PairedComparison, mcnemar_exact, paired_compare
-from hylo_analytics.compare_runs import ComparabilityError, compare_runs, compare_scores
 from hylo_analytics.contracts import (
     Benchmark,
     InitStateRef,
@@ -19,6 +18,7 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.paired import ComparabilityError, compare_runs, compare_scores
 from hylo_analytics.store import Store, Tombstone, open_store
 from hylo_analytics.verdicts import RelativeNoiseRule, StatisticalRule, add_verdicts
 

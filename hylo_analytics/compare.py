@@ -7,7 +7,7 @@ A metric's direction decides what a "win" is: for ``steps`` fewer is better.
 The exact McNemar test is a binomial test on the discordant pairs (wins vs losses, ties
 ignored): under "no difference" each discordant pair is a fair coin. 5 wins to 0 gives
 ``p = 1/32``; no discordant pairs gives ``p = 1``. The functions here work on numpy arrays so
-that :mod:`hylo_analytics.compare_runs` computes thousands of comparisons in one call.
+that :mod:`hylo_analytics.paired` computes thousands of comparisons in one call.
 """
 
 from __future__ import annotations

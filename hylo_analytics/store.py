@@ -94,9 +94,9 @@ class Store:
     ) -> pl.DataFrame:
         """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
 
-        See :func:`hylo_analytics.compare_runs.compare_runs` for the options and the gate.
+        See :func:`hylo_analytics.paired.compare_runs` for the options and the gate.
         """
-        from hylo_analytics.compare_runs import compare_runs
+        from hylo_analytics.paired import compare_runs
 
         return compare_runs(
             self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options

@@ -12,7 +12,7 @@ from statsmodels.stats.multitest import multipletests
 
 import hylo_analytics as ha
 from hylo_analytics.compare import paired_compare
-from hylo_analytics.compare_runs import ComparabilityError, compare_scores
+from hylo_analytics.paired import ComparabilityError, compare_scores
 
 PARENT = "P"
 
