@@ -293,6 +293,19 @@ def _levels(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return pl.concat([overall, frame.with_columns(pl.lit("/".join(by)).alias("level"))])
 
 
+def _up(fine: pl.DataFrame, by: list[str], sums: list[str], first: list[str]) -> pl.DataFrame:
+    """Per-group aggregates plus the overall rows, summed from them (no second pass)."""
+    keys = [c for c in fine.columns if c not in (*sums, *first, *by)]
+    overall = fine.group_by(keys).agg(pl.col(first).first(), pl.col(sums).sum())
+    overall = overall.with_columns(
+        pl.lit("overall").alias("level"), *[pl.lit(None, fine.schema[b]).alias(b) for b in by]
+    )
+    if not by:
+        return overall
+    per = fine.with_columns(pl.lit("/".join(by)).alias("level"))
+    return pl.concat([overall, per], how="diagonal")
+
+
 def _aggregate(
     pairs: pl.DataFrame,
     par: pl.DataFrame,
@@ -304,38 +317,52 @@ def _aggregate(
     confidence: float,
     seed: int,
 ) -> pl.DataFrame:
-    """Counts, means, Wilcoxon, CI and McNemar p for every (candidate, metric, level, group)."""
-    allp = _levels(pairs, by)
+    """Counts, means, Wilcoxon, CI and McNemar p for every (candidate, metric, level, group).
+
+    One pass over the pairs per finest group; the overall rows are sums of those.
+    """
     gcols = ["candidate", "metric", "level", *by]
-    ok = pl.col("both")
-    st = allp.group_by(gcols).agg(
-        pl.col("higher_is_better").first(),
-        n_rows=pl.len(),
-        n_matched=pl.col("matched").sum(),
-        n_pairs=ok.sum().cast(pl.Int64),
-        candidate_wins=(ok & (pl.col("better") > 0)).sum().cast(pl.Int64),
-        parent_wins=(ok & (pl.col("better") < 0)).sum().cast(pl.Int64),
-        mean_candidate=pl.col("value").filter(ok).mean(),
-        mean_parent=pl.col("parent_value").filter(ok).mean(),
-        mean_diff=pl.col("diff").filter(ok).mean(),
-        sd_diff=pl.col("diff").filter(ok).std(),
+    ok, d = pl.col("both"), pl.col("diff")
+    sums = {
+        "n_rows": pl.len(),
+        "n_matched": pl.col("matched").sum(),
+        "n_pairs": ok.sum(),
+        "candidate_wins": (ok & (pl.col("better") > 0)).sum(),
+        "parent_wins": (ok & (pl.col("better") < 0)).sum(),
+        "sum_c": pl.col("value").filter(ok).sum(),
+        "sum_p": pl.col("parent_value").filter(ok).sum(),
+        "sum_d": d.filter(ok).sum(),
+        "sum_d2": (d * d).filter(ok).sum(),
+    }
+    fine = pairs.group_by(["candidate", "metric", *by]).agg(
+        pl.col("higher_is_better").first(), **sums
     )
+    st = _up(fine, by, list(sums), ["higher_is_better"])
     n_parent = _levels(par, by).group_by(["metric", "level", *by]).agg(n_parent=pl.len())
     st = st.join(n_parent, on=["metric", "level", *by], how="left", nulls_equal=True)
+    n = pl.col("n_pairs").cast(pl.Float64)
+    known = pl.col("n_pairs") > 0
     st = st.with_columns(
-        ties=pl.col("n_pairs") - pl.col("candidate_wins") - pl.col("parent_wins"),
+        pl.col("n_pairs", "candidate_wins", "parent_wins").cast(pl.Int64),
+        ties=(pl.col("n_pairs") - pl.col("candidate_wins") - pl.col("parent_wins")).cast(pl.Int64),
         n_dropped=(pl.col("n_matched") - pl.col("n_pairs")).cast(pl.Int64),
         # candidate keys the parent lacks, and parent keys the candidate lacks
         n_unmatched=(
             pl.col("n_rows") + pl.col("n_parent").fill_null(0) - 2 * pl.col("n_matched")
         ).cast(pl.Int64),
+        mean_candidate=pl.when(known).then(pl.col("sum_c") / n),
+        mean_parent=pl.when(known).then(pl.col("sum_p") / n),
+        mean_diff=pl.when(known).then(pl.col("sum_d") / n),
+        sd_diff=pl.when(n > 1).then(
+            ((pl.col("sum_d2") - pl.col("sum_d") ** 2 / n) / (n - 1)).clip(0.0).sqrt()
+        ),
         direction=pl.when("higher_is_better")
         .then(pl.lit("maximize"))
         .otherwise(pl.lit("minimize")),
-    ).drop("n_rows", "n_matched", "n_parent")
-    st = st.join(_wilcoxon(allp, gcols, alternative), on=gcols, how="left", nulls_equal=True)
+    ).drop("n_rows", "n_matched", "n_parent", "sum_c", "sum_p", "sum_d", "sum_d2")
+    st = st.join(_wilcoxon(pairs, by, alternative), on=gcols, how="left", nulls_equal=True)
     st = st.with_columns(pl.col("wilcoxon_p").fill_null(1.0))
-    st = _with_ci(st, allp, gcols, ci, n_boot, confidence, seed)
+    st = _with_ci(st, pairs, by, gcols, ci, n_boot, confidence, seed)
     cw, pw = st["candidate_wins"].to_numpy(), st["parent_wins"].to_numpy()
     return st.with_columns(
         pl.Series("p_value", mcnemar_p(cw, pw, alternative=alternative, mid_p=mid_p)),
@@ -343,22 +370,25 @@ def _aggregate(
     ).drop("sd_diff")
 
 
-def _wilcoxon(allp: pl.DataFrame, gcols: list[str], alternative: Alternative) -> pl.DataFrame:
+def _wilcoxon(pairs: pl.DataFrame, by: list[str], alternative: Alternative) -> pl.DataFrame:
     """Wilcoxon signed-rank p (normal approximation, tie-corrected, zeros dropped) per group.
 
     Equals ``scipy.stats.wilcoxon(d, method="approx", zero_method="wilcox",
     correction=False)`` on the improvement-oriented differences. Ranks are computed per
     distinct ``|d|`` (a tie block of size t holding ranks c-t+1..c has mean rank c-(t-1)/2),
-    so binary metrics cost one tiny group-by. Groups without a non-zero difference get p = 1.
+    so a binary metric costs one small group-by, and the overall blocks are sums of the
+    per-group blocks. Groups without a non-zero difference get p = 1.
     """
     b = pl.col("better")
-    nz = allp.filter(pl.col("both") & (b != 0)).select(*gcols, a=b.abs(), pos=b > 0)
-    blocks = (
-        nz.group_by([*gcols, "a"])
-        .agg(t=pl.len().cast(pl.Float64), npos=pl.col("pos").sum())
-        .sort([*gcols, "a"])
-        .with_columns(c=pl.col("t").cum_sum().over(gcols))
+    nz = pairs.filter(pl.col("both") & (b != 0)).select(
+        "candidate", "metric", *by, a=b.abs(), pos=b > 0
     )
+    fine = nz.group_by(["candidate", "metric", *by, "a"]).agg(
+        t=pl.len().cast(pl.Float64), npos=pl.col("pos").sum().cast(pl.Float64)
+    )
+    gcols = ["candidate", "metric", "level", *by]
+    blocks = _up(fine, by, ["t", "npos"], []).sort([*gcols, "a"])
+    blocks = blocks.with_columns(c=pl.col("t").cum_sum().over(gcols))
     t = pl.col("t")
     w = blocks.group_by(gcols).agg(
         r_plus=((pl.col("c") - (t - 1) / 2) * pl.col("npos")).sum(),
@@ -378,7 +408,8 @@ def _wilcoxon(allp: pl.DataFrame, gcols: list[str], alternative: Alternative) ->
 
 def _with_ci(
     st: pl.DataFrame,
-    allp: pl.DataFrame,
+    pairs: pl.DataFrame,
+    by: list[str],
     gcols: list[str],
     ci: CiMethod,
     n_boot: int,
@@ -398,7 +429,8 @@ def _with_ci(
     if ci != "bootstrap":
         raise ValueError(f"ci must be 'bootstrap', 'normal' or 'none', got {ci!r}")
     st = st.sort(gcols, nulls_last=False).with_row_index("gid")
-    d = allp.filter("both").join(st.select(*gcols, "gid"), on=gcols, nulls_equal=True).sort("gid")
+    d = _levels(pairs.filter("both"), by)
+    d = d.join(st.select(*gcols, "gid"), on=gcols, nulls_equal=True).sort("gid")
     lo, hi = bootstrap_mean_ci(
         d["diff"].to_numpy(), d["gid"].to_numpy(), n_boot=n_boot, confidence=confidence, seed=seed
     )

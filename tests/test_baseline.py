@@ -33,8 +33,12 @@ def _latency() -> pl.DataFrame:
 )
 def test_formulas(formula: str, want: list[float]) -> None:
     res = paired_baseline(
-        _latency(), baseline_variant="baseline", metric="time.latency", output=OUT,
-        formula=formula, include_baseline=False,  # type: ignore[arg-type]
+        _latency(),
+        baseline_variant="baseline",
+        metric="time.latency",
+        output=OUT,
+        formula=formula,
+        include_baseline=False,  # type: ignore[arg-type]
     )
     assert res.values["value"].to_list() == want
     assert res.values["case_id"].to_list() == ["a", "b"]
@@ -48,7 +52,11 @@ def test_named_output_and_include_baseline() -> None:
     assert v.filter(pl.col("variant") == "baseline")["value"].to_list() == [1.0, 1.0]
     row = v.row(0, named=True)
     assert (row["metric"], row["semantic_type"], row["unit"], row["direction"], row["role"]) == (
-        "speedup", "performance.speedup", "ratio", "maximize", "objective"
+        "speedup",
+        "performance.speedup",
+        "ratio",
+        "maximize",
+        "objective",
     )
     assert row["source_metric"] == "time.latency" and row["formula"] == "baseline_over_candidate"
 
@@ -64,8 +72,12 @@ def test_match_on_factor_columns() -> None:
         }
     )
     res = paired_baseline(
-        frame, baseline_variant="baseline", metric="time.latency", output=OUT,
-        match_on=["workload.size"], include_baseline=False,
+        frame,
+        baseline_variant="baseline",
+        metric="time.latency",
+        output=OUT,
+        match_on=["workload.size"],
+        include_baseline=False,
     )
     assert res.values["value"].to_list() == [2.0, 4.0]
     assert res.diagnostics.select("workload.size", "kind").rows() == [(1000, "missing_match")]
@@ -84,8 +96,12 @@ def _messy() -> pl.DataFrame:
 
 def test_every_diagnostic_is_a_row() -> None:
     res = paired_baseline(
-        _messy(), baseline_variant="baseline", metric="lat", output=OUT,
-        formula="candidate_over_baseline", include_baseline=False,
+        _messy(),
+        baseline_variant="baseline",
+        metric="lat",
+        output=OUT,
+        formula="candidate_over_baseline",
+        include_baseline=False,
     )
     kinds = dict(res.diagnostics.select("case_id", "kind").rows())
     assert kinds == {
@@ -106,12 +122,20 @@ def test_every_diagnostic_is_a_row() -> None:
 
 def test_skip_counts_instead_of_recording() -> None:
     res = paired_baseline(
-        _messy(), baseline_variant="baseline", metric="lat", output=OUT,
-        formula="candidate_over_baseline", include_baseline=False, on_problem="skip",
+        _messy(),
+        baseline_variant="baseline",
+        metric="lat",
+        output=OUT,
+        formula="candidate_over_baseline",
+        include_baseline=False,
+        on_problem="skip",
     )
     assert res.diagnostics.is_empty()
     assert res.skipped == {
-        "missing_match": 1, "ambiguous_match": 1, "absent_metric": 1, "non_numeric": 1,
+        "missing_match": 1,
+        "ambiguous_match": 1,
+        "absent_metric": 1,
+        "non_numeric": 1,
         "zero_division": 1,
     }
     assert "skipped: missing_match 1" in str(res) and "<table" in res._repr_html_()
@@ -119,16 +143,28 @@ def test_skip_counts_instead_of_recording() -> None:
 
 def test_null_values_and_zero_in_the_candidate() -> None:
     frame = pl.DataFrame(
-        {"variant": ["baseline", "baseline", "v", "v"], "case_id": ["a", "b", "a", "b"],
-         "metric": "lat", "value": [1.0, 2.0, None, 0.0]}
+        {
+            "variant": ["baseline", "baseline", "v", "v"],
+            "case_id": ["a", "b", "a", "b"],
+            "metric": "lat",
+            "value": [1.0, 2.0, None, 0.0],
+        }
     )
-    res = paired_baseline(frame, baseline_variant="baseline", metric="lat", output=OUT,
-                          include_baseline=False)
+    res = paired_baseline(
+        frame, baseline_variant="baseline", metric="lat", output=OUT, include_baseline=False
+    )
     assert res.diagnostics.select("case_id", "kind").rows() == [
-        ("a", "absent_metric"), ("b", "zero_division")
+        ("a", "absent_metric"),
+        ("b", "zero_division"),
     ]
-    ok = paired_baseline(frame, baseline_variant="baseline", metric="lat", output=OUT,
-                         formula="candidate_minus_baseline", include_baseline=False)
+    ok = paired_baseline(
+        frame,
+        baseline_variant="baseline",
+        metric="lat",
+        output=OUT,
+        formula="candidate_minus_baseline",
+        include_baseline=False,
+    )
     assert ok.values["value"].to_list() == [-2.0]  # subtraction has no denominator
 
 
@@ -136,8 +172,18 @@ def test_configuration_errors_are_raised_up_front() -> None:
     with pytest.raises(ValueError, match="baseline variant 'nope'"):
         paired_baseline(_latency(), baseline_variant="nope", metric="time.latency", output=OUT)
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['size'\]"):
-        paired_baseline(_latency(), baseline_variant="baseline", metric="time.latency",
-                        output=OUT, match_on=["size"])
+        paired_baseline(
+            _latency(),
+            baseline_variant="baseline",
+            metric="time.latency",
+            output=OUT,
+            match_on=["size"],
+        )
     with pytest.raises(ValueError, match="formula"):
-        paired_baseline(_latency(), baseline_variant="baseline", metric="time.latency",
-                        output=OUT, formula="ratio")  # type: ignore[arg-type]
+        paired_baseline(
+            _latency(),
+            baseline_variant="baseline",
+            metric="time.latency",
+            output=OUT,
+            formula="ratio",
+        )  # type: ignore[arg-type]

@@ -45,8 +45,12 @@ def _one(frame: pl.DataFrame, run: str, metric: str, task: str | None) -> dict[s
 def test_every_row_equals_paired_compare() -> None:
     scores = _frame()
     out = compare_scores(
-        scores, candidates=["A", "B"], parent=PARENT, metrics=["success", "steps"],
-        by=["task_id"], n_boot=200,
+        scores,
+        candidates=["A", "B"],
+        parent=PARENT,
+        metrics=["success", "steps"],
+        by=["task_id"],
+        n_boot=200,
     )
     assert out.height == 2 * 2 * 3  # candidates x metrics x (overall + 2 tasks)
     for row in out.iter_rows(named=True):
@@ -67,8 +71,12 @@ def test_every_row_equals_paired_compare() -> None:
 
 def test_adjusted_p_values_across_the_call() -> None:
     out = compare_scores(
-        _frame(), candidates=["A", "B"], parent=PARENT, metrics=["success", "steps"],
-        by=["task_id"], ci="none",
+        _frame(),
+        candidates=["A", "B"],
+        parent=PARENT,
+        metrics=["success", "steps"],
+        by=["task_id"],
+        ci="none",
     )
     p = out["p_value"].to_numpy()
     np.testing.assert_allclose(out["p_holm"].to_numpy(), multipletests(p, method="holm")[1])
@@ -100,6 +108,48 @@ def test_vectorized_wilcoxon_equals_scipy(alternative: str) -> None:
         d, method="approx", zero_method="wilcox", correction=False, alternative=alternative
     ).pvalue
     assert out["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
+
+
+def test_vectorized_wilcoxon_per_group_and_pooled() -> None:
+    rng = np.random.default_rng(5)
+    n = 60
+    par = np.round(rng.normal(10, 2, n), 0)
+    cand = par + np.round(rng.normal(0.3, 1.5, n), 0)
+    group = np.where(np.arange(n) < 25, "g1", "g2")
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": [f"k#{i}" for i in range(n)] * 2,
+            "grp": np.concatenate([group, group]),
+            "metric": "steps",  # minimize: improvement is parent - candidate
+            "value": np.concatenate([par, cand]),
+        }
+    )
+    out = compare_scores(frame, candidates="C", parent="P", by=["grp"], ci="none")
+    better = par - cand
+    for level, mask in (
+        ("overall", np.ones(n, bool)),
+        ("g1", group == "g1"),
+        ("g2", group == "g2"),
+    ):
+        row = out.filter(pl.col("grp").is_null() if level == "overall" else pl.col("grp") == level)
+        want = stats.wilcoxon(
+            better[mask],
+            method="approx",
+            zero_method="wilcox",
+            correction=False,
+            alternative="greater",
+        ).pvalue
+        assert row["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
+        assert row["mean_diff"].item() == pytest.approx((cand - par)[mask].mean())
+
+
+def test_holm_and_bh_equal_statsmodels() -> None:
+    from hylo_analytics.paired import benjamini_hochberg, holm
+
+    p = np.array([0.01, 0.04, 0.03, 0.2, 0.04, 0.5, 1.0, 0.001, 0.0])
+    np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
 
 
 def test_epochs_are_refused_or_reduced_never_last_wins() -> None:
@@ -150,7 +200,11 @@ def test_gate_refuses_a_different_digest_and_force_records_it(
     sample_copy: Path, tmp_path: Path
 ) -> None:
     store = _store_with_other_digest(sample_copy, tmp_path)
-    good, bad, parent = "run-octo-ft-1.1.0-0001", "run-octo-ft-1.2.0-rc1-0002", "run-octo-ft-1.0.0-0000"
+    good, bad, parent = (
+        "run-octo-ft-1.1.0-0001",
+        "run-octo-ft-1.2.0-rc1-0002",
+        "run-octo-ft-1.0.0-0000",
+    )
     with pytest.raises(ComparabilityError, match=f"{bad}: benchmark_digest 'sha256:0000"):
         store.compare([good, bad], parent)
     out = store.compare([good, bad], parent, force=True, ci="none")

@@ -13,7 +13,11 @@ from hylo_analytics.verdicts import RelativeNoiseRule, StatisticalRule, add_verd
 def _rel(c: float | None, p: float | None, hib: bool, noise: float = 0.05) -> str:
     f = pl.DataFrame(
         {"mean_candidate": [c], "mean_parent": [p], "higher_is_better": [hib]},
-        schema={"mean_candidate": pl.Float64, "mean_parent": pl.Float64, "higher_is_better": pl.Boolean},
+        schema={
+            "mean_candidate": pl.Float64,
+            "mean_parent": pl.Float64,
+            "higher_is_better": pl.Boolean,
+        },
     )
     out = add_verdicts(f, RelativeNoiseRule(noise))
     assert out["verdict_rule"].item() == "relative_noise"
@@ -50,8 +54,12 @@ def test_relative_noise_from_a_column() -> None:
 def _stat(lo: float | None, hi: float | None, p: float, hib: bool = True) -> str:
     f = pl.DataFrame(
         {"ci_low": [lo], "ci_high": [hi], "p_verdict": [p], "higher_is_better": [hib]},
-        schema={"ci_low": pl.Float64, "ci_high": pl.Float64, "p_verdict": pl.Float64,
-                "higher_is_better": pl.Boolean},
+        schema={
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "p_verdict": pl.Float64,
+            "higher_is_better": pl.Boolean,
+        },
     )
     return str(add_verdicts(f, StatisticalRule(threshold=0.1, alpha=0.05))["verdict"].item())
 
@@ -72,7 +80,9 @@ def _stat(lo: float | None, hi: float | None, p: float, hib: bool = True) -> str
         (None, None, 0.01, True, "inconclusive"),
     ],
 )
-def test_statistical_rule(lo: float | None, hi: float | None, p: float, hib: bool, want: str) -> None:
+def test_statistical_rule(
+    lo: float | None, hi: float | None, p: float, hib: bool, want: str
+) -> None:
     assert _stat(lo, hi, p, hib) == want
 
 

@@ -32,7 +32,10 @@ def test_mart_compare_equals_python(sample_store: ha.Store, parent: str) -> None
 def test_int_paired_is_symmetric_and_direction_aware(sample_store: ha.Store) -> None:
     p = sample_store.sql("SELECT * FROM int_paired WHERE source = 'evallog'")
     swapped = p.select(
-        pl.col("parent").alias("candidate"), pl.col("candidate").alias("parent"), "key", "metric",
+        pl.col("parent").alias("candidate"),
+        pl.col("candidate").alias("parent"),
+        "key",
+        "metric",
         pl.col("outcome").replace({"candidate": "parent", "parent": "candidate"}),
     )
     keys = ["candidate", "parent", "key", "metric"]
