@@ -124,8 +124,10 @@ def compare_scores(
         pl.col(cat).cast(pl.Categorical)
     )
     frame = _reduce(frame.collect(), [*pk, "metric"], by, reducer, pk)
-    pairs, par = _pairs(frame, cands, parent, pk, by, directions or {})
-    out = _aggregate(pairs, par, by, alternative, mid_p, ci, n_boot, confidence, seed)
+    pairs, par = _pairs(frame, cands, parent, pk)
+    out = _aggregate(
+        pairs, par, by, directions or {}, alternative, mid_p, ci, n_boot, confidence, seed
+    )
     out = out.with_columns(
         pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in cat
     )
@@ -255,30 +257,23 @@ def _reduce(
 
 
 def _pairs(
-    frame: pl.DataFrame,
-    cands: list[str],
-    parent: str,
-    pk: list[str],
-    by: list[str],
-    directions: Mapping[str, Direction],
+    frame: pl.DataFrame, cands: list[str], parent: str, pk: list[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Candidate rows joined with the parent's value of the same key; and the parent's rows."""
-    dirs = {**BUILTIN_DIRECTIONS, **directions}
+    """Candidate rows joined with the parent's value of the same key; and the parent's rows.
+
+    Differences stay raw (candidate - parent); the metric's direction is applied per group
+    in :func:`_aggregate`, so no per-row work depends on it.
+    """
     par = frame.filter(pl.col("run_id") == parent).drop("run_id")
     cand = frame.filter(pl.col("run_id") != parent).rename({"run_id": "candidate"})
-    missing = set(cands) - set(cand["candidate"].cast(pl.String).unique())
+    missing = set(cands) - set(cand["candidate"].unique().cast(pl.String))
     if missing:
         raise ValueError(f"candidate(s) {sorted(missing)} have no scores to compare")
     right = par.select(*pk, "metric", pl.col("value").alias("parent_value"), matched=pl.lit(True))
-    joined = cand.join(right, on=[*pk, "metric"], how="left")
-    hib = pl.col("metric").cast(pl.String).replace_strict(dirs, default="maximize") == "maximize"
-    pairs = joined.with_columns(
+    pairs = cand.join(right, on=[*pk, "metric"], how="left").with_columns(
         matched=pl.col("matched").fill_null(False),
-        higher_is_better=hib,
-        diff=pl.col("value") - pl.col("parent_value"),
-    ).with_columns(
         both=pl.col("value").is_not_null() & pl.col("parent_value").is_not_null(),
-        better=pl.when("higher_is_better").then(pl.col("diff")).otherwise(-pl.col("diff")),
+        diff=pl.col("value") - pl.col("parent_value"),
     )
     return pairs, par
 
@@ -310,6 +305,7 @@ def _aggregate(
     pairs: pl.DataFrame,
     par: pl.DataFrame,
     by: list[str],
+    directions: Mapping[str, Direction],
     alternative: Alternative,
     mid_p: bool,
     ci: CiMethod,
@@ -327,24 +323,26 @@ def _aggregate(
         "n_rows": pl.len(),
         "n_matched": pl.col("matched").sum(),
         "n_pairs": ok.sum(),
-        "candidate_wins": (ok & (pl.col("better") > 0)).sum(),
-        "parent_wins": (ok & (pl.col("better") < 0)).sum(),
+        "n_pos": (ok & (d > 0)).sum(),
+        "n_neg": (ok & (d < 0)).sum(),
         "sum_c": pl.col("value").filter(ok).sum(),
         "sum_p": pl.col("parent_value").filter(ok).sum(),
         "sum_d": d.filter(ok).sum(),
         "sum_d2": (d * d).filter(ok).sum(),
     }
-    fine = pairs.group_by(["candidate", "metric", *by]).agg(
-        pl.col("higher_is_better").first(), **sums
-    )
-    st = _up(fine, by, list(sums), ["higher_is_better"])
+    fine = pairs.group_by(["candidate", "metric", *by]).agg(**sums)
+    st = _up(fine, by, list(sums), [])
     n_parent = _levels(par, by).group_by(["metric", "level", *by]).agg(n_parent=pl.len())
     st = st.join(n_parent, on=["metric", "level", *by], how="left", nulls_equal=True)
+    dirs = {**BUILTIN_DIRECTIONS, **directions}
+    hib = pl.col("metric").cast(pl.String).replace_strict(dirs, default="maximize") == "maximize"
     n = pl.col("n_pairs").cast(pl.Float64)
     known = pl.col("n_pairs") > 0
-    st = st.with_columns(
-        pl.col("n_pairs", "candidate_wins", "parent_wins").cast(pl.Int64),
-        ties=(pl.col("n_pairs") - pl.col("candidate_wins") - pl.col("parent_wins")).cast(pl.Int64),
+    st = st.with_columns(higher_is_better=hib).with_columns(
+        pl.col("n_pairs").cast(pl.Int64),
+        candidate_wins=pl.when("higher_is_better").then("n_pos").otherwise("n_neg").cast(pl.Int64),
+        parent_wins=pl.when("higher_is_better").then("n_neg").otherwise("n_pos").cast(pl.Int64),
+        ties=(pl.col("n_pairs") - pl.col("n_pos") - pl.col("n_neg")).cast(pl.Int64),
         n_dropped=(pl.col("n_matched") - pl.col("n_pairs")).cast(pl.Int64),
         # candidate keys the parent lacks, and parent keys the candidate lacks
         n_unmatched=(
@@ -359,9 +357,10 @@ def _aggregate(
         direction=pl.when("higher_is_better")
         .then(pl.lit("maximize"))
         .otherwise(pl.lit("minimize")),
-    ).drop("n_rows", "n_matched", "n_parent", "sum_c", "sum_p", "sum_d", "sum_d2")
-    st = st.join(_wilcoxon(pairs, by, alternative), on=gcols, how="left", nulls_equal=True)
-    st = st.with_columns(pl.col("wilcoxon_p").fill_null(1.0))
+    )
+    st = _wilcoxon(st, pairs, by, gcols, alternative)
+    st = st.drop("n_rows", "n_matched", "n_parent", "n_pos", "n_neg")
+    st = st.drop("sum_c", "sum_p", "sum_d", "sum_d2")
     st = _with_ci(st, pairs, by, gcols, ci, n_boot, confidence, seed)
     cw, pw = st["candidate_wins"].to_numpy(), st["parent_wins"].to_numpy()
     return st.with_columns(
@@ -370,40 +369,54 @@ def _aggregate(
     ).drop("sd_diff")
 
 
-def _wilcoxon(pairs: pl.DataFrame, by: list[str], alternative: Alternative) -> pl.DataFrame:
-    """Wilcoxon signed-rank p (normal approximation, tie-corrected, zeros dropped) per group.
+def _wilcoxon(
+    st: pl.DataFrame, pairs: pl.DataFrame, by: list[str], gcols: list[str], alt: Alternative
+) -> pl.DataFrame:
+    """``st`` with the Wilcoxon signed-rank p of every group (``wilcoxon_p``).
 
-    Equals ``scipy.stats.wilcoxon(d, method="approx", zero_method="wilcox",
-    correction=False)`` on the improvement-oriented differences. Ranks are computed per
-    distinct ``|d|`` (a tie block of size t holding ranks c-t+1..c has mean rank c-(t-1)/2),
-    so a binary metric costs one small group-by, and the overall blocks are sums of the
-    per-group blocks. Groups without a non-zero difference get p = 1.
+    Normal approximation, tie-corrected, zero differences dropped: equals
+    ``scipy.stats.wilcoxon(d, method="approx", zero_method="wilcox", correction=False)`` on
+    the improvement-oriented differences. Ranks are computed per distinct ``|d|`` (a tie block
+    of size t holding ranks c-t+1..c has mean rank c-(t-1)/2), and the overall blocks are sums
+    of the per-group blocks. When every non-zero ``|d|`` is the same (a binary metric) there is
+    one block per group and no pass over the pairs is needed. No non-zero difference: p = 1.
     """
-    b = pl.col("better")
-    nz = pairs.filter(pl.col("both") & (b != 0)).select(
-        "candidate", "metric", *by, a=b.abs(), pos=b > 0
-    )
-    fine = nz.group_by(["candidate", "metric", *by, "a"]).agg(
-        t=pl.len().cast(pl.Float64), npos=pl.col("pos").sum().cast(pl.Float64)
-    )
-    gcols = ["candidate", "metric", "level", *by]
-    blocks = _up(fine, by, ["t", "npos"], []).sort([*gcols, "a"])
-    blocks = blocks.with_columns(c=pl.col("t").cum_sum().over(gcols))
-    t = pl.col("t")
-    w = blocks.group_by(gcols).agg(
-        r_plus=((pl.col("c") - (t - 1) / 2) * pl.col("npos")).sum(),
-        n=t.sum(),
-        ties=(t**3 - t).sum(),
-    )
-    n = pl.col("n")
-    var = n * (n + 1) * (2 * n + 1) / 24 - pl.col("ties") / 48
-    z = w.select((pl.col("r_plus") - n * (n + 1) / 4) / var.sqrt()).to_series().to_numpy()
-    if alternative == "greater":
-        p = stats.norm.sf(z)
+    d = pl.col("diff")
+    nzd = d.filter(pl.col("both") & (d != 0)).abs()
+    lo, hi = pairs.select(nzd.min().alias("lo"), nzd.max().alias("hi")).row(0)
+    if lo == hi:  # one |d| value (or none): ranks are all (n + 1) / 2
+        m = (pl.col("n_pos") + pl.col("n_neg")).cast(pl.Float64)
+        w = st.select(
+            *gcols,
+            n=m,
+            r_pos=pl.col("n_pos").cast(pl.Float64) * (m + 1) / 2,
+            tie_term=m**3 - m,
+        )
     else:
-        p = np.minimum(1.0, 2 * stats.norm.sf(np.abs(z)))
+        nz = pairs.filter(pl.col("both") & (d != 0))
+        fine = nz.group_by(["candidate", "metric", *by, d.abs().alias("a")]).agg(
+            t=pl.len().cast(pl.Float64), npos=(d > 0).sum().cast(pl.Float64)
+        )
+        blocks = _up(fine, by, ["t", "npos"], []).sort([*gcols, "a"])
+        blocks = blocks.with_columns(c=pl.col("t").cum_sum().over(gcols))
+        t = pl.col("t")
+        w = blocks.group_by(gcols).agg(
+            r_pos=((pl.col("c") - (t - 1) / 2) * pl.col("npos")).sum(),
+            n=t.sum(),
+            tie_term=(t**3 - t).sum(),
+        )
+    st = st.join(w, on=gcols, how="left", nulls_equal=True)
+    n = pl.col("n").fill_null(0.0)
+    r_plus = pl.when("higher_is_better").then("r_pos").otherwise(n * (n + 1) / 2 - pl.col("r_pos"))
+    var = n * (n + 1) * (2 * n + 1) / 24 - pl.col("tie_term").fill_null(0.0) / 48
+    z = st.select((r_plus - n * (n + 1) / 4) / var.sqrt()).to_series().to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        two = np.minimum(1.0, 2 * stats.norm.sf(np.abs(z)))
+        p = stats.norm.sf(z) if alt == "greater" else two
     p = np.where(np.isfinite(z), p, 1.0)
-    return w.select(gcols).with_columns(pl.Series("wilcoxon_p", p, dtype=pl.Float64))
+    return st.drop("n", "r_pos", "tie_term").with_columns(
+        pl.Series("wilcoxon_p", p, dtype=pl.Float64)
+    )
 
 
 def _with_ci(

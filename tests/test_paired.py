@@ -248,3 +248,22 @@ def test_store_compare_on_sample(sample_store: ha.Store) -> None:
     assert out.filter(pl.col("metric") == "steps")["direction"].unique().to_list() == ["minimize"]
     overall = out.filter(pl.col("level") == "overall", pl.col("metric") == "success")
     assert (overall["n_pairs"] + overall["n_dropped"] + overall["n_unmatched"] == 200).all()
+
+
+def test_binary_wilcoxon_fast_path_equals_scipy() -> None:
+    rng = np.random.default_rng(2)
+    n = 50
+    par, cand = rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float)
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": [f"k#{i}" for i in range(n)] * 2,
+            "metric": "success",
+            "value": np.concatenate([par, cand]),
+        }
+    )
+    out = compare_scores(frame, candidates="C", parent="P", ci="none", alternative="two-sided")
+    want = stats.wilcoxon(
+        cand - par, method="approx", zero_method="wilcox", correction=False
+    ).pvalue
+    assert out["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
