@@ -197,7 +197,7 @@ class PairedComparison:
     def _repr_html_(self) -> str:
         heads = ["n_pairs", "candidate_wins", "parent_wins", "ties", f"p ({self.test_name})"]
         heads += ["dropped", "mean_diff", f"CI {self.confidence:.0%}", "Wilcoxon p"]
-        vals = [self.n_pairs, self.candidate_wins, self.parent_wins, self.ties]
+        vals: list[object] = [self.n_pairs, self.candidate_wins, self.parent_wins, self.ties]
         vals += [f"{self.p_value:.4g}", self.n_dropped, f"{self.mean_diff:.4g}"]
         vals += [f"[{self.ci_low:.4g}, {self.ci_high:.4g}]", f"{self.wilcoxon_p:.4g}"]
         th = "".join(f"<th>{html.escape(h)}</th>" for h in heads)

@@ -120,11 +120,9 @@ def compare_scores(
     cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
     # categorical ids: grouping and joining on integers instead of hashing strings
     cat = [c for c in cols if scores.schema[c] == pl.String]
-    frame = frame.select(*cols, pl.col("value").cast(pl.Float64).fill_nan(None)).with_columns(
-        pl.col(cat).cast(pl.Categorical)
-    )
-    frame = _reduce(frame.collect(), [*pk, "metric"], by, reducer, pk)
-    pairs, par = _pairs(frame, cands, parent, pk)
+    lazy = frame.select(*cols, pl.col("value").cast(pl.Float64).fill_nan(None))
+    ids = lazy.with_columns(pl.col(cat).cast(pl.Categorical)).collect()
+    pairs, par = _pairs(_reduce(ids, [*pk, "metric"], by, reducer, pk), cands, parent, pk)
     out = _aggregate(
         pairs, par, by, directions or {}, alternative, mid_p, ci, n_boot, confidence, seed
     )
@@ -451,10 +449,10 @@ def _with_ci(
     lo_full = np.full(st.height, math.nan)
     hi_full = np.full(st.height, math.nan)
     lo_full[: lo.size], hi_full[: hi.size] = lo, hi
-    known = sizes > 0
+    has_pairs = sizes > 0
     return st.drop("gid").with_columns(
-        pl.Series("ci_low", np.where(known, lo_full, math.nan)).fill_nan(None),
-        pl.Series("ci_high", np.where(known, hi_full, math.nan)).fill_nan(None),
+        pl.Series("ci_low", np.where(has_pairs, lo_full, math.nan)).fill_nan(None),
+        pl.Series("ci_high", np.where(has_pairs, hi_full, math.nan)).fill_nan(None),
     )
 
 
