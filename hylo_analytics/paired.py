@@ -202,25 +202,32 @@ def _gate(
     meta: pl.DataFrame, scores: pl.DataFrame, cands: list[str], parent: str
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions)."""
+    par = meta.filter(pl.col("run_id") == parent)
+    cand = meta.filter(pl.col("run_id").is_in(cands))
+    found = []
+    for f in _GATE_FIELDS:  # a handful of fields, each checked for all candidates at once
+        pv = par[f].item()
+        bad = cand.filter(pl.col(f).ne_missing(pl.lit(pv, pl.String)))
+        found.append(
+            bad.select(
+                "run_id",
+                why=pl.format(f"{f} '{{}}' != parent's {pv!r}", pl.col(f).fill_null("None")),
+            )
+        )
     versions = scores.group_by("run_id", "metric").agg(
-        pl.col("scorer_version").drop_nulls().unique().sort().str.join(",").alias("v")
+        v=pl.col("scorer_version").drop_nulls().unique().sort().str.join(",")
     )
-    by_run = {r["run_id"]: r for r in meta.iter_rows(named=True)}  # one row per run (metadata)
-    ver = {(r, m): v for r, m, v in versions.iter_rows()}
-    out: dict[str, str] = {}
-    for c in cands:
-        diffs = [
-            f"{f} {by_run[c][f]!r} != parent's {by_run[parent][f]!r}"
-            for f in _GATE_FIELDS
-            if by_run[c][f] != by_run[parent][f]
-        ]
-        for (run, metric), v in sorted(ver.items()):
-            pv = ver.get((parent, metric))
-            if run == c and pv is not None and v != pv:
-                diffs.append(f"scorer_version of {metric!r} {v!r} != parent's {pv!r}")
-        if diffs:
-            out[c] = ", ".join(diffs)
-    return out
+    pv = versions.filter(pl.col("run_id") == parent).select("metric", pv="v")
+    vd = versions.filter(pl.col("run_id") != parent).join(pv, on="metric")
+    found.append(
+        vd.filter(pl.col("v") != pl.col("pv")).select(
+            "run_id",
+            why=pl.format("scorer_version of '{}' '{}' != parent's '{}'", "metric", "v", "pv"),
+        )
+    )
+    problems = pl.concat(found).sort("run_id", "why").group_by("run_id", maintain_order=True)
+    rows = problems.agg(pl.col("why").str.join(", ")).rows()
+    return {str(r): str(w) for r, w in rows}
 
 
 def _check_columns(frame: pl.DataFrame, needed: list[str]) -> None:
