@@ -173,3 +173,17 @@ def test_printing() -> None:
     html = pc._repr_html_()
     assert html.startswith("<table>") and "<td>2</td>" in html
     assert isinstance(pc, PairedComparison) and pc.as_dict()["n_pairs"] == 2
+
+
+def test_multinomial_bootstrap_matches_resampling() -> None:
+    rng = np.random.default_rng(9)
+    d = np.concatenate([rng.choice([-1.0, 0.0, 1.0], 80, p=[0.2, 0.5, 0.3]), np.zeros(0)])
+    d2 = rng.choice([-1.0, 0.0, 1.0], 30, p=[0.5, 0.3, 0.2])
+    diffs = np.concatenate([d, d2])
+    groups = np.repeat([0, 1], [80, 30])
+    fast = bootstrap_mean_ci(diffs, groups, n_boot=20000, seed=1)
+    slow = bootstrap_mean_ci(diffs, groups, n_boot=20000, seed=1, discrete_max=0)
+    np.testing.assert_allclose(fast[0], slow[0], atol=0.02)
+    np.testing.assert_allclose(fast[1], slow[1], atol=0.02)
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_mean_ci(diffs, groups, n_boot=0)
