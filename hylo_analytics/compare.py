@@ -178,11 +178,23 @@ def _multinomial_means(
     pvals[sizes == 0, 0] = 1.0  # empty groups draw nothing; any valid distribution will do
     vals = values if values.size else np.zeros(1)
     means = np.empty((n_boot, n_groups))
-    chunk = max(1, min(n_boot, 4_000_000 // max(n_groups * k, 1)))
+    chunk = max(1, min(n_boot, 4_000_000 // max(n_groups, 1)))
     for b0 in range(0, n_boot, chunk):
         b1 = min(n_boot, b0 + chunk)
-        draws = rng.multinomial(sizes, pvals, size=(b1 - b0, n_groups))
-        means[b0:b1] = (draws @ vals) / np.maximum(sizes, 1)
+        # Multinomial counts as a chain of binomials, each one vectorized over every
+        # (replicate, group): X_j ~ Bin(n - X_1 - ... - X_{j-1}, p_j / (1 - p_1 - ... - p_{j-1}))
+        left = np.broadcast_to(sizes, (b1 - b0, n_groups)).astype(np.int64)
+        p_left = np.ones(n_groups)
+        total = np.zeros((b1 - b0, n_groups))
+        for j in range(k - 1):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pj = np.clip(np.where(p_left > 0, pvals[:, j] / p_left, 0.0), 0.0, 1.0)
+            x = rng.binomial(left, pj)
+            total += x * vals[j]
+            left -= x
+            p_left = p_left - pvals[:, j]
+        total += left * vals[k - 1]
+        means[b0:b1] = total / np.maximum(sizes, 1)
     return means
 
 
