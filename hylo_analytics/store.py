@@ -84,6 +84,27 @@ class Store:
         """One row per run with its sample counts, newest first."""
         return self.sql("SELECT * FROM mart_runs ORDER BY ingested_at DESC, run_id")
 
+    def compare(
+        self,
+        candidates: Sequence[str] | str,
+        parent: str,
+        *,
+        metrics: Sequence[str] | None = ("success",),
+        by: Sequence[str] = (),
+        source: str = "evallog",
+        force: bool = False,
+        **options: Any,
+    ) -> pl.DataFrame:
+        """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
+
+        See :func:`hylo_analytics.paired.compare_runs` for the options and the gate.
+        """
+        from hylo_analytics.paired import compare_runs
+
+        return compare_runs(
+            self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
+        )
+
     # -- writing -------------------------------------------------------------------------
 
     def ingest(

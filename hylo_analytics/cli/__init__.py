@@ -21,6 +21,7 @@ _COMMANDS = (
     "hylo_analytics.cli.demo",
     "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.score",
+    "hylo_analytics.cli.compare",
 )
 
 

@@ -1,0 +1,95 @@
+-- Paired score rows: every run against every other run of the same benchmark_id and split,
+-- on (key, epoch, metric, source). One row per pair, in both orders (a is the candidate, b the
+-- parent), so any (candidate, parent) comparison is a filter. Epochs are paired, not reduced
+-- (reduce first in Python with Store.compare(reducer=...) if you need that). The outcome is
+-- direction-aware: for metrics to minimize (steps, safety_interventions, latency_p95) a lower
+-- value wins. Pairs where either side abstained (null value) are kept with outcome 'dropped'.
+-- The comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
+with scores as (
+    select run_id, key, task_id, epoch, metric, source, value from stg_scores
+),
+
+runs as (
+    select run_id, benchmark_id, split from stg_runs
+),
+
+directions as (
+    select * from (
+        values
+            ('success', true),
+            ('success_once', true),
+            ('success_at_end', true),
+            ('return', true),
+            ('steps', false),
+            ('safety_interventions', false),
+            ('latency_p95', false)
+    ) as t (metric, higher_is_better)
+),
+
+scored as (
+    select s.*, r.benchmark_id, r.split
+    from scores as s
+    inner join runs as r on r.run_id = s.run_id
+),
+
+paired as (
+    select
+        c.run_id as candidate,
+        p.run_id as parent,
+        c.benchmark_id,
+        c.split,
+        c.key,
+        c.task_id,
+        c.epoch,
+        c.metric,
+        c.source,
+        c.value as candidate_value,
+        p.value as parent_value
+    from scored as c
+    inner join scored as p
+        on c.benchmark_id = p.benchmark_id
+        and c.split is not distinct from p.split
+        and c.key = p.key
+        and c.epoch is not distinct from p.epoch
+        and c.metric = p.metric
+        and c.source = p.source
+        and c.run_id <> p.run_id
+),
+
+oriented as (
+    select
+        pr.*,
+        coalesce(d.higher_is_better, true) as higher_is_better,
+        case
+            when coalesce(d.higher_is_better, true) then pr.candidate_value - pr.parent_value
+            else pr.parent_value - pr.candidate_value
+        end as improvement
+    from paired as pr
+    left join directions as d on d.metric = pr.metric
+),
+
+final as (
+    select
+        candidate,
+        parent,
+        benchmark_id,
+        split,
+        key,
+        task_id,
+        epoch,
+        metric,
+        source,
+        higher_is_better,
+        candidate_value,
+        parent_value,
+        candidate_value - parent_value as diff,
+        case
+            when candidate_value is null or parent_value is null then 'dropped'
+            when improvement > 0 then 'candidate'
+            when improvement < 0 then 'parent'
+            else 'tie'
+        end as outcome
+    from oriented
+)
+
+select * from final
