@@ -1,5 +1,6 @@
 """hylo_analytics: evaluation results of agents and robot policies, as dataframes."""
 
+from hylo_analytics._config import ConfigError
 from hylo_analytics.contracts import (
     Benchmark,
     InitStateRef,
@@ -10,15 +11,26 @@ from hylo_analytics.contracts import (
     TaskInstance,
     TaskSpec,
 )
+from hylo_analytics.derive import (
+    DerivedMetricOutput,
+    TokenCostInputs,
+    TokenCostResult,
+    commit_scores,
+    token_cost,
+)
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.pricing import PricingTable, load_pricing
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
     "Benchmark",
+    "ConfigError",
+    "DerivedMetricOutput",
     "IngestError",
     "IngestReport",
     "InitStateRef",
     "Predicate",
+    "PricingTable",
     "Problem",
     "Score",
     "SeedInit",
@@ -26,8 +38,13 @@ __all__ = [
     "Store",
     "TaskInstance",
     "TaskSpec",
+    "TokenCostInputs",
+    "TokenCostResult",
     "Tombstone",
+    "commit_scores",
+    "load_pricing",
     "open_store",
+    "token_cost",
 ]
 
 __version__ = "0.1.0"

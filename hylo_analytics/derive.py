@@ -174,10 +174,9 @@ def usage_from_store(
     inputs = inputs or TokenCostInputs()
     kinds = inputs.token_columns()
     params: dict[str, Any] = {f"m_{k}": col for k, col in kinds.items()}
-    params |= {"p_model": inputs.model, "p_provider": inputs.provider}
     pivot = ",\n".join(f"max(case when metric = $m_{k} then value end) as u_{k}" for k in kinds)
     tokens = ",\n".join(
-        f"coalesce(u.u_{k}, try_cast(json_extract_string(s.extra, $x_{k}) as double)) as {_q(c)}"
+        f"coalesce(s.u_{k}, try_cast(json_extract_string(s.extra, $x_{k}) as double)) as {_q(c)}"
         for k, c in kinds.items()
     )
     params |= {f"x_{k}": _flat(c) for k, c in kinds.items()}
@@ -332,7 +331,7 @@ def _price_usage(usage: pl.LazyFrame, pricing: PricingTable) -> pl.LazyFrame:
         .with_columns(
             covered=(pl.col("tokens").fill_null(0) <= 0)
             | pl.col("open_ended")
-            | (pl.col("tokens") <= pl.col("max_up_to")),
+            | (pl.col("tokens") <= pl.col("max_up_to")).fill_null(False),
         )
         .with_columns(
             kind_cost=pl.when(pl.col("tokens").fill_null(0) <= 0)
@@ -391,7 +390,7 @@ def _diagnostics(
         .otherwise(
             pl.format(
                 "{} {} tokens exceed the last {} tier (up to {})",
-                "tokens",
+                _int("tokens"),
                 "kind",
                 "kind",
                 "max_up_to",
