@@ -19,16 +19,27 @@ from hylo_analytics.derive import (
     token_cost,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.policies import (
+    Between,
+    Policy,
+    PolicyEvaluation,
+    commit_policy_results,
+    evaluate_policies,
+    parse_policies,
+)
 from hylo_analytics.pricing import PricingTable, load_pricing
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
     "Benchmark",
+    "Between",
     "ConfigError",
     "DerivedMetricOutput",
     "IngestError",
     "IngestReport",
     "InitStateRef",
+    "Policy",
+    "PolicyEvaluation",
     "Predicate",
     "PricingTable",
     "Problem",
@@ -41,9 +52,12 @@ __all__ = [
     "TokenCostInputs",
     "TokenCostResult",
     "Tombstone",
+    "commit_policy_results",
     "commit_scores",
+    "evaluate_policies",
     "load_pricing",
     "open_store",
+    "parse_policies",
     "token_cost",
 ]
 
