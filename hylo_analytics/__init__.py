@@ -19,6 +19,12 @@ from hylo_analytics.derive import (
     token_cost,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.measure import (
+    Measurement,
+    MeasurementBudget,
+    measure_callable,
+    record_measurement,
+)
 from hylo_analytics.policies import (
     Between,
     Policy,
@@ -38,6 +44,8 @@ __all__ = [
     "IngestError",
     "IngestReport",
     "InitStateRef",
+    "Measurement",
+    "MeasurementBudget",
     "Policy",
     "PolicyEvaluation",
     "Predicate",
@@ -56,8 +64,10 @@ __all__ = [
     "commit_scores",
     "evaluate_policies",
     "load_pricing",
+    "measure_callable",
     "open_store",
     "parse_policies",
+    "record_measurement",
     "token_cost",
 ]
 
