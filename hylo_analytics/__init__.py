@@ -1,6 +1,13 @@
 """hylo_analytics: evaluation results of agents and robot policies, as dataframes."""
 
 from hylo_analytics._config import ConfigError
+from hylo_analytics.analysis import (
+    AnalysisReport,
+    AnalysisSpec,
+    NotAvailableError,
+    load_analysis_spec,
+    run_analysis,
+)
 from hylo_analytics.contracts import (
     Benchmark,
     InitStateRef,
@@ -37,6 +44,8 @@ from hylo_analytics.pricing import PricingTable, load_pricing
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
+    "AnalysisReport",
+    "AnalysisSpec",
     "Benchmark",
     "Between",
     "ConfigError",
@@ -46,6 +55,7 @@ __all__ = [
     "InitStateRef",
     "Measurement",
     "MeasurementBudget",
+    "NotAvailableError",
     "Policy",
     "PolicyEvaluation",
     "Predicate",
@@ -63,11 +73,13 @@ __all__ = [
     "commit_policy_results",
     "commit_scores",
     "evaluate_policies",
+    "load_analysis_spec",
     "load_pricing",
     "measure_callable",
     "open_store",
     "parse_policies",
     "record_measurement",
+    "run_analysis",
     "token_cost",
 ]
 
