@@ -211,7 +211,7 @@ def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "run_id,status" not in out.out  # the status table, not the runs table
     lines = out.out.strip().splitlines()
     assert lines[0].startswith("run_id,n_checks,n_failed,n_unchecked,failed_policies,final_status")
-    assert lines[2] == 'dear,2,2,0,"cost-cap, mostly-cheap",failed_policy'
+    assert lines[2] == "dear,2,1,0,cost-cap,failed_policy"
     assert "TokenCostResult('request_cost': 3 rows, 3 costed" in out.err
     assert main([*args, "--fail-on-policy", "--run", "dear"]) == 1
     assert main([*args, "--fail-on-policy", "--run", "cheap"]) == 0
