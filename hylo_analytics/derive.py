@@ -111,7 +111,7 @@ class TokenCostResult:
 
     def to_scores(self) -> pa.Table:
         """Score rows (``source = derive:token_cost``, ``source_kind = derived``)."""
-        meta = {k: v for k, v in asdict(self.output).items() if k != "name"}
+        meta = [pl.lit(v).alias(k) for k, v in asdict(self.output).items() if k != "name"]
         df = self.costs.with_columns(
             metric=pl.lit(self.output.name),
             value=pl.col("cost"),
@@ -122,15 +122,15 @@ class TokenCostResult:
             source_kind=pl.lit("derived"),
             scorer_version=pl.lit("token_cost/1"),
             metadata=pl.struct(
-                pricing_sha256=pl.lit(self.pricing_sha256),
-                model_id=pl.col("model_id"),
-                diagnostic=pl.col("diagnostic"),
-                detail=pl.col("detail"),
-                cost_input=pl.col("cost_input"),
-                cost_output=pl.col("cost_output"),
-                cost_cache_read=pl.col("cost_cache_read"),
-                cost_cache_write=pl.col("cost_cache_write"),
-                **{k: pl.lit(v) for k, v in meta.items()},
+                pl.lit(self.pricing_sha256).alias("pricing_sha256"),
+                "model_id",
+                "diagnostic",
+                "detail",
+                "cost_input",
+                "cost_output",
+                "cost_cache_read",
+                "cost_cache_write",
+                *meta,
             ).struct.json_encode(),
         )
         cols = [c for c in _schema.SCORES.names if c in df.columns]

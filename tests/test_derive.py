@@ -271,3 +271,15 @@ def test_token_cost_from_store_and_commit(tmp_path: Path) -> None:
     assert got["skip_reason"].to_list() == [None, None, "unknown_model", "missing_usage"]
     only_r2 = ha.token_cost(store, PRICING, runs=["r2"])
     assert only_r2.costs["run_id"].to_list() == ["r2"]
+
+
+def test_ingested_robot_runs_get_diagnostics_not_zero_costs(sample_store: ha.Store) -> None:
+    # the committed sample has no LLM usage at all: every sample is a diagnostic, none a 0
+    r = ha.token_cost(sample_store, PRICING)
+    assert r.costs.height == 600
+    assert r.costs["cost"].null_count() == 600
+    assert set(r.costs["diagnostic"]) == {"unknown_model"}
+    assert r.diagnostics.group_by("diagnostic").len().sort("diagnostic").rows() == [
+        ("missing_usage", 1200),
+        ("unknown_model", 600),
+    ]
