@@ -26,13 +26,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 import pyarrow as pa
 
 from hylo_analytics import _schema
-from hylo_analytics.pricing import PricingTable, load_pricing, resolve_models
+from hylo_analytics.pricing import RATE_KINDS, PricingTable, load_pricing, resolve_models
 from hylo_analytics.store import Store, Tombstone
 
 __all__ = [
@@ -50,6 +50,9 @@ KEY_COLS: tuple[str, ...] = ("run_id", "key", "task_id", "seed", "epoch", "episo
 # Priority order: the first one a row has becomes its skip_reason.
 DIAGNOSTICS: tuple[str, ...] = ("unknown_model", "ambiguous_alias", "missing_usage", "missing_rate")
 _REQUIRED_KINDS = ("input", "output")
+# The frame is in memory already; polars 2's default streaming engine measured ~5x slower
+# here (wide joins with maintain_order), so the in-memory engine is asked for explicitly.
+ENGINE: Final = "in-memory"
 _PRECEDENCE = "case source_kind when 'score' then 0 when 'derived' then 1 when 'observation' then 2 when 'imported' then 3 else 4 end"
 
 
@@ -250,6 +253,9 @@ def commit_scores(store: Store, scores: pa.Table) -> int:
 
 
 # -- the computation ---------------------------------------------------------------------
+# Wide form: one row per observation throughout. The handful of distinct (model, provider)
+# pairs is resolved once; each model's tiers become columns joined on model_id, and a kind's
+# graduated cost is a sum over its (few) tier columns. No row explosion, no per-row Python.
 
 
 def _cost(
@@ -257,149 +263,226 @@ def _cost(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     kinds = inputs.token_columns()
     keys = [c for c in KEY_COLS if c in wide.columns]
-    frame = wide.lazy().with_row_index("_row")
-    obs = frame.select(
-        "_row",
+    token_cols = [c for c in kinds.values() if c in wide.columns]
+    base = wide.lazy().select(
+        *keys,
+        *token_cols,
         model=_str_col(wide, inputs.model),
         provider=_str_col(wide, inputs.provider),
+        **{f"_t_{k}": _num_col(wide, c) for k, c in kinds.items()},
     )
-    resolved = resolve_models(obs, pricing)
-    usage = pl.concat(
-        [
-            frame.select("_row", kind=pl.lit(k), tokens=_num_col(wide, c), column=pl.lit(c))
-            for k, c in kinds.items()
-        ]
-    ).join(resolved.select("_row", "model_id"), on="_row", how="left")
-    per_kind = _price_usage(usage, pricing)
-    diags = _diagnostics(resolved, per_kind, inputs)
-    first = diags.group_by("_row").agg(
-        diagnostic=pl.col("diagnostic").sort_by("_prio").first(),
-        detail=pl.col("detail").sort_by("_prio").str.join("; "),
+    # materialized: `unique` has no stable order, and resolution reads the pairs several times
+    pairs = (
+        base.select("model", "provider")
+        .unique(maintain_order=True)
+        .with_row_index("_row")
+        .collect(engine=ENGINE)
+        .lazy()
     )
-    kind_costs = (
-        per_kind.collect()
-        .pivot(on="kind", index="_row", values="kind_cost", aggregate_function="first")
-        .rename({k: f"cost_{k}" for k in kinds})
+    tiers, n_tiers = _tier_columns(pricing)
+    # the few distinct pairs get their model's tier columns before meeting the big frame
+    lookup = (
+        resolve_models(pairs, pricing)
+        .drop("_row")
+        .join(tiers.lazy(), on="model_id", how="left")
+        .collect(engine=ENGINE)  # a few rows
+        .with_columns(_join_keys())
+        .drop("model", "provider")
+        .lazy()
     )
-    token_cols = [pl.col(c).alias(c) for c in kinds.values() if c in wide.columns]
-    costs = (
-        frame.select("_row", *keys, *token_cols)
-        .join(resolved.select("_row", "model", "provider", "model_id"), on="_row", how="left")
-        .join(kind_costs.lazy(), on="_row", how="left")
-        .join(first, on="_row", how="left")
+    flags = _flag_exprs(inputs, n_tiers)
+    flag_cols = [f"_f{i}" for i in range(len(flags))]
+    detail_inputs = [
+        c
+        for k in kinds
+        for c in (f"_t_{k}", f"_uncovered_{k}", f"{k}_cap", f"{k}_priced")
+        if k in n_tiers or not c.startswith(k)
+    ]
+    frame = (
+        base.with_row_index("_row")
+        .with_columns(_join_keys())
+        .join(lookup, on=_JOIN_KEYS, how="left", maintain_order="left")
+        .with_columns(_kind_exprs(kinds, n_tiers))
+        .with_columns(
+            [cond.alias(name) for name, (_, cond, _) in zip(flag_cols, flags, strict=True)]
+        )
+        .with_columns(
+            diagnostic=pl.coalesce(
+                [
+                    pl.when(pl.col(f)).then(pl.lit(name))
+                    for f, (name, _, _) in zip(flag_cols, flags, strict=True)
+                ]
+            )
+        )
         .with_columns(
             cost=pl.when(pl.col("diagnostic").is_null()).then(
-                pl.sum_horizontal([pl.col(f"cost_{k}").fill_null(0.0) for k in kinds])
+                pl.sum_horizontal([pl.col(f"cost_{k}") for k in kinds])
             )
         )
-        .sort("_row")
-        .drop("_row")
-        .collect()
+        .select(
+            "_row",
+            *keys,
+            *token_cols,
+            "model",
+            "provider",
+            "model_id",
+            "resolution",
+            *[f"cost_{k}" for k in kinds],
+            "diagnostic",
+            "cost",
+            *flag_cols,
+            *detail_inputs,
+        )
+        .collect(engine=ENGINE)
     )
-    diag_rows = (
-        diags.join(frame.select("_row", *keys), on="_row", how="left")
-        .sort("_row", "_prio")
-        .select(*keys, "diagnostic", "detail")
-        .collect()
+    diags = _diagnostic_rows(frame, flags, flag_cols, keys)
+    details = diags.group_by("_row").agg(detail=pl.col("detail").str.join("; "))
+    costs = frame.join(details, on="_row", how="left", maintain_order="left").select(
+        *keys,
+        *token_cols,
+        "model",
+        "provider",
+        "model_id",
+        *[f"cost_{k}" for k in kinds],
+        "diagnostic",
+        "detail",
+        "cost",
     )
-    return costs, diag_rows
+    return costs, diags.select(*keys, "diagnostic", "detail")
 
 
-def _price_usage(usage: pl.LazyFrame, pricing: PricingTable) -> pl.LazyFrame:
-    """Per (row, kind): graduated cost over the tiers, and whether a rate covers the tokens."""
-    tiers = usage.join(pricing.rates.lazy(), on=["model_id", "kind"], how="left")
-    width = pl.col("up_to_tokens") - pl.col("from_tokens")
-    in_tier = (pl.col("tokens") - pl.col("from_tokens")).clip(lower_bound=0)
-    in_tier = (
-        pl.when(pl.col("up_to_tokens").is_null())
-        .then(in_tier)
-        .otherwise(pl.min_horizontal(in_tier, width))
-    )
-    return (
-        tiers.with_columns(part=in_tier * pl.col("price_per_million") / 1_000_000)
-        .group_by("_row", "kind")
-        .agg(
-            tokens=pl.col("tokens").first(),
-            column=pl.col("column").first(),
-            model_id=pl.col("model_id").first(),
-            n_rates=pl.col("price_per_million").count(),
-            open_ended=pl.col("up_to_tokens").is_null().any()
-            & pl.col("price_per_million").is_not_null().any(),
-            max_up_to=pl.col("up_to_tokens").max(),
-            priced=pl.col("part").sum(),
+def _tier_columns(pricing: PricingTable) -> tuple[pl.DataFrame, dict[str, int]]:
+    """One row per model: ``{kind}_from{t}``, ``_upto{t}``, ``_price{t}``, ``_cap``, ``_open``."""
+    rates = pricing.rates
+    counts = dict(rates.group_by("kind").agg(pl.col("tier_index").max() + 1).rows())
+    n_tiers = {k: int(counts[k]) for k in RATE_KINDS if k in counts}
+    out = pricing.models.select("model_id")
+    for kind, n in n_tiers.items():
+        sub = rates.filter(pl.col("kind") == kind)
+        summary = sub.group_by("model_id").agg(
+            pl.col("up_to_tokens").max().alias(f"{kind}_cap"),
+            pl.col("up_to_tokens").is_null().any().alias(f"{kind}_open"),
+            pl.lit(True).alias(f"{kind}_priced"),
         )
-        .with_columns(
-            covered=(pl.col("tokens").fill_null(0) <= 0)
-            | pl.col("open_ended")
-            | (pl.col("tokens") <= pl.col("max_up_to")).fill_null(False),
-        )
-        .with_columns(
-            kind_cost=pl.when(pl.col("tokens").fill_null(0) <= 0)
+        out = out.join(summary, on="model_id", how="left")
+        for t in range(n):
+            tier = sub.filter(pl.col("tier_index") == t).select(
+                "model_id",
+                pl.col("from_tokens").alias(f"{kind}_from{t}"),
+                pl.col("up_to_tokens").alias(f"{kind}_upto{t}"),
+                pl.col("price_per_million").alias(f"{kind}_price{t}"),
+            )
+            out = out.join(tier, on="model_id", how="left")
+    return out, n_tiers
+
+
+def _kind_exprs(kinds: Mapping[str, str], n_tiers: Mapping[str, int]) -> list[pl.Expr]:
+    """Per kind: ``cost_{kind}`` (null when no rate covers the tokens) and ``_uncovered_{kind}``."""
+    exprs = []
+    for kind in kinds:
+        tokens = pl.col(f"_t_{kind}")
+        none = tokens.fill_null(0) <= 0
+        if kind not in n_tiers:
+            exprs += [
+                pl.when(none).then(pl.lit(0.0)).alias(f"cost_{kind}"),
+                (~none & pl.col("model_id").is_not_null()).alias(f"_uncovered_{kind}"),
+            ]
+            continue
+        parts = []
+        for t in range(n_tiers[kind]):
+            lo, hi = pl.col(f"{kind}_from{t}"), pl.col(f"{kind}_upto{t}")
+            top = pl.when(hi.is_null()).then(tokens).otherwise(pl.min_horizontal(tokens, hi))
+            in_tier = (top - lo).clip(lower_bound=0)
+            parts.append((in_tier * pl.col(f"{kind}_price{t}")).fill_null(0.0))
+        covered = (pl.col(f"{kind}_open") | (tokens <= pl.col(f"{kind}_cap"))).fill_null(
+            False
+        ) & pl.col(f"{kind}_priced").fill_null(False)
+        exprs += [
+            pl.when(none)
             .then(pl.lit(0.0))
-            .when(pl.col("covered"))
-            .then(pl.col("priced"))
-        )
-    )
+            .when(covered)
+            .then(pl.sum_horizontal(parts) / 1_000_000)
+            .alias(f"cost_{kind}"),
+            (~none & ~covered & pl.col("model_id").is_not_null()).alias(f"_uncovered_{kind}"),
+        ]
+    return exprs
 
 
-def _diagnostics(
-    resolved: pl.LazyFrame, per_kind: pl.LazyFrame, inputs: TokenCostInputs
-) -> pl.LazyFrame:
-    prio = {d: i for i, d in enumerate(DIAGNOSTICS)}
-    model = (
-        resolved.filter(pl.col("resolution") != "resolved")
-        .with_columns(
-            diagnostic=pl.when(pl.col("resolution") == "missing_model")
-            .then(pl.lit("unknown_model"))
-            .otherwise(pl.col("resolution")),
-            detail=pl.when(pl.col("resolution") == "missing_model")
+def _flag_exprs(
+    inputs: TokenCostInputs, n_tiers: Mapping[str, int]
+) -> list[tuple[str, pl.Expr, pl.Expr]]:
+    """(diagnostic, condition, detail) in priority order; details are built on flagged rows only."""
+    kinds = inputs.token_columns()
+    res = pl.col("resolution")
+    who = pl.format("model {} (provider {})", _or_none("model"), _or_none("provider"))
+    out: list[tuple[str, pl.Expr, pl.Expr]] = [
+        (
+            "unknown_model",
+            res.is_in(["unknown_model", "missing_model"]),
+            pl.when(res == "missing_model")
             .then(pl.lit(f"no model name in {inputs.model}"))
-            .when(pl.col("resolution") == "ambiguous_alias")
-            .then(
-                pl.format(
-                    "model {} (provider {}) matches more than one priced model",
-                    "model",
-                    _or_none("provider"),
-                )
-            )
-            .otherwise(
-                pl.format(
-                    "model {} (provider {}) is not in the pricing table",
-                    "model",
-                    _or_none("provider"),
-                )
-            ),
-        )
-        .select("_row", "diagnostic", "detail")
-    )
-    required = pl.col("kind").is_in(list(_REQUIRED_KINDS))
-    usage = per_kind.filter(
-        required & (pl.col("tokens").is_null() | (pl.col("tokens") < 0))
-    ).select(
-        "_row",
-        diagnostic=pl.lit("missing_usage"),
-        detail=pl.when(pl.col("tokens").is_null())
-        .then(pl.format("no {} value", "column"))
-        .otherwise(pl.format("{} is negative ({})", "column", _int("tokens"))),
-    )
-    rate = per_kind.filter(pl.col("model_id").is_not_null() & ~pl.col("covered")).select(
-        "_row",
-        diagnostic=pl.lit("missing_rate"),
-        detail=pl.when(pl.col("n_rates") == 0)
-        .then(pl.format("{} has no {} price for {} tokens", "model_id", "kind", _int("tokens")))
-        .otherwise(
-            pl.format(
-                "{} {} tokens exceed the last {} tier (up to {})",
-                _int("tokens"),
-                "kind",
-                "kind",
-                "max_up_to",
-            )
+            .otherwise(pl.format("{} is not in the pricing table", who)),
         ),
-    )
-    return pl.concat([model, usage, rate]).with_columns(
-        _prio=pl.col("diagnostic").replace_strict(prio, return_dtype=pl.Int8)
-    )
+        (
+            "ambiguous_alias",
+            res == "ambiguous_alias",
+            pl.format("{} matches more than one priced model", who),
+        ),
+    ]
+    for kind in _REQUIRED_KINDS:
+        tokens, col = pl.col(f"_t_{kind}"), kinds[kind]
+        out.append(
+            (
+                "missing_usage",
+                tokens.is_null() | (tokens < 0),
+                pl.when(tokens.is_null())
+                .then(pl.lit(f"no {col} value"))
+                .otherwise(pl.format(f"{col} is negative ({{}})", _int(f"_t_{kind}"))),
+            )
+        )
+    for kind in kinds:
+        no_price = pl.format(
+            f"{{}} has no {kind} price for {{}} tokens", "model_id", _int(f"_t_{kind}")
+        )
+        detail = no_price
+        if kind in n_tiers:
+            over = pl.format(
+                f"{{}} {kind} tokens exceed the last {kind} tier (up to {{}})",
+                _int(f"_t_{kind}"),
+                f"{kind}_cap",
+            )
+            detail = (
+                pl.when(pl.col(f"{kind}_priced").fill_null(False)).then(over).otherwise(no_price)
+            )
+        out.append(("missing_rate", pl.col(f"_uncovered_{kind}"), detail))
+    return out
+
+
+def _diagnostic_rows(
+    frame: pl.DataFrame,
+    flags: Sequence[tuple[str, pl.Expr, pl.Expr]],
+    flag_cols: Sequence[str],
+    keys: Sequence[str],
+) -> pl.DataFrame:
+    """One row per (observation, diagnostic), in priority order within an observation."""
+    parts = [
+        frame.lazy()
+        .filter(pl.col(col))
+        .select("_row", *keys, diagnostic=pl.lit(name), detail=detail, _prio=pl.lit(i, pl.Int16))
+        for i, (col, (name, _, detail)) in enumerate(zip(flag_cols, flags, strict=True))
+    ]
+    return pl.concat(parts).sort("_row", "_prio").collect(engine=ENGINE)
+
+
+_JOIN_KEYS = ["_model_key", "_provider_key"]
+
+
+def _join_keys() -> list[pl.Expr]:
+    # A sentinel for null keys: a plain hash join is several times faster than nulls_equal.
+    return [
+        pl.col("model").fill_null("\x00").alias("_model_key"),
+        pl.col("provider").fill_null("\x00").alias("_provider_key"),
+    ]
 
 
 def _int(col: str) -> pl.Expr:
