@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import yaml
 
 from hylo_analytics._config import (
@@ -159,6 +160,14 @@ def _parse(doc: object, *, base_dir: Path, origin: str | None) -> AnalysisSpec:
         _parse_derive(d, f"derive[{i}]", base_dir)
         for i, d in enumerate(expect_list(top.get("derive", []), "derive"))
     )
+    seen: dict[str, int] = {}
+    for i, step in enumerate(derive):
+        name = step.output.name
+        if name in seen:
+            raise ConfigError(
+                f"derive[{i}].output.name", f"duplicate output {name!r} (also derive[{seen[name]}])"
+            )
+        seen[name] = i
     post = tuple(
         _validate_post_derive(d, f"post_derive[{i}]")
         for i, d in enumerate(expect_list(top.get("post_derive", []), "post_derive"))
@@ -336,9 +345,10 @@ def run_analysis(
         token_cost(store, s.pricing, inputs=s.inputs, output=s.output, runs=runs)
         for s in spec.derive
     )
-    if write:
-        for d in derived:
-            commit_scores(store, d.to_scores())
+    if write and derived:
+        # one commit: steps share the source "derive:token_cost", and a commit's tombstones only
+        # supersede earlier batches, so a second commit would erase the first step's rows
+        commit_scores(store, pa.concat_tables([d.to_scores() for d in derived]))
     if spec.post_derive:
         call("post_derive", spec.post_derive)
     evaluation = None

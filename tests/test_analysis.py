@@ -227,3 +227,22 @@ def test_cli_evaluate_reports_spec_errors(
     err = capsys.readouterr().err
     assert "policies[0]: expected exactly one requirement" in err
     assert "found must_greater, must_less" in err
+
+
+def test_two_token_cost_steps_keep_both_outputs(tmp_path: Path) -> None:
+    second = {**SPEC["derive"][0], "output": {"name": "cost_again"}}
+    spec = ha.load_analysis_spec(
+        _write_spec(tmp_path, {**SPEC, "derive": [SPEC["derive"][0], second]})
+    )
+    store = _store(tmp_path / "s")
+    ha.run_analysis(store, spec)
+    ha.run_analysis(store, spec)  # re-running replaces, keeps both
+    got = store.sql(
+        "select metric, count(*) as n from stg_scores where source like 'derive:%' group by 1 order by 1"
+    )
+    assert got.rows() == [("cost_again", 3), ("request_cost", 3)]
+    dup = {**SPEC, "derive": [SPEC["derive"][0], SPEC["derive"][0]]}
+    with pytest.raises(
+        ha.ConfigError, match=r"^derive\[1\]\.output\.name: duplicate output 'request_cost'"
+    ):
+        ha.load_analysis_spec(_write_spec(tmp_path, dup))
