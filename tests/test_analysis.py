@@ -246,3 +246,12 @@ def test_two_token_cost_steps_keep_both_outputs(tmp_path: Path) -> None:
         ha.ConfigError, match=r"^derive\[1\]\.output\.name: duplicate output 'request_cost'"
     ):
         ha.load_analysis_spec(_write_spec(tmp_path, dup))
+
+
+def test_yaml_syntax_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("policies:\n  - name: [unclosed\n")
+    with pytest.raises(ha.ConfigError) as info:
+        ha.load_analysis_spec(path)
+    assert info.value.path == str(path)
+    assert "not valid YAML" in info.value.message and "line" in info.value.message
