@@ -139,8 +139,9 @@ POLICY_RESULTS = pa.schema(
         ("metric", _str),
         ("observed", _str),  # JSON
         ("requirement", _str),
-        ("passed", _bool),
+        ("passed", _bool),  # null: not checked (the metric abstained or is missing)
         ("explanation", _str),
+        ("role", _str),  # constraint (a failure changes the run's final status) | diagnostic
         ("batch_seq", _i64),
     ]
 )

@@ -22,6 +22,7 @@ _COMMANDS = (
     "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.score",
     "hylo_analytics.cli.compare",
+    "hylo_analytics.cli.evaluate",
 )
 
 

@@ -1,0 +1,71 @@
+"""``hylo-analytics evaluate``: run an analysis spec (score, derive, post_derive, policies)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from hylo_analytics.analysis import NotAvailableError, load_analysis_spec, run_analysis
+from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
+
+HELP = """Run an analysis spec (YAML with score, derive, post_derive and policies sections)
+against the stored runs. Derived metrics (e.g. token cost) are written as score rows
+(source 'derive:<kind>'), policy checks as policy_results rows; the output is one row per run
+with its final status (passed | failed_policy | unverified). A failed policy is a result, not an
+error: the exit code is 0 unless --fail-on-policy is given. The spec is validated before anything
+runs; errors name the key path, e.g. 'policies[2].must_between.min: expected a number'.
+Example: hylo-analytics evaluate --store out/store --spec analysis.yaml"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="derive metrics and check policies from an analysis spec",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store_arg(p)
+    p.add_argument("--spec", required=True, metavar="FILE", type=Path, help="the analysis spec")
+    p.add_argument(
+        "--run", action="append", dest="runs", metavar="RUN_ID", help="only this run (repeatable)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="compute and print; write nothing")
+    p.add_argument(
+        "--skip-unavailable",
+        action="store_true",
+        help="skip sections this build cannot run (reported on stderr) instead of failing",
+    )
+    p.add_argument(
+        "--fail-on-policy", action="store_true", help="exit 1 when any run failed a policy"
+    )
+    add_format_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_analysis_spec(args.spec)
+    store = store_from(args)
+    try:
+        report = run_analysis(
+            store,
+            spec,
+            runs=args.runs,
+            write=not args.dry_run,
+            skip_unavailable=args.skip_unavailable,
+        )
+    except NotAvailableError as exc:
+        print(f"hylo-analytics evaluate: error: {exc}", file=sys.stderr)
+        return 2
+    for d in report.derived:
+        print(repr(d), file=sys.stderr)
+    for s in report.skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    status = report.run_status()
+    if "failed_policies" in status.columns:
+        status = status.with_columns(pl.col("failed_policies").list.join(", "))
+    emit(status, args.format, args.output)
+    failed = status.filter(pl.col("final_status") == "failed_policy").height
+    return 1 if args.fail_on_policy and failed else 0
