@@ -11,13 +11,13 @@ from hylo_analytics.analysis import (
 )
 from hylo_analytics.baseline import (
     BaselineResult,
-    DerivedMetricOutput,
     PairedBaseline,
     paired_baseline,
 )
 from hylo_analytics.compare import PairedComparison, mcnemar_exact, paired_compare
 from hylo_analytics.contracts import (
     Benchmark,
+    DerivedMetricOutput,
     InitStateRef,
     Predicate,
     Score,
@@ -27,7 +27,6 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.derive import (
-    DerivedMetricOutput,
     TokenCostInputs,
     TokenCostResult,
     commit_scores,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,9 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics.contracts import DerivedMetricOutput
 from hylo_analytics.derive import (
-    DerivedMetricOutput,
+    TOKEN_COST_OUTPUT,
     TokenCostInputs,
     TokenCostResult,
     commit_scores,
@@ -184,7 +185,15 @@ def _parse_derive(entry: object, path: str, base_dir: Path) -> DeriveStep:
         raise ConfigError(f"{path}.kind", f"expected 'token_cost', got {kind!r}")
     pricing = _load_step_pricing(m.get("pricing"), f"{path}.pricing", base_dir)
     inputs = _dataclass_from(TokenCostInputs, m.get("inputs", {}), f"{path}.inputs")
-    output = _dataclass_from(DerivedMetricOutput, m.get("output", {}), f"{path}.output")
+    given = expect_mapping(m.get("output", {}), f"{path}.output")
+    check_keys(given, list(DerivedMetricOutput.__dataclass_fields__), f"{path}.output")
+    if given.get("direction", "minimize") not in _DIRECTIONS:
+        raise ConfigError(f"{path}.output.direction", f"expected one of {list(_DIRECTIONS)}")
+    if given.get("role", "constraint") not in _ROLES:
+        raise ConfigError(f"{path}.output.role", f"expected one of {list(_ROLES)}")
+    output = _dataclass_from(
+        DerivedMetricOutput, {**asdict(TOKEN_COST_OUTPUT), **given}, f"{path}.output"
+    )
     if output.direction not in _DIRECTIONS:
         raise ConfigError(f"{path}.output.direction", f"expected one of {list(_DIRECTIONS)}")
     if output.role not in _ROLES:

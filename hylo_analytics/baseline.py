@@ -22,6 +22,8 @@ from typing import Literal
 
 import polars as pl
 
+from hylo_analytics.contracts import DerivedMetricOutput
+
 __all__ = [
     "FORMULAS",
     "BaselineResult",
@@ -53,17 +55,6 @@ DIAGNOSTIC_KINDS = (
     "non_numeric",
     "zero_division",
 )
-
-
-@dataclass(frozen=True)
-class DerivedMetricOutput:
-    """What the derived metric is called and means (Autobench's ``output`` block)."""
-
-    name: str
-    semantic_type: str | None = None
-    unit: str | None = None
-    direction: Literal["maximize", "minimize"] = "maximize"
-    role: str = "objective"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 __all__ = [
     "Benchmark",
+    "DerivedMetricOutput",
     "InitStateRef",
     "Predicate",
     "Score",
@@ -217,3 +218,24 @@ class Score:
         d = asdict(self)
         d["metadata"] = dict(self.metadata)
         return d
+
+
+@dataclass(frozen=True)
+class DerivedMetricOutput:
+    """What a derived metric is called and means (Autobench's ``output`` block).
+
+    Shared by every deriver (token cost, paired baseline, ...), so a derived score carries the
+    same semantics wherever it was computed.
+    """
+
+    name: str
+    semantic_type: str | None = None
+    unit: str | None = None
+    direction: Literal["maximize", "minimize"] = "maximize"
+    role: Literal["objective", "constraint", "diagnostic"] = "objective"
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise ValueError(f"direction must be maximize or minimize, not {self.direction!r}")
+        if self.role not in ("objective", "constraint", "diagnostic"):
+            raise ValueError(f"role must be objective, constraint or diagnostic, not {self.role!r}")

@@ -32,12 +32,13 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics import _schema
+from hylo_analytics.contracts import DerivedMetricOutput
 from hylo_analytics.pricing import RATE_KINDS, PricingTable, load_pricing, resolve_models
 from hylo_analytics.store import Store, Tombstone
 
 __all__ = [
     "DIAGNOSTICS",
-    "DerivedMetricOutput",
+    "TOKEN_COST_OUTPUT",
     "TokenCostInputs",
     "TokenCostResult",
     "commit_scores",
@@ -77,15 +78,13 @@ class TokenCostInputs:
         }
 
 
-@dataclass(frozen=True)
-class DerivedMetricOutput:
-    """What the derived metric is: its name in the scores table and its semantics."""
-
-    name: str = "request_cost"
-    semantic_type: str = "money.cost"
-    unit: str = "usd"
-    direction: str = "minimize"
-    role: str = "constraint"
+TOKEN_COST_OUTPUT: Final = DerivedMetricOutput(
+    name="request_cost",
+    semantic_type="money.cost",
+    unit="usd",
+    direction="minimize",
+    role="constraint",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,7 +162,7 @@ def token_cost(
 ) -> TokenCostResult:
     """Compute the token cost of every row of ``data`` (a wide frame, or a store's samples)."""
     inputs = inputs or TokenCostInputs()
-    output = output or DerivedMetricOutput()
+    output = output or TOKEN_COST_OUTPUT
     table = pricing if isinstance(pricing, PricingTable) else load_pricing(pricing)
     wide = usage_from_store(data, inputs, runs=runs) if isinstance(data, Store) else data
     costs, diags = _cost(wide, table, inputs)

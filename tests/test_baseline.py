@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hylo_analytics.baseline import DerivedMetricOutput, PairedBaseline, paired_baseline
+from hylo_analytics.baseline import PairedBaseline, paired_baseline
+from hylo_analytics.contracts import DerivedMetricOutput
 
 OUT = DerivedMetricOutput("speedup", "performance.speedup", "ratio", "maximize", "objective")
 
