@@ -16,12 +16,23 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
+from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
 
-__all__ = ["FORMAT", "TRACE_FORMAT", "ParsedLogs", "parse_evallogs", "parse_traces", "sniff"]
+__all__ = [
+    "FORMAT",
+    "READER",
+    "TRACE_FORMAT",
+    "ParsedLogs",
+    "parse",
+    "parse_evallogs",
+    "parse_traces",
+    "sniff",
+]
 
 FORMAT = "hylo.evallog/v0.1"
 TRACE_FORMAT = "hylo.trace/v0.1"
@@ -68,7 +79,7 @@ _SAMPLE_CHECKS = compile_checks(
 )
 
 
-def sniff(head: bytes) -> bool:
+def sniff(head: bytes, path: Path | None = None) -> bool:
     """Whether a file's first bytes look like a hylo EvalLog (any version)."""
     return b'"hylo.evallog/' in head[:4096]
 
@@ -306,6 +317,7 @@ class TraceRef:
     log_path: Path
     sample_idx: int
     rel: str
+    file_idx: int = -1
 
 
 def resolve_trace(ref: TraceRef) -> tuple[Path | None, str | None]:
@@ -399,6 +411,7 @@ def parse_traces(
             "run_id": [r.run_id for r in refs],
             "key": [r.key for r in refs],
             "episode_id": [r.episode_id for r in refs],
+            "file_idx": pa.array([r.file_idx for r in refs], pa.int32()),
         }
     )
     con.register("_lines", table)
@@ -449,7 +462,7 @@ def parse_traces(
             status[ref_i] = "bad"
     events = con.sql(
         """
-        SELECT r.run_id, r.key, r.episode_id, v.idx,
+        SELECT r.file_idx, r.run_id, r.key, r.episode_id, v.idx,
                v.e.type->>'$' AS type, CAST(v.e.t AS BIGINT) AS t,
                v.e.reward AS reward, v.e.terminated AS terminated, v.e.truncated AS truncated,
                v.e.info.success AS success, v.e.latency_ms AS latency_ms,
@@ -466,3 +479,53 @@ def parse_traces(
     for i in owners:
         status.setdefault(i, "ok")
     return ParsedTraces(events, problems, status, files)
+
+
+# -- the reader: logs, then the traces they name ----------------------------------------
+
+
+def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
+    """Parse EvalLogs, drop runs claimed twice, then read and parse their traces.
+
+    Duplicates are dropped before the traces are read, so a rejected log's traces are never
+    opened. Samples come back with ``trace_status`` and ``trace_path``.
+    """
+    parsed = parse_evallogs(con, files)
+    paths = [str(f.path) for f in files]
+    base, dup_problems = drop_duplicate_runs(
+        Parsed(parsed.runs, parsed.samples, parsed.scores), paths
+    )
+    problems = [*parsed.problems, *dup_problems]
+    samples = base.samples
+    has_trace = pc.is_valid(samples["trace"])
+    ref_rows = samples.filter(has_trace)
+    refs = [
+        TraceRef(rid, key, ep, files[fi].path, si, rel, fi)
+        for rid, key, ep, fi, si, rel in zip(
+            *(
+                ref_rows[c].to_pylist()
+                for c in ("run_id", "key", "episode_id", "file_idx", "sample_idx", "trace")
+            ),
+            strict=True,
+        )
+    ]
+    traces = parse_traces(con, refs)
+    problems.extend(traces.problems)
+    status = np.full(samples.num_rows, "none", dtype=object)
+    tpaths = np.full(samples.num_rows, None, dtype=object)
+    positions = np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))
+    for j, ref in enumerate(refs):
+        st = traces.trace_status.get(j, "ok")
+        status[positions[j]] = st
+        if st not in ("refused", "missing"):
+            tpaths[positions[j]] = str(ref.log_path.parent / ref.rel)
+    samples = samples.append_column("trace_status", pa.array(status, pa.string()))
+    samples = samples.append_column("trace_path", pa.array(tpaths, pa.string()))
+    samples = samples.drop_columns(["sample_idx", "trace"])
+    partial = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
+    trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}
+    side = [(sf, "trace", trace_run.get(str(sf.path)), TRACE_FORMAT) for sf in traces.files]
+    return Parsed(base.runs, samples, base.scores, traces.events, problems, side, partial)
+
+
+READER = Reader(FORMAT, sniff, parse)
