@@ -10,6 +10,7 @@ from hylo_analytics.contracts import (
     TaskInstance,
     TaskSpec,
 )
+from hylo_analytics.export import export_evallog
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
 from hylo_analytics.store import Store, Tombstone, open_store
 
@@ -27,6 +28,7 @@ __all__ = [
     "TaskInstance",
     "TaskSpec",
     "Tombstone",
+    "export_evallog",
     "open_store",
 ]
 

@@ -56,6 +56,7 @@ def detect(head: bytes, path: Path) -> Reader | None:
             return reader
     return None
 
+
 _CHUNK_BYTES = 256 * 2**20  # of log files per commit; traces come on top
 
 
@@ -306,6 +307,11 @@ def _ingest_chunk(
         quarantined=len(problems),
         problems=tuple(problems),
         formats=tuple(sorted(formats.items())),
+        file_formats=tuple(
+            (str(r["path"]), r["format"])  # type: ignore[misc]
+            for r in file_rows
+            if r["role"] == "log"
+        ),
     )
 
 

@@ -160,7 +160,9 @@ def eval_document(data: bytes) -> bytes:
         header = member("header.json").strip()
     elif "_journal/start.json" in infos:
         start = member("_journal/start.json").strip()
-        header = b'{"status":"started",' + start[1:] if start[1:-1].strip() else b'{"status":"started"}'
+        header = (
+            b'{"status":"started",' + start[1:] if start[1:-1].strip() else b'{"status":"started"}'
+        )
     else:
         raise ValueError("neither header.json nor _journal/start.json in the zip")
     if "summaries.json" in infos:
@@ -204,7 +206,7 @@ def parse(
             problems.append(Problem(str(files[i].path), None, None, err or "unreadable"))
         else:
             keep.append(i)
-    good, probs = load_json_docs(
+    _good, probs = load_json_docs(
         con,
         "_insp",
         [files[i] for i in keep],
@@ -218,15 +220,15 @@ def parse(
             SELECT orig AS file_idx, json_transform(raw, '{_DOC}') AS d FROM _insp"""
     )
     con.unregister("_insp")
-    for fi, has_eval, has_task in con.execute(
+    for fi, has_eval, _has_task in con.execute(
         """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL
            FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL"""
     ).fetchall():
         field = "eval" if not has_eval else "eval.task"
-        problems.append(Problem(str(files[fi].path), None, field, "missing; expected an Inspect log"))
-    con.execute(
-        """DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL"""
-    )
+        problems.append(
+            Problem(str(files[fi].path), None, field, "missing; expected an Inspect log")
+        )
+    con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _insp_s AS
             WITH r AS (
@@ -241,8 +243,9 @@ def parse(
                    json_transform(sj, '{_SAMPLE}') AS s
             FROM r"""
     )
-    runs = con.sql(
-        """
+    runs = (
+        con.sql(
+            """
         WITH n AS (SELECT file_idx, count(*) AS n FROM _insp_s GROUP BY file_idx)
         SELECT file_idx,
                coalesce(d.eval->>'$.eval_id', d.eval->>'$.task_id') AS run_id,
@@ -267,8 +270,13 @@ def parse(
         FROM _insp_d AS d LEFT JOIN n USING (file_idx)
         ORDER BY file_idx
         """
-    ).to_arrow_table().drop_columns(["fmt_hint"])
-    fmt = [EVAL_FORMAT if files[i].data.startswith(b"PK") else JSON_FORMAT for i in range(len(files))]
+        )
+        .to_arrow_table()
+        .drop_columns(["fmt_hint"])
+    )
+    fmt = [
+        EVAL_FORMAT if files[i].data.startswith(b"PK") else JSON_FORMAT for i in range(len(files))
+    ]
     runs = runs.append_column(
         "source_format", pa.array([fmt[i] for i in runs["file_idx"].to_pylist()], pa.string())
     )

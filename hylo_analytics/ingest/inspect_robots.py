@@ -46,7 +46,7 @@ def sniff(head: bytes, path: Path | None = None) -> bool:
 
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """Runs, scene x epoch samples and per-epoch scores of many logs in a few queries."""
-    good, problems = load_json_docs(con, "_ir", files)
+    _good, problems = load_json_docs(con, "_ir", files)
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _ir_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _ir"""
@@ -59,7 +59,9 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     ).fetchall():
         path = str(files[fi].path)
         if version != "1":
-            problems.append(Problem(path, None, "version", f"unknown version {version}; expected 1"))
+            problems.append(
+                Problem(path, None, "version", f"unknown version {version}; expected 1")
+            )
         elif task is None or not has_samples:
             what = "eval.task" if task is None else "samples"
             problems.append(Problem(path, None, what, "missing; expected an inspect-robots log"))

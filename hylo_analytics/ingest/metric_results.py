@@ -83,7 +83,7 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
-    for fi, line, is_json, has_rec, sid, mid in con.execute(
+    for fi, line, is_json, has_rec, sid, _mid in con.execute(
         """SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL, r.metric_id IS NOT NULL
            FROM _mr WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
            ORDER BY file_idx, line LIMIT 1000"""

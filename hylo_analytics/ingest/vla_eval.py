@@ -66,7 +66,7 @@ def agent_from_filename(path: Path, subname: str | None) -> str:
 
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """All episodes of all files in a few queries."""
-    good, problems = load_json_docs(con, "_vla", files)
+    _good, problems = load_json_docs(con, "_vla", files)
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _vla_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _vla"""
