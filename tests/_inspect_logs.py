@@ -58,6 +58,8 @@ class HyloTestModel(ModelAPI):
     ) -> ModelOutput:
         text = input[-1].text
         n = int(text.split()[-1])
+        if self.model_name.startswith("crash") and n == 5:
+            raise RuntimeError("hylotest model crashed on purpose at n=5")
         answer = str(n) if n % 2 == 0 else "wrong"
         out = ModelOutput.from_content(model=self.model_name, content=answer)
         out.usage = ModelUsage(
@@ -98,26 +100,93 @@ def grade_dict() -> Any:
 @task
 def arith(n: int = 12) -> Task:
     return Task(
-        dataset=[
-            Sample(id=f"q{i}", input=f"what is {i}", target=str(i)) for i in range(n)
-        ],
+        dataset=[Sample(id=f"q{i}", input=f"what is {i}", target=str(i)) for i in range(n)],
         solver=generate(),
         scorer=[match(), grade_cip(), grade_dict()],
     )
 
 
-def make_logs(out: Path, *, n: int = 12, epochs: int = 2, formats: tuple[str, ...] = ("eval", "json")) -> list[Path]:
-    """Write one log per format to ``out``; returns their paths."""
+def make_logs(
+    out: Path,
+    *,
+    n: int = 12,
+    epochs: int = 2,
+    formats: tuple[str, ...] = ("eval", "json"),
+    model: str = "hylotest/det-1",
+) -> list[Path]:
+    """Write one log per format to ``out``; returns their paths.
+
+    ``model="hylotest/crash"`` raises on sample ``q5``: the run ends with status ``error``
+    holding the samples finished before the crash.
+    """
     paths: list[Path] = []
     for fmt in formats:
         logs = eval(
             arith(n=n),
-            model="hylotest/det-1",
+            model=model,
             log_dir=str(out / fmt),
             log_format=fmt,
             epochs=epochs,
             display="none",
             log_samples=True,
+            max_connections=1,
+            max_samples=1,
         )
         paths.extend(Path(lg.location) for lg in logs)
     return paths
+
+
+def strip_to_journal(src: Path, dst: Path) -> Path:
+    """An ``.eval`` as a killed process leaves it: only the journal and sample files.
+
+    Members are rewritten deflated (Python's zipfile cannot write zstd), so this also
+    exercises the reader's non-zstd path.
+    """
+    import zipfile
+
+    from hylo_analytics.ingest.inspect import read_zip_member
+
+    data = src.read_bytes()
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            if info.filename in ("header.json", "summaries.json", "reductions.json"):
+                continue
+            zout.writestr(info.filename, read_zip_member(data, zin, info))
+    return dst
+
+
+def generate_all(root: Path) -> dict[str, Path]:
+    """The test set: a clean and a crashed run, each as .eval and .json, and a journal-only
+    .eval. Call in a fresh process (see ``generate_in_subprocess``)."""
+    ok_eval, ok_json = make_logs(root / "ok")
+    bad_eval, bad_json = make_logs(root / "crash", model="hylotest/crash")
+    started = strip_to_journal(ok_eval, root / "started.eval")
+    return {
+        "ok_eval": ok_eval,
+        "ok_json": ok_json,
+        "crash_eval": bad_eval,
+        "crash_json": bad_json,
+        "started": started,
+    }
+
+
+def generate_in_subprocess(root: Path) -> dict[str, Path]:
+    """Run Inspect in a child process: its event loop leaves ResourceWarnings behind, which
+    the test suite (filterwarnings = error) must not inherit, and its registry stays out."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
+        "from _inspect_logs import generate_all;"
+        "print(json.dumps({k: str(v) for k, v in generate_all(Path(sys.argv[2])).items()}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, str(Path(__file__).parent), str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return {k: Path(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
