@@ -137,7 +137,7 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                        WHEN 'UBIGINT' THEN CAST(me.value AS DOUBLE)
                        WHEN 'DOUBLE' THEN CAST(me.value AS DOUBLE)
                    END AS value,
-                   CASE WHEN json_type(me.value) = 'NULL' THEN 'unscored'
+                   CASE WHEN me.value IS NULL OR json_type(me.value) = 'NULL' THEN 'unscored'
                         WHEN json_type(me.value) NOT IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')
                         THEN 'non-numeric value: ' || left(CAST(me.value AS VARCHAR), 80) END AS skip_reason
             FROM kv WHERE s.status IS DISTINCT FROM 'error'
