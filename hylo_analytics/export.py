@@ -5,8 +5,10 @@ losslessly (same JSON up to key and sample order), and its traces are written ba
 ``events.raw``, line by line in their original order, at their original relative paths.
 What cannot come back: a non-numeric score value (stored as an abstention with its
 ``skip_reason``), a trace that was refused or missing at ingest (its path was not stored), and
-the order of samples (exported sorted by key, then epoch). ``epoch`` is written when the log
-needs it (a key repeated or an epoch other than 1). When several score sources hold the same
+the order of samples (exported sorted by key, then epoch), and the difference between an
+absent and an empty ``scores`` object (absent is written). ``epoch`` is written when the log
+needs it (a key repeated or an epoch other than 1); ``episode_id`` when it is not the key
+(the reader's default for an absent one). When several score sources hold the same
 metric for a sample, the one of highest precedence (``score`` > ``derived`` > ``observation``
 > ``imported``, then the latest batch) is written.
 
@@ -62,18 +64,21 @@ WITH smp AS (
            CAST(json_merge_patch(coalesce(smp.extra, '{{}}'), json_object(
                'key', smp.key, 'task_id', smp.task_id, 'seed', smp.seed,
                'epoch', CASE WHEN smp.n_key > 1 OR smp.epoch <> 1 THEN smp.epoch END,
-               'episode_id', smp.episode_id, 'status', smp.status,
+               'episode_id', CASE WHEN smp.episode_id <> smp.key THEN smp.episode_id END,
+               'status', smp.status,
                'trace', CASE WHEN starts_with(smp.trace_path, $prefix)
                              THEN substr(smp.trace_path, length($prefix) + 1) END
            )) AS VARCHAR) AS body,
-           coalesce(sc.scores, '{{}}') AS scores
+           sc.scores
     FROM smp LEFT JOIN sc ON sc.key = smp.key AND sc.epoch = smp.epoch
 )
 SELECT * FROM j ORDER BY key, epoch
 """.replace("$prefix", "'" + prefix.replace("'", "''") + "'")
 
 
-def _with_scores(body: str, scores: str) -> str:
+def _with_scores(body: str, scores: str | None) -> str:
+    if scores is None:
+        return body
     return body[:-1] + (',"scores":' if body != "{}" else '"scores":') + scores + "}"
 
 
@@ -172,8 +177,8 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
         group = rows[i:j]
         epochs = []
         sums: dict[str, list[float]] = {}
-        for key, epoch, _task, _seed, status, episode_id, trace, _body, scores in group:
-            sc = json.loads(scores)
+        for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores in group:
+            sc = json.loads(scores) if scores else {}
             for m, v in sc.items():
                 val = v.get("value") if isinstance(v, dict) else v
                 if val is not None:
@@ -191,7 +196,6 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
                     }
                 )
             )
-            del key
         first = group[0]
         out.append(
             json.dumps(
