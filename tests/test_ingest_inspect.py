@@ -193,5 +193,5 @@ def test_corrupt_zip_is_quarantined_not_a_crash(
     assert rep.runs_added == 0 and rep.quarantined == 1
     assert "cannot read the .eval zip" in rep.problems[0].error
     fresh = ha.open_store(tmp_path / "s2")  # (an unchanged quarantined file is skipped)
-    with pytest.raises(ha.IngestError, match="bad.eval"):
+    with pytest.raises(ha.IngestError, match=r"bad\.eval"):
         fresh.ingest(bad, strict=True, progress=False)
