@@ -35,11 +35,14 @@ def load_json_docs(
     docs: Sequence[bytes] | None = None,
     *,
     extra: dict[str, pa.Array] | None = None,
+    probe: bool = True,
 ) -> tuple[list[int], list[Problem]]:
     """Register ``name`` as a table ``(file_idx, raw, ...extra)`` of the files' valid JSON objects.
 
     Files that are not UTF-8, not JSON, or not an object become problems; their indices are
-    left out. Returns ``(good file indices, problems)``.
+    left out. Returns ``(good file indices, problems)``. With ``probe=False`` the JSON is not
+    checked here (one parse fewer): the caller's query fails on a bad file and should then
+    call again with ``probe=True`` to find it.
     """
     data = list(docs) if docs is not None else [f.data for f in files]
     problems: list[Problem] = []
@@ -50,15 +53,21 @@ def load_json_docs(
             problems.append(Problem(str(sf.path), pos[0], None, f"not UTF-8 (column {pos[1]})"))
         else:
             utf8_ok.append(i)
-    probe = pa.table(
-        {"file_idx": pa.array(utf8_ok, pa.int32()), "raw": json_strings([data[i] for i in utf8_ok])}
-    )
-    con.register("_probe", probe)
-    verdict = con.execute(
-        "SELECT file_idx, json_valid(raw), CASE WHEN json_valid(raw) THEN json_type(raw) END "
-        "FROM _probe ORDER BY file_idx"
-    ).fetchall()
-    con.unregister("_probe")
+    if probe:
+        table = pa.table(
+            {
+                "file_idx": pa.array(utf8_ok, pa.int32()),
+                "raw": json_strings([data[i] for i in utf8_ok]),
+            }
+        )
+        con.register("_probe", table)
+        verdict = con.execute(
+            "SELECT file_idx, json_valid(raw), CASE WHEN json_valid(raw) THEN json_type(raw) END "
+            "FROM _probe ORDER BY file_idx"
+        ).fetchall()
+        con.unregister("_probe")
+    else:
+        verdict = [(i, True, "OBJECT") for i in utf8_ok]
     good: list[int] = []
     for i, ok, kind in verdict:
         if not ok:

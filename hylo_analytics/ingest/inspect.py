@@ -94,14 +94,16 @@ CREATE OR REPLACE TEMP MACRO _insp_num(v) AS CASE
 END
 """
 
-_DOC = (
-    '{"version":"JSON","status":"VARCHAR","eval":"JSON","results":"JSON","stats":"JSON",'
-    '"error":"JSON","samples":["JSON"]}'
-)
+# Only the summary fields of a sample are transformed: in a .json log the rest (messages,
+# events) is skipped by the parser, never materialised.
 _SAMPLE = (
     '{"id":"JSON","epoch":"BIGINT","scores":"MAP(VARCHAR, JSON)","model_usage":'
     '"MAP(VARCHAR, JSON)","error":"JSON","limit":"JSON","uuid":"VARCHAR","total_time":"DOUBLE",'
     '"working_time":"DOUBLE","completed":"BOOLEAN"}'
+)
+_DOC = (
+    '{"version":"JSON","status":"VARCHAR","eval":"JSON","results":"JSON","stats":"JSON",'
+    f'"error":"JSON","samples":[{_SAMPLE}]}}'
 )
 _TOKENS = (
     ("llm.tokens.input", "input_tokens"),
@@ -206,19 +208,21 @@ def parse(
             problems.append(Problem(str(files[i].path), None, None, err or "unreadable"))
         else:
             keep.append(i)
-    _good, probs = load_json_docs(
-        con,
-        "_insp",
-        [files[i] for i in keep],
-        [decoded[i][0] or b"" for i in keep],
-        extra={"orig": pa.array(keep, pa.int32())},
-    )
-    problems.extend(probs)
+    sub = [files[i] for i in keep]
+    docs = [decoded[i][0] or b"" for i in keep]
+    orig = {"orig": pa.array(keep, pa.int32())}
+    # one JSON parse per file when all are well-formed; probe them only when one is not
+    _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=False)
     con.execute(_NUM_MACRO)
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _insp_d AS
-            SELECT orig AS file_idx, json_transform(raw, '{_DOC}') AS d FROM _insp"""
-    )
+    transform = f"""CREATE OR REPLACE TEMP TABLE _insp_d AS
+        SELECT orig AS file_idx, json_transform(raw, '{_DOC}') AS d FROM _insp"""
+    try:
+        con.execute(transform)
+    except duckdb.Error:
+        con.unregister("_insp")
+        _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=True)
+        con.execute(transform)
+    problems.extend(probs)
     con.unregister("_insp")
     for fi, has_eval, _has_task in con.execute(
         """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL
@@ -230,18 +234,22 @@ def parse(
         )
     con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _insp_s AS
-            WITH r AS (
+        """CREATE OR REPLACE TEMP TABLE _insp_s AS
+            WITH u AS (
                 SELECT file_idx,
                        coalesce(d.eval->>'$.eval_id', d.eval->>'$.task_id') AS run_id,
                        d.eval->>'$.task' AS task_id,
-                       unnest(coalesce(d.samples, [])) AS sj,
+                       unnest(coalesce(d.samples, [])) AS s,
                        generate_subscripts(coalesce(d.samples, []), 1) - 1 AS sample_idx
                 FROM _insp_d
+            ), k AS (
+                SELECT *, task_id || '#' || coalesce(s.id->>'$', CAST(s.id AS VARCHAR)) AS key,
+                       coalesce(s.epoch, 1) AS epoch,
+                       CASE WHEN json_type(s.error) <> 'NULL'
+                            THEN coalesce(s.error->>'$.message', s.error->>'$') END AS err
+                FROM u
             )
-            SELECT file_idx, run_id, task_id, sample_idx,
-                   json_transform(sj, '{_SAMPLE}') AS s
-            FROM r"""
+            SELECT *, coalesce(s.uuid, key || '@' || CAST(epoch AS VARCHAR)) AS episode_id FROM k"""
     )
     runs = (
         con.sql(
@@ -280,39 +288,35 @@ def parse(
     runs = runs.append_column(
         "source_format", pa.array([fmt[i] for i in runs["file_idx"].to_pylist()], pa.string())
     )
-    key = "task_id || '#' || coalesce(s.id->>'$', CAST(s.id AS VARCHAR))"
-    ep = f"coalesce(s.uuid, {key} || '@' || CAST(s.epoch AS VARCHAR))"
-    err = "coalesce(s.error->>'$.message', s.error->>'$')"
     samples = con.sql(
-        f"""
-        SELECT file_idx, run_id, {key} AS key, task_id, coalesce(s.epoch, 1) AS epoch,
-               {ep} AS episode_id,
-               CASE WHEN s.error IS NOT NULL AND json_type(s.error) <> 'NULL' THEN 'error'
+        """
+        SELECT file_idx, run_id, key, task_id, epoch, episode_id,
+               CASE WHEN err IS NOT NULL THEN 'error'
                     WHEN s.limit IS NOT NULL AND json_type(s.limit) <> 'NULL' THEN 'limit'
                     WHEN s.completed = false THEN 'incomplete'
                     ELSE 'completed' END AS status,
                'none' AS trace_status,
-               to_json({{'sample_id': s.id, 'uuid': s.uuid, 'total_time': s.total_time,
-                         'working_time': s.working_time, 'error': {err},
-                         'limit': s.limit}}) AS extra
+               to_json({'sample_id': s.id, 'uuid': s.uuid, 'total_time': s.total_time,
+                        'working_time': s.working_time, 'error': err,
+                        'limit': s.limit}) AS extra
         FROM _insp_s ORDER BY file_idx, sample_idx
         """
     ).to_arrow_table()
     scores = con.sql(
-        f"""
+        """
         WITH kv AS (
-            SELECT file_idx, run_id, task_id, sample_idx, s, unnest(map_entries(s.scores)) AS me
+            SELECT file_idx, sample_idx, unnest(map_entries(s.scores)) AS me
             FROM _insp_s WHERE s.scores IS NOT NULL
         ), flat AS (
-            SELECT *, me.key AS scorer, json_extract(me.value, '$.value') AS v,
+            SELECT file_idx, sample_idx, me.key AS scorer, json_extract(me.value, '$.value') AS v,
                    me.value->>'$.explanation' AS explanation,
-                   to_json({{'answer': me.value->'$.answer'}}) AS meta
+                   to_json({'answer': me.value->'$.answer'}) AS meta
             FROM kv
-        ), actual AS (
-            SELECT file_idx, run_id, task_id, sample_idx, s, scorer AS metric, v, explanation, meta
+        ), actual AS MATERIALIZED (
+            SELECT file_idx, sample_idx, scorer AS metric, v, explanation, meta
             FROM flat WHERE coalesce(json_type(v), 'NULL') <> 'OBJECT'
             UNION ALL
-            SELECT file_idx, run_id, task_id, sample_idx, s, scorer || '.' || e.key AS metric,
+            SELECT file_idx, sample_idx, scorer || '.' || e.key AS metric,
                    e.value AS v, explanation, meta
             FROM (SELECT *, unnest(map_entries(json_transform(v, '"MAP(VARCHAR, JSON)"'))) AS e
                   FROM flat WHERE json_type(v) = 'OBJECT')
@@ -323,40 +327,39 @@ def parse(
                    CASE WHEN r.scorer IS NULL OR r.scorer = r.name THEN r.name
                         ELSE r.scorer || '.' || r.name END AS metric
             FROM (SELECT file_idx, unnest(from_json(d.results->'$.scores',
-                         '[{{"name":"VARCHAR","scorer":"VARCHAR"}}]')) AS r FROM _insp_d)
+                         '[{"name":"VARCHAR","scorer":"VARCHAR"}]')) AS r FROM _insp_d)
             UNION
             SELECT file_idx, sc.name AS metric
             FROM (SELECT file_idx, unnest(from_json(d.eval->'$.scorers',
-                         '[{{"name":"VARCHAR"}}]')) AS sc FROM _insp_d)
+                         '[{"name":"VARCHAR"}]')) AS sc FROM _insp_d)
         ), expected AS (
-            SELECT metric_set.* FROM (
-                SELECT * FROM seen
-                UNION
-                SELECT * FROM declared AS d
-                WHERE NOT EXISTS (SELECT 1 FROM seen AS s WHERE s.file_idx = d.file_idx
-                                  AND starts_with(s.metric, d.metric || '.'))
-            ) AS metric_set
+            SELECT * FROM seen
+            UNION
+            SELECT * FROM declared AS d
+            WHERE NOT EXISTS (SELECT 1 FROM seen AS s WHERE s.file_idx = d.file_idx
+                              AND starts_with(s.metric, d.metric || '.'))
         ), missing AS (
-            SELECT x.file_idx, x.run_id, x.task_id, x.sample_idx, x.s, e.metric,
-                   CAST(NULL AS JSON) AS v, NULL AS explanation, NULL AS meta
+            SELECT x.file_idx, x.sample_idx, e.metric
             FROM _insp_s AS x JOIN expected AS e USING (file_idx)
-            WHERE NOT EXISTS (SELECT 1 FROM actual AS a WHERE a.file_idx = x.file_idx
-                              AND a.sample_idx = x.sample_idx AND a.metric = e.metric)
+            ANTI JOIN actual AS a
+              ON a.file_idx = x.file_idx AND a.sample_idx = x.sample_idx AND a.metric = e.metric
         ), u AS (
             SELECT *, _insp_num(v) AS value FROM actual
             UNION ALL
-            SELECT *, CAST(NULL AS DOUBLE) AS value FROM missing
+            SELECT file_idx, sample_idx, metric, CAST(NULL AS JSON) AS v, NULL AS explanation,
+                   NULL AS meta, CAST(NULL AS DOUBLE) AS value
+            FROM missing
         )
-        SELECT file_idx, run_id, {key} AS key, task_id, coalesce(s.epoch, 1) AS epoch,
-               {ep} AS episode_id, metric, value, value IS NOT NULL AS valid,
-               CASE WHEN value IS NOT NULL THEN NULL
-                    WHEN s.error IS NOT NULL AND json_type(s.error) <> 'NULL'
-                        THEN 'sample error: ' || left({err}, 200)
-                    WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'unscored'
-                    ELSE 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
-               explanation, 'evallog' AS source, 'imported' AS source_kind,
-               CASE WHEN meta <> '{{"answer":null}}' THEN meta END AS metadata
-        FROM u ORDER BY file_idx, sample_idx, metric
+        SELECT u.file_idx, x.run_id, x.key, x.task_id, x.epoch, x.episode_id, u.metric, u.value,
+               u.value IS NOT NULL AS valid,
+               CASE WHEN u.value IS NOT NULL THEN NULL
+                    WHEN x.err IS NOT NULL THEN 'sample error: ' || left(x.err, 200)
+                    WHEN u.v IS NULL OR json_type(u.v) = 'NULL' THEN 'unscored'
+                    ELSE 'non-numeric value: ' || left(CAST(u.v AS VARCHAR), 80) END AS skip_reason,
+               u.explanation, 'evallog' AS source, 'imported' AS source_kind,
+               CASE WHEN u.meta <> '{"answer":null}' THEN u.meta END AS metadata
+        FROM u JOIN _insp_s AS x USING (file_idx, sample_idx)
+        ORDER BY u.file_idx, u.sample_idx, u.metric
         """
     ).to_arrow_table()
     token_rows = ",\n".join(
@@ -367,14 +370,13 @@ def parse(
     tokens = con.sql(
         f"""
         WITH t AS (
-            SELECT file_idx, run_id, task_id, sample_idx, s,
-                   unnest([{token_rows}]) AS m
+            SELECT file_idx, run_id, key, task_id, epoch, episode_id, sample_idx,
+                   map_keys(s.model_usage) AS models, unnest([{token_rows}]) AS m
             FROM _insp_s WHERE s.model_usage IS NOT NULL AND cardinality(s.model_usage) > 0
         )
-        SELECT file_idx, run_id, {key} AS key, task_id, coalesce(s.epoch, 1) AS epoch,
-               {ep} AS episode_id, m.metric AS metric, m.v AS value, true AS valid,
-               'evallog' AS source, 'imported' AS source_kind,
-               to_json({{'models': map_keys(s.model_usage)}}) AS metadata
+        SELECT file_idx, run_id, key, task_id, epoch, episode_id, m.metric AS metric,
+               m.v AS value, true AS valid, 'evallog' AS source, 'imported' AS source_kind,
+               to_json({{'models': models}}) AS metadata
         FROM t WHERE m.v IS NOT NULL
         ORDER BY file_idx, sample_idx, metric
         """
