@@ -220,9 +220,9 @@ def _ingest_chunk(
         if strict and part.problems:
             raise IngestError(part.problems[0])
         mapping = np.asarray(idx, dtype=np.int32)
-        part.runs = remap_file_idx(part.runs, mapping)  # type: ignore[assignment]
-        part.samples = remap_file_idx(part.samples, mapping)  # type: ignore[assignment]
-        part.scores = remap_file_idx(part.scores, mapping)  # type: ignore[assignment]
+        part.runs = remap_file_idx(part.runs, mapping)
+        part.samples = remap_file_idx(part.samples, mapping)
+        part.scores = remap_file_idx(part.scores, mapping)
         part.events = remap_file_idx(part.events, mapping)
         parts.append(part)
         problems.extend(part.problems)
