@@ -195,3 +195,18 @@ def test_corrupt_zip_is_quarantined_not_a_crash(
     fresh = ha.open_store(tmp_path / "s2")  # (an unchanged quarantined file is skipped)
     with pytest.raises(ha.IngestError, match=r"bad\.eval"):
         fresh.ingest(bad, strict=True, progress=False)
+
+
+def test_truncated_json_log_is_quarantined_with_position(
+    tmp_path: Path, inspect_logs: dict[str, Path]
+) -> None:
+    good = inspect_logs["ok_json"]
+    bad = tmp_path / "cut.json"
+    bad.write_bytes(good.read_bytes()[:5000])
+    store = ha.open_store(tmp_path / "s")
+    rep = store.ingest([bad, good], progress=False)
+    assert rep.formats == (("inspect.json", 2),)
+    assert rep.runs_added == 1 and rep.quarantined == 1  # the good log still lands
+    p = rep.problems[0]
+    assert p.path == str(bad.absolute()) and p.error.startswith("malformed JSON")
+    assert p.line is not None and p.line > 1
