@@ -32,6 +32,7 @@ from hylo_analytics.derive import (
     commit_scores,
     token_cost,
 )
+from hylo_analytics.export import export_evallog
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
 from hylo_analytics.measure import (
     Measurement,
@@ -116,6 +117,7 @@ __all__ = [
     "compare_scores",
     "default_registry",
     "evaluate_policies",
+    "export_evallog",
     "get_metric",
     "load_analysis_spec",
     "load_pricing",

@@ -23,6 +23,7 @@ _COMMANDS = (
     "hylo_analytics.cli.score",
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.evaluate",
+    "hylo_analytics.cli.export",
 )
 
 

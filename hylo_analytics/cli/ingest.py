@@ -7,10 +7,15 @@ from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, store_from
 
-HELP = """Read EvalLogs (and the traces they name) from files and folders into the store.
-Folders are searched recursively. Unchanged files are skipped; a changed EvalLog replaces
+HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
+Folders are searched recursively. Each file's format is detected from its content (hylo
+EvalLog, Inspect .eval/.json, inspect-robots, vla-eval results, WorldFoundry metric results)
+and reported per file; a file no reader recognises is quarantined. Unchanged files are skipped; a changed EvalLog replaces
 its run. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
 every good file is still stored; --strict stops at the first bad item instead."""
+
+
+_LIST_LIMIT = 20
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,6 +33,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="raise on the first bad input item; store nothing from its chunk",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"list the detected format of every file (default: the first {_LIST_LIMIT})",
+    )
     p.set_defaults(func=run)
 
 
@@ -35,4 +46,10 @@ def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     report = store.ingest(args.paths, strict=args.strict, progress=not args.quiet)
     print(report.summary() if args.quiet else report)
+    if not args.quiet and report.file_formats:
+        shown = report.file_formats if args.verbose else report.file_formats[:_LIST_LIMIT]
+        for path, fmt in shown:
+            print(f"  {fmt or 'unknown (quarantined)'}: {path}")
+        if len(shown) < len(report.file_formats):
+            print(f"  ... and {len(report.file_formats) - len(shown)} more (--verbose lists all)")
     return 1 if report.quarantined and args.strict else 0

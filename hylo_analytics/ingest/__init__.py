@@ -19,17 +19,43 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
-from hylo_analytics.ingest import hylo
+from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
 from hylo_analytics.ingest._files import SourceFile, discover, read_files
+from hylo_analytics.ingest._reader import (
+    SNIFF_BYTES,
+    Parsed,
+    Reader,
+    drop_duplicate_runs,
+    remap_file_idx,
+)
 from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
+from hylo_analytics.store import Tombstone
 
 if TYPE_CHECKING:
     from hylo_analytics.store import Store
 
-__all__ = ["IngestError", "IngestReport", "Problem", "ingest_paths"]
+__all__ = ["READERS", "IngestError", "IngestReport", "Problem", "Reader", "detect", "ingest_paths"]
+
+# Asked in order; the first whose ``sniff`` accepts a file's first bytes reads it.
+READERS: tuple[Reader, ...] = (
+    hylo.READER,
+    inspect.EVAL_READER,
+    inspect.JSON_READER,
+    inspect_robots.READER,
+    vla_eval.READER,
+    metric_results.READER,
+)
+
+
+def detect(head: bytes, path: Path) -> Reader | None:
+    """The reader for a file whose content starts with ``head``, or ``None``."""
+    for reader in READERS:
+        if reader.sniff(head, path):
+            return reader
+    return None
+
 
 _CHUNK_BYTES = 256 * 2**20  # of log files per commit; traces come on top
 
@@ -41,16 +67,17 @@ class _Known:
     mtime_ns: int
     outcome: str
     run_id: str | None
+    format: str | None = None
 
 
 def _known_files(store: Store) -> tuple[dict[str, _Known], dict[str, list[tuple[str, _Known]]]]:
     rows = store.con.execute(
-        "SELECT path, sha256, size, mtime_ns, outcome, run_id, role FROM stg_ingested_files"
+        "SELECT path, sha256, size, mtime_ns, outcome, run_id, role, format FROM stg_ingested_files"
     ).fetchall()
     logs: dict[str, _Known] = {}
     traces: dict[str, list[tuple[str, _Known]]] = {}
-    for path, sha, size, mtime, outcome, run_id, role in rows:
-        k = _Known(sha, size, mtime, outcome, run_id)
+    for path, sha, size, mtime, outcome, run_id, role, fmt in rows:
+        k = _Known(sha, size, mtime, outcome, run_id, fmt)
         if role == "trace":
             traces.setdefault(run_id, []).append((path, k))
         else:
@@ -155,8 +182,11 @@ def _ingest_chunk(
     now = datetime.now(UTC)
     problems: list[Problem] = []
     unchanged = 0
-    hylo_files: list[SourceFile] = []
     file_rows: list[dict[str, object]] = []
+    # the files each reader claimed, as positions in ``claimed``
+    claimed: list[SourceFile] = []
+    fmt_of: list[str] = []
+    by_reader: dict[str, list[int]] = {}
     for sf in files:
         k = known_logs.get(str(sf.path))
         if sf.error is not None:
@@ -169,108 +199,90 @@ def _ingest_chunk(
             and _traces_unchanged(known_traces.get(k.run_id or "", []))
         ):
             unchanged += 1  # touched, not changed: remember the new mtime
-            file_rows.append(_file_row(sf, "log", k.run_id, k.outcome, now, fmt=None))
+            file_rows.append(_file_row(sf, "log", k.run_id, k.outcome, now, fmt=k.format))
             continue
-        if hylo.sniff(sf.data[:4096]):
-            hylo_files.append(sf)
-        else:
+        reader = detect(sf.data[:SNIFF_BYTES], sf.path)
+        if reader is None:
             problems.append(
                 Problem(
                     str(sf.path),
                     None,
                     None,
-                    "unknown format: no reader recognises this file's content",
+                    "unknown format: no reader recognises this file's content "
+                    f"(known formats: {', '.join(r.format for r in READERS)})",
                 )
             )
             file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=None))
+            continue
+        by_reader.setdefault(reader.format, []).append(len(claimed))
+        claimed.append(sf)
+        fmt_of.append(reader.format)
     if strict and problems:
         raise IngestError(problems[0])
 
-    parsed = hylo.parse_evallogs(con, hylo_files)
-    problems.extend(parsed.problems)
-    if strict and parsed.problems:
-        raise IngestError(parsed.problems[0])
-    runs, samples, scores = parsed.runs, parsed.samples, parsed.scores
-
-    # two files of one batch claiming one run_id: keep the first, quarantine the others
-    run_ids = runs.column("run_id").to_pylist()
-    file_of_run = runs.column("file_idx").to_pylist()
-    seen: dict[str, int] = {}
-    dup_files: set[int] = set()
-    for rid, fi in zip(run_ids, file_of_run, strict=True):
-        if rid in seen:
-            dup_files.add(fi)
-            problems.append(
-                Problem(
-                    str(hylo_files[fi].path),
-                    None,
-                    "run_id",
-                    f"run_id {rid!r} is also in {str(hylo_files[seen[rid]].path)!r} in this ingest",
-                )
-            )
-        else:
-            seen[rid] = fi
-    if strict and dup_files:
-        raise IngestError(problems[-1])
-    if dup_files:
-        keep = pa.array(sorted(dup_files), pa.int32())
-        runs = runs.filter(pc.invert(pc.is_in(runs["file_idx"], keep)))
-        samples = samples.filter(pc.invert(pc.is_in(samples["file_idx"], keep)))
-        scores = scores.filter(pc.invert(pc.is_in(scores["file_idx"], keep)))
-
-    # traces
-    has_trace = pc.is_valid(samples["trace"])
-    ref_rows = samples.filter(has_trace)
-    log_paths = [f.path for f in hylo_files]
-    refs = [
-        hylo.TraceRef(rid, key, ep, log_paths[fi], si, rel)
-        for rid, key, ep, fi, si, rel in zip(
-            *(
-                ref_rows[c].to_pylist()
-                for c in ("run_id", "key", "episode_id", "file_idx", "sample_idx", "trace")
-            ),
-            strict=True,
-        )
-    ]
-    traces = hylo.parse_traces(con, refs)
-    problems.extend(traces.problems)
-    if strict and traces.problems:
-        raise IngestError(traces.problems[0])
-
-    status = np.full(samples.num_rows, "none", dtype=object)
-    paths = np.full(samples.num_rows, None, dtype=object)
-    positions = np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))
-    for j, ref in enumerate(refs):
-        st = traces.trace_status.get(j, "ok")
-        status[positions[j]] = st
-        if st not in ("refused", "missing"):
-            paths[positions[j]] = str(ref.log_path.parent / ref.rel)
-    samples = samples.append_column("trace_status", pa.array(status, pa.string()))
-    samples = samples.append_column("trace_path", pa.array(paths, pa.string()))
-    partial_runs = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
+    parts: list[Parsed] = []
+    for reader in READERS:
+        idx = by_reader.get(reader.format)
+        if not idx:
+            continue
+        part = reader.parse(con, [claimed[i] for i in idx])
+        if strict and part.problems:
+            raise IngestError(part.problems[0])
+        mapping = np.asarray(idx, dtype=np.int32)
+        part.runs = remap_file_idx(part.runs, mapping)
+        part.samples = remap_file_idx(part.samples, mapping)
+        part.scores = remap_file_idx(part.scores, mapping)
+        part.events = remap_file_idx(part.events, mapping)
+        parts.append(part)
+        problems.extend(part.problems)
+    merged = Parsed(
+        _concat([p.runs for p in parts], "runs"),
+        _concat([p.samples for p in parts], "samples"),
+        _concat([p.scores for p in parts], "scores"),
+        _concat([p.events for p in parts if p.events is not None], "events"),
+    )
+    # a run claimed by files of two formats: keep the first file
+    merged, dups = drop_duplicate_runs(merged, [str(f.path) for f in claimed])
+    problems.extend(dups)
+    if strict and dups:
+        raise IngestError(dups[0])
+    runs, samples, scores, events = merged.runs, merged.samples, merged.scores, merged.events
+    assert events is not None
+    partial_runs = set().union(*(p.partial_runs for p in parts)) if parts else set()
 
     # runs: provenance columns
-    src = [hylo_files[i] for i in runs["file_idx"].to_pylist()]
-    runs = (
-        runs.append_column("source_path", pa.array([str(f.path) for f in src], pa.string()))
-        .append_column("source_sha256", pa.array([f.sha256 for f in src], pa.string()))
-        .append_column("ingested_at", pa.array([now] * runs.num_rows, pa.timestamp("us", tz="UTC")))
-        .drop_columns(["file_idx"])
-    )
-    ok_files = set(runs["source_path"].to_pylist())
-    run_of_path = dict(
-        zip(runs["source_path"].to_pylist(), runs["run_id"].to_pylist(), strict=True)
-    )
-    for sf in hylo_files:
-        rid = run_of_path.get(str(sf.path))
-        outcome = "ingested" if str(sf.path) in ok_files else "quarantined"
+    file_idx = runs["file_idx"].to_pylist()
+    src = [claimed[i] for i in file_idx]
+    for name, col in (
+        ("source_path", pa.array([str(f.path) for f in src], pa.string())),
+        ("source_sha256", pa.array([f.sha256 for f in src], pa.string())),
+        ("ingested_at", pa.array([now] * runs.num_rows, pa.timestamp("us", tz="UTC"))),
+    ):
+        runs = runs.set_column(runs.column_names.index(name), name, col)
+    runs = runs.drop_columns(["file_idx"])
+    run_of_file = dict(zip(file_idx, runs["run_id"].to_pylist(), strict=True))
+    tombstones = [
+        Tombstone(table, rid)
+        for rid in runs["run_id"].to_pylist()
+        for table in ("runs", "samples", "events", "scores")
+    ]
+    formats: dict[str, int] = {}
+    for i, sf in enumerate(claimed):
+        rid = run_of_file.get(i)
+        outcome = "ingested" if rid is not None else "quarantined"
         if rid in partial_runs:
             outcome = "partial"
-        file_rows.append(_file_row(sf, "log", rid, outcome, now, fmt=hylo.FORMAT))
-    trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}
-    for sf in traces.files:
-        rid = trace_run.get(str(sf.path))
-        file_rows.append(_file_row(sf, "trace", rid, "ingested", now, fmt=hylo.TRACE_FORMAT))
+        file_rows.append(_file_row(sf, "log", rid, outcome, now, fmt=fmt_of[i]))
+        formats[fmt_of[i]] = formats.get(fmt_of[i], 0) + 1
+        # a changed file whose run_id changed (ids derived from content) replaces its old run
+        k = known_logs.get(str(sf.path))
+        if rid is not None and k is not None and k.run_id and k.run_id != rid:
+            tombstones += [
+                Tombstone(table, k.run_id) for table in ("runs", "samples", "events", "scores")
+            ]
+    for p in parts:
+        for sf, role, rid, fmt in p.side_files:
+            file_rows.append(_file_row(sf, role, rid, "ingested", now, fmt=fmt))
 
     sha_of = {str(f.path): f.sha256 for f in files}
     quarantine = pa.table(
@@ -283,17 +295,10 @@ def _ingest_chunk(
             "ingested_at": pa.array([now] * len(problems), pa.timestamp("us", tz="UTC")),
         }
     )
-    from hylo_analytics.store import Tombstone
-
-    tombstones = [
-        Tombstone(table, rid)
-        for rid in runs["run_id"].to_pylist()
-        for table in ("runs", "samples", "events", "scores")
-    ]
     tables = {
         "runs": runs.drop_columns([c for c in runs.column_names if c not in _RUN_COLS]),
-        "samples": samples.drop_columns(["file_idx", "sample_idx", "trace"]),
-        "events": traces.events,
+        "samples": samples.drop_columns(["file_idx"]),
+        "events": events.drop_columns(["file_idx"]),
         "scores": scores.drop_columns(["file_idx"]),
         "quarantine": quarantine,
         "ingested_files": pa.Table.from_pylist(file_rows, schema=_file_schema())
@@ -306,12 +311,33 @@ def _ingest_chunk(
         files_unchanged=unchanged,
         runs_added=runs.num_rows,
         samples_added=samples.num_rows,
-        events_added=traces.events.num_rows,
+        events_added=events.num_rows,
         scores_added=scores.num_rows,
         quarantined=len(problems),
         problems=tuple(problems),
-        formats=((hylo.FORMAT, len(hylo_files)),) if hylo_files else (),
+        formats=tuple(sorted(formats.items())),
+        file_formats=tuple(
+            (str(r["path"]), r["format"])  # type: ignore[misc]
+            for r in file_rows
+            if r["role"] == "log"
+        ),
     )
+
+
+def _concat(tables: list[pa.Table], name: str) -> pa.Table:
+    """Fit each reader's table to the store schema (plus ``file_idx``) and stack them."""
+    from hylo_analytics import _schema
+
+    fitted = []
+    for t in tables:
+        fi = t["file_idx"]
+        body = t.drop_columns([c for c in t.column_names if c == "file_idx"])
+        body = _schema.conform(body, name).drop_columns(["batch_seq"])
+        fitted.append(body.append_column("file_idx", fi.cast(pa.int32())))
+    if not fitted:
+        empty = _schema.empty(name).drop_columns(["batch_seq"])
+        return empty.append_column("file_idx", pa.array([], pa.int32()))
+    return pa.concat_tables(fitted) if len(fitted) > 1 else fitted[0]
 
 
 _RUN_COLS = {

@@ -47,6 +47,8 @@ class IngestReport:
     problems: tuple[Problem, ...] = field(default=(), repr=False)
     formats: tuple[tuple[str, int], ...] = ()
     seconds: float = 0.0
+    # (path, format chosen by content) per file read; format None = no reader recognised it
+    file_formats: tuple[tuple[str, str | None], ...] = field(default=(), repr=False)
 
     def merge(self, other: IngestReport) -> IngestReport:
         fmt: dict[str, int] = dict(self.formats)
@@ -64,6 +66,7 @@ class IngestReport:
             problems=self.problems + other.problems,
             formats=tuple(sorted(fmt.items())),
             seconds=self.seconds + other.seconds,
+            file_formats=self.file_formats + other.file_formats,
         )
 
     def problems_frame(self) -> pl.DataFrame:
@@ -76,6 +79,16 @@ class IngestReport:
                 "error": [p.error for p in self.problems],
             },
             schema={"path": pl.String, "line": pl.Int64, "field": pl.String, "error": pl.String},
+        )
+
+    def formats_frame(self) -> pl.DataFrame:
+        """The format chosen for each file read (null: unknown format, quarantined)."""
+        return pl.DataFrame(
+            {
+                "path": [p for p, _ in self.file_formats],
+                "format": [f for _, f in self.file_formats],
+            },
+            schema={"path": pl.String, "format": pl.String},
         )
 
     def summary(self) -> str:

@@ -19,10 +19,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
+from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
 
-__all__ = ["FORMAT", "TRACE_FORMAT", "ParsedLogs", "parse_evallogs", "parse_traces", "sniff"]
+__all__ = [
+    "FORMAT",
+    "READER",
+    "TRACE_FORMAT",
+    "ParsedLogs",
+    "parse",
+    "parse_evallogs",
+    "parse_traces",
+    "sniff",
+]
 
 FORMAT = "hylo.evallog/v0.1"
 TRACE_FORMAT = "hylo.trace/v0.1"
@@ -69,7 +79,7 @@ _SAMPLE_CHECKS = compile_checks(
 )
 
 
-def sniff(head: bytes) -> bool:
+def sniff(head: bytes, path: Path | None = None) -> bool:
     """Whether a file's first bytes look like a hylo EvalLog (any version)."""
     return b'"hylo.evallog/' in head[:4096]
 
@@ -306,6 +316,7 @@ class TraceRef:
     log_path: Path
     sample_idx: int
     rel: str
+    file_idx: int = -1
 
 
 def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
@@ -476,16 +487,66 @@ def parse_traces(
     pos = typed["pos"].combine_chunks()
     row_ref = pa.array(ref_idx).take(pos)
     events = typed.drop_columns(["pos"])
-    for i, (col, values) in enumerate(
-        (
-            ("run_id", [r.run_id for r in refs]),
-            ("key", [r.key for r in refs]),
-            ("episode_id", [r.episode_id for r in refs]),
-        )
-    ):
-        events = events.add_column(i, col, pa.array(values, pa.string()).take(row_ref))
+    per_ref = {
+        "file_idx": pa.array([r.file_idx for r in refs], pa.int32()),
+        "run_id": pa.array([r.run_id for r in refs], pa.string()),
+        "key": pa.array([r.key for r in refs], pa.string()),
+        "episode_id": pa.array([r.episode_id for r in refs], pa.string()),
+    }
+    for i, (col, values) in enumerate(per_ref.items()):
+        events = events.add_column(i, col, values.take(row_ref))
     raw = pc.utf8_rtrim(lines, characters="\r\n") if len(lines) else pa.array([], pa.large_string())
     events = events.append_column("raw", raw.take(pos))
     for i in owners:
         status.setdefault(i, "ok")
     return ParsedTraces(events, problems, status, files)
+
+
+# -- the reader: logs, then the traces they name ----------------------------------------
+
+
+def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
+    """Parse EvalLogs, drop runs claimed twice, then read and parse their traces.
+
+    Duplicates are dropped before the traces are read, so a rejected log's traces are never
+    opened. Samples come back with ``trace_status`` and ``trace_path``.
+    """
+    parsed = parse_evallogs(con, files)
+    paths = [str(f.path) for f in files]
+    base, dup_problems = drop_duplicate_runs(
+        Parsed(parsed.runs, parsed.samples, parsed.scores), paths
+    )
+    problems = [*parsed.problems, *dup_problems]
+    samples = base.samples
+    has_trace = pc.is_valid(samples["trace"])
+    ref_rows = samples.filter(has_trace)
+    refs = [
+        TraceRef(rid, key, ep, files[fi].path, si, rel, fi)
+        for rid, key, ep, fi, si, rel in zip(
+            *(
+                ref_rows[c].to_pylist()
+                for c in ("run_id", "key", "episode_id", "file_idx", "sample_idx", "trace")
+            ),
+            strict=True,
+        )
+    ]
+    traces = parse_traces(con, refs)
+    problems.extend(traces.problems)
+    status = np.full(samples.num_rows, "none", dtype=object)
+    tpaths = np.full(samples.num_rows, None, dtype=object)
+    positions = np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))
+    for j, ref in enumerate(refs):
+        st = traces.trace_status.get(j, "ok")
+        status[positions[j]] = st
+        if st not in ("refused", "missing"):
+            tpaths[positions[j]] = str(ref.log_path.parent / ref.rel)
+    samples = samples.append_column("trace_status", pa.array(status, pa.string()))
+    samples = samples.append_column("trace_path", pa.array(tpaths, pa.string()))
+    samples = samples.drop_columns(["sample_idx", "trace"])
+    partial = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
+    trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}
+    side = [(sf, "trace", trace_run.get(str(sf.path)), TRACE_FORMAT) for sf in traces.files]
+    return Parsed(base.runs, samples, base.scores, traces.events, problems, side, partial)
+
+
+READER = Reader(FORMAT, sniff, parse)

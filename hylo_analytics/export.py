@@ -1,0 +1,238 @@
+"""Write a stored run back out as a hylo EvalLog: v0.1, or the v0.2 layout.
+
+v0.1 is the layout the hylo reader ingests; a run that came from a v0.1 log round-trips
+losslessly (same JSON up to key and sample order), and its traces are written back from
+``events.raw``, line by line in their original order, at their original relative paths.
+What cannot come back: a non-numeric score value (stored as an abstention with its
+``skip_reason``), a trace that was refused or missing at ingest (its path was not stored), and
+the order of samples (exported sorted by key, then epoch), and the difference between an
+absent and an empty ``scores`` object (absent is written). ``epoch`` is written when the log
+needs it (a key repeated or an epoch other than 1); ``episode_id`` when it is not the key
+(the reader's default for an absent one). When several score sources hold the same
+metric for a sample, the one of highest precedence (``score`` > ``derived`` > ``observation``
+> ``imported``, then the latest batch) is written.
+
+v0.2 follows Inspect's (and inspect-robots') top level: ``{version, status, eval, results,
+stats, samples}``, with one sample per key holding its ``epochs`` (each with its scores,
+episode id, status and trace) and ``reduced`` (the mean of each metric over the epochs that
+did not abstain). It is an export format only: the reader does not ingest v0.2 yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from hylo_analytics.store import Store
+
+__all__ = ["export_evallog"]
+
+V01 = "hylo.evallog/v0.1"
+V02 = "hylo.evallog/v0.2"
+
+_SCORES = """
+WITH s AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY key, epoch, metric
+        ORDER BY CASE source_kind WHEN 'score' THEN 0 WHEN 'derived' THEN 1
+                                  WHEN 'observation' THEN 2 ELSE 3 END, batch_seq DESC
+    ) AS rk
+    FROM stg_scores WHERE run_id = $run
+)
+SELECT key, epoch,
+       '{' || string_agg(to_json(metric) || ':' || CASE
+            WHEN explanation IS NULL THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
+            ELSE json_object('value', value, 'explanation', explanation)::VARCHAR END,
+            ',' ORDER BY metric) || '}' AS scores
+FROM s WHERE rk = 1 GROUP BY key, epoch
+"""
+
+
+def _samples_sql(prefix: str) -> str:
+    # json_merge_patch drops null members, so absent optional fields stay absent; the scores
+    # object (whose null members are abstentions) is appended after the patch.
+    return f"""
+WITH smp AS (
+    SELECT *, count(*) OVER (PARTITION BY key) AS n_key FROM stg_samples WHERE run_id = $run
+), sc AS ({_SCORES}), j AS (
+    SELECT smp.key, smp.epoch, smp.task_id, smp.seed, smp.status, smp.episode_id,
+           CASE WHEN starts_with(smp.trace_path, $prefix)
+                THEN substr(smp.trace_path, length($prefix) + 1) END AS trace,
+           CAST(json_merge_patch(coalesce(smp.extra, '{{}}'), json_object(
+               'key', smp.key, 'task_id', smp.task_id, 'seed', smp.seed,
+               'epoch', CASE WHEN smp.n_key > 1 OR smp.epoch <> 1 THEN smp.epoch END,
+               'episode_id', CASE WHEN smp.episode_id <> smp.key THEN smp.episode_id END,
+               'status', smp.status,
+               'trace', CASE WHEN starts_with(smp.trace_path, $prefix)
+                             THEN substr(smp.trace_path, length($prefix) + 1) END
+           )) AS VARCHAR) AS body,
+           sc.scores
+    FROM smp LEFT JOIN sc ON sc.key = smp.key AND sc.epoch = smp.epoch
+)
+SELECT * FROM j ORDER BY key, epoch
+""".replace("$prefix", "'" + prefix.replace("'", "''") + "'")
+
+
+def _with_scores(body: str, scores: str | None) -> str:
+    if scores is None:
+        return body
+    return body[:-1] + (',"scores":' if body != "{}" else '"scores":') + scores + "}"
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def export_evallog(
+    store: Store,
+    run_id: str,
+    path: str | os.PathLike[str],
+    *,
+    version: Literal["v0.1", "v0.2"] = "v0.1",
+    traces: bool = True,
+) -> Path:
+    """Write run ``run_id`` of ``store`` to ``path`` as a hylo EvalLog; returns the path.
+
+    With ``traces=True`` (v0.1 and v0.2), each sample's trace is written from the stored
+    event lines to ``<path's folder>/<its relative path>``.
+    """
+    if version not in ("v0.1", "v0.2"):
+        raise ValueError(f"version {version!r}: expected 'v0.1' or 'v0.2'")
+    con = store.con
+    row = con.execute("SELECT * FROM stg_runs WHERE run_id = ?", [run_id]).fetchall()
+    if not row:
+        known = [r[0] for r in con.execute("SELECT run_id FROM stg_runs LIMIT 5").fetchall()]
+        raise KeyError(f"run {run_id!r} is not in the store {store.root} (e.g. {known})")
+    cols = [d[0] for d in con.execute("SELECT * FROM stg_runs LIMIT 0").description]
+    run = dict(zip(cols, row[0], strict=True))
+    source = run["source_path"] or ""
+    prefix = str(Path(source).parent) + os.sep
+    rows = con.execute(_samples_sql(prefix), {"run": run_id}).fetchall()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    benchmark = _drop_none(
+        {
+            "id": run["benchmark_id"] or run["source_format"],
+            "version": run["benchmark_version"],
+            "digest": run["benchmark_digest"],
+            "split": run["split"],
+            "requires_privileged": run["requires_privileged"],
+        }
+    )
+    agent = _drop_none(
+        {
+            "name": run["agent_name"],
+            "version": run["agent_version"],
+            "components": json.loads(run["agent_components"]) if run["agent_components"] else None,
+        }
+    )
+    results = json.loads(run["results"]) if run["results"] else None
+    extra = json.loads(run["extra"]) if run["extra"] else {}
+    if version == "v0.1":
+        samples = ",".join(_with_scores(r[7], r[8]) for r in rows)
+        top = {**extra, "version": V01, "run_id": run_id, "benchmark": benchmark, "agent": agent}
+        if results is not None:
+            top["results"] = results
+    else:
+        samples = _v02_samples(rows)
+        top = {
+            "version": V02,
+            "status": run["status"],
+            "eval": _drop_none(
+                {
+                    "run_id": run_id,
+                    "created": run["created"],
+                    "task": run["benchmark_id"],
+                    "benchmark": benchmark,
+                    "agent": agent,
+                    "source_format": run["source_format"],
+                    "extra": extra or None,
+                }
+            ),
+            "results": {**(results or {}), "metrics": _run_means(store, run_id)},
+            "stats": {
+                "n_samples": len({r[0] for r in rows}),
+                "n_episodes": len(rows),
+                "source_path": run["source_path"],
+            },
+        }
+    text = json.dumps(top, indent=None)
+    out.write_text(text[:-1] + (", " if top else "") + f'"samples": [{samples}]' + "}")
+    if traces:
+        _write_traces(store, run_id, out.parent, prefix)
+    return out
+
+
+def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
+    # rows are sorted by key, epoch: one v0.2 sample per key
+    out: list[str] = []
+    i = 0
+    while i < len(rows):
+        j = i
+        while j < len(rows) and rows[j][0] == rows[i][0]:
+            j += 1
+        group = rows[i:j]
+        epochs = []
+        sums: dict[str, list[float]] = {}
+        for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores in group:
+            sc = json.loads(scores) if scores else {}
+            for m, v in sc.items():
+                val = v.get("value") if isinstance(v, dict) else v
+                if val is not None:
+                    sums.setdefault(m, []).append(float(val))
+                else:
+                    sums.setdefault(m, [])
+            epochs.append(
+                _drop_none(
+                    {
+                        "epoch": epoch,
+                        "episode_id": episode_id,
+                        "status": status,
+                        "scores": sc,
+                        "trace": trace,
+                    }
+                )
+            )
+        first = group[0]
+        out.append(
+            json.dumps(
+                {
+                    "key": first[0],
+                    "task_id": first[2],
+                    "seed": first[3],
+                    "epochs": epochs,
+                    "reduced": {m: (sum(v) / len(v) if v else None) for m, v in sums.items()},
+                }
+            )
+        )
+        i = j
+    return ",".join(out)
+
+
+def _run_means(store: Store, run_id: str) -> dict[str, float | None]:
+    rows = store.con.execute(
+        "SELECT metric, avg(value) FROM stg_scores WHERE run_id = ? GROUP BY metric ORDER BY metric",
+        [run_id],
+    ).fetchall()
+    return {m: v for m, v in rows}
+
+
+def _write_traces(store: Store, run_id: str, folder: Path, prefix: str) -> None:
+    rows = store.con.execute(
+        """
+        SELECT s.trace_path, string_agg(e.raw, chr(10) ORDER BY e.idx) || chr(10)
+        FROM stg_samples AS s JOIN stg_events AS e
+          ON e.run_id = s.run_id AND e.key = s.key AND e.episode_id = s.episode_id
+        WHERE s.run_id = ? AND s.trace_path IS NOT NULL
+        GROUP BY s.trace_path
+        """,
+        [run_id],
+    ).fetchall()
+    for trace_path, text in rows:
+        rel = trace_path[len(prefix) :] if trace_path.startswith(prefix) else Path(trace_path).name
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)

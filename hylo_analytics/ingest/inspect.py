@@ -1,0 +1,391 @@
+"""Inspect AI logs: ``.eval`` (a zip) and ``.json``, read without ``inspect_ai``.
+
+An ``.eval`` file is a zip of JSON members (``header.json``, ``summaries.json``,
+``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``_journal/start.json``,
+``_journal/summaries/<n>.json``) compressed with zstd (zip method 93), which :mod:`zipfile`
+cannot inflate: we find each member's data through its local header and decompress it with
+``zstandard`` (other methods go through :mod:`zipfile`). We read the header and the sample
+*summaries* (ids, epochs, scores, token usage, errors), not the full sample transcripts. A
+log still being written or left by a crash has no ``header.json``/``summaries.json``: the
+journal's ``start.json`` and summaries stand in, and the run's status is ``started``.
+
+Both formats become one JSON document per file (header fields + ``samples``), parsed for the
+whole batch by DuckDB.
+
+Mapping, decided here:
+
+* ``run_id`` = ``eval.eval_id`` (unique per task log); ``key`` = ``"<task>#<sample id>"``,
+  ``task_id`` = the task name, ``epoch`` = the sample's epoch, ``seed`` null; the raw sample id
+  is kept in ``samples.extra.sample_id``. ``agent_name`` = the model (``eval.model``);
+  ``runs.extra`` holds ``llm.model.name`` and ``llm.provider`` (the part before ``/``).
+* Scores: one row per scorer (``source='evallog'``, ``source_kind='imported'``); a dict value
+  gives one row per key, metric ``"<scorer>.<key>"``. Values map to numbers as Inspect's
+  ``value_to_float`` does (see :data:`VALUE_TABLE`), except that what it cannot convert (it
+  warns and returns 0) abstains here with a ``skip_reason``. A sample with no score for a
+  scorer of the run abstains (``"unscored"``, or ``"sample error: ..."``).
+* Token usage (summed over the sample's models) → score rows ``llm.tokens.input``,
+  ``llm.tokens.output``, ``llm.tokens.cache_read``, ``llm.tokens.cache_write``,
+  ``llm.tokens.reasoning`` (only the kinds reported); ``metadata.models`` lists the models.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import zstandard
+
+from hylo_analytics.ingest._common import load_json_docs
+from hylo_analytics.ingest._files import SourceFile
+from hylo_analytics.ingest._reader import Parsed, Reader
+from hylo_analytics.ingest._report import Problem
+
+__all__ = [
+    "EVAL_FORMAT",
+    "EVAL_READER",
+    "JSON_FORMAT",
+    "JSON_READER",
+    "VALUE_TABLE",
+    "eval_document",
+    "parse",
+    "read_zip_member",
+    "sniff_eval",
+    "sniff_json",
+]
+
+EVAL_FORMAT = "inspect.eval"
+JSON_FORMAT = "inspect.json"
+ZIP_ZSTD = 93
+
+#: How a score value becomes a number (Inspect's ``value_to_float`` with default sentinels).
+VALUE_TABLE: dict[str, str] = {
+    '"C"': "1.0 (correct)",
+    '"P"': "0.5 (partial)",
+    '"I"': "0.0 (incorrect)",
+    '"N"': "0.0 (no answer)",
+    '"yes"/"true" (any case)': "1.0",
+    '"no"/"false" (any case)': "0.0",
+    "string of a finite number": "that number",
+    "true / false": "1.0 / 0.0",
+    "number": "itself",
+    "dict": "one metric per key, '<scorer>.<key>', each mapped by this table",
+    "null / missing": "abstain: 'unscored' (or 'sample error: ...')",
+    "other string, list": "abstain: 'non-numeric value: ...' (Inspect: 0.0 with a warning)",
+}
+
+_NUM_MACRO = """
+CREATE OR REPLACE TEMP MACRO _insp_num(v) AS CASE
+    WHEN v IS NULL OR json_type(v) = 'NULL' THEN NULL
+    WHEN json_type(v) = 'VARCHAR' THEN CASE v->>'$'
+        WHEN 'C' THEN 1.0 WHEN 'P' THEN 0.5 WHEN 'I' THEN 0.0 WHEN 'N' THEN 0.0
+        ELSE CASE lower(v->>'$')
+            WHEN 'yes' THEN 1.0 WHEN 'true' THEN 1.0 WHEN 'no' THEN 0.0 WHEN 'false' THEN 0.0
+            ELSE CASE WHEN isfinite(TRY_CAST(v->>'$' AS DOUBLE)) THEN TRY_CAST(v->>'$' AS DOUBLE) END
+        END
+    END
+    WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
+    WHEN json_type(v) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CAST(v AS DOUBLE)
+END
+"""
+
+# Only the summary fields of a sample are transformed: in a .json log the rest (messages,
+# events) is skipped by the parser, never materialised.
+_SAMPLE = (
+    '{"id":"JSON","epoch":"BIGINT","scores":"MAP(VARCHAR, JSON)","model_usage":'
+    '"MAP(VARCHAR, JSON)","error":"JSON","limit":"JSON","uuid":"VARCHAR","total_time":"DOUBLE",'
+    '"working_time":"DOUBLE","completed":"BOOLEAN"}'
+)
+_DOC = (
+    '{"version":"JSON","status":"VARCHAR","eval":"JSON","results":"JSON","stats":"JSON",'
+    f'"error":"JSON","samples":[{_SAMPLE}]}}'
+)
+_TOKENS = (
+    ("llm.tokens.input", "input_tokens"),
+    ("llm.tokens.output", "output_tokens"),
+    ("llm.tokens.cache_read", "input_tokens_cache_read"),
+    ("llm.tokens.cache_write", "input_tokens_cache_write"),
+    ("llm.tokens.reasoning", "reasoning_tokens"),
+)
+
+
+def sniff_eval(head: bytes, path: Path | None = None) -> bool:
+    """A zip whose first member is one of an Inspect log's."""
+    return head.startswith(b"PK\x03\x04") and any(
+        m in head for m in (b"_journal/start.json", b"header.json", b"summaries.json", b"samples/")
+    )
+
+
+def sniff_json(head: bytes, path: Path | None = None) -> bool:
+    """A JSON object with an ``eval`` holding an ``eval_id``."""
+    h = head.lstrip()
+    return h.startswith(b"{") and b'"eval"' in h and b'"eval_id"' in h
+
+
+def read_zip_member(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """One member's bytes; zstd members (method 93) are decompressed from the local header."""
+    if info.compress_type != ZIP_ZSTD:
+        return zf.read(info)
+    off = info.header_offset
+    if data[off : off + 4] != b"PK\x03\x04":
+        raise ValueError(f"member {info.filename!r}: no local file header at offset {off}")
+    name_len, extra_len = struct.unpack_from("<HH", data, off + 26)
+    start = off + 30 + name_len + extra_len
+    payload = data[start : start + info.compress_size]
+    out = zstandard.ZstdDecompressor().decompressobj().decompress(payload)
+    if len(out) != info.file_size:
+        raise ValueError(
+            f"member {info.filename!r}: decompressed {len(out)} bytes, expected {info.file_size}"
+        )
+    return out
+
+
+def _json_array_concat(arrays: Sequence[bytes]) -> bytes:
+    inner = [a.strip()[1:-1].strip() for a in arrays]
+    return b"[" + b",".join(i for i in inner if i) + b"]"
+
+
+def eval_document(data: bytes) -> bytes:
+    """An ``.eval`` zip as one JSON document: the header's fields plus ``samples`` (summaries)."""
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    infos = {i.filename: i for i in zf.infolist()}
+
+    def member(name: str) -> bytes:
+        return read_zip_member(data, zf, infos[name])
+
+    if "header.json" in infos:
+        header = member("header.json").strip()
+    elif "_journal/start.json" in infos:
+        start = member("_journal/start.json").strip()
+        header = (
+            b'{"status":"started",' + start[1:] if start[1:-1].strip() else b'{"status":"started"}'
+        )
+    else:
+        raise ValueError("neither header.json nor _journal/start.json in the zip")
+    if "summaries.json" in infos:
+        samples = member("summaries.json")
+    else:
+        journal = sorted(
+            (n for n in infos if n.startswith("_journal/summaries/") and n.endswith(".json")),
+            key=lambda n: int(Path(n).stem) if Path(n).stem.isdigit() else 0,
+        )
+        parts = [member(n) for n in journal]
+        if not parts:  # no summaries at all: the sample files themselves
+            parts = [
+                b"[" + member(n) + b"]"
+                for n in sorted(infos)
+                if n.startswith("samples/") and n.endswith(".json")
+            ]
+        samples = _json_array_concat(parts)
+    body = header[1:-1].strip()
+    return b'{"samples":' + samples + (b"," + body if body else b"") + b"}"
+
+
+def _decode(sf: SourceFile) -> tuple[bytes | None, str | None]:
+    if not sf.data.startswith(b"PK"):
+        return sf.data, None
+    try:
+        return eval_document(sf.data), None
+    except (zipfile.BadZipFile, ValueError, KeyError, zstandard.ZstdError, struct.error) as exc:
+        return None, f"cannot read the .eval zip: {exc}"
+
+
+def parse(
+    con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile], *, threads: int = 2
+) -> Parsed:
+    """Runs, samples and scores of many Inspect logs; zips are unpacked in a thread pool."""
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        decoded = list(pool.map(_decode, files))
+    problems: list[Problem] = []
+    keep: list[int] = []
+    for i, (doc, err) in enumerate(decoded):
+        if doc is None:
+            problems.append(Problem(str(files[i].path), None, None, err or "unreadable"))
+        else:
+            keep.append(i)
+    sub = [files[i] for i in keep]
+    docs = [decoded[i][0] or b"" for i in keep]
+    orig = {"orig": pa.array(keep, pa.int32())}
+    # one JSON parse per file when all are well-formed; probe them only when one is not
+    _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=False)
+    con.execute(_NUM_MACRO)
+    transform = f"""CREATE OR REPLACE TEMP TABLE _insp_d AS
+        SELECT orig AS file_idx, json_transform(raw, '{_DOC}') AS d FROM _insp"""
+    try:
+        con.execute(transform)
+    except duckdb.Error:
+        con.unregister("_insp")
+        _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=True)
+        con.execute(transform)
+    problems.extend(probs)
+    con.unregister("_insp")
+    for fi, has_eval, _has_task in con.execute(
+        """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL
+           FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL"""
+    ).fetchall():
+        field = "eval" if not has_eval else "eval.task"
+        problems.append(
+            Problem(str(files[fi].path), None, field, "missing; expected an Inspect log")
+        )
+    con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _insp_s AS
+            WITH u AS (
+                SELECT file_idx,
+                       coalesce(d.eval->>'$.eval_id', d.eval->>'$.task_id') AS run_id,
+                       d.eval->>'$.task' AS task_id,
+                       unnest(coalesce(d.samples, [])) AS s,
+                       generate_subscripts(coalesce(d.samples, []), 1) - 1 AS sample_idx
+                FROM _insp_d
+            ), k AS (
+                SELECT *, task_id || '#' || coalesce(s.id->>'$', CAST(s.id AS VARCHAR)) AS key,
+                       coalesce(s.epoch, 1) AS epoch,
+                       CASE WHEN json_type(s.error) <> 'NULL'
+                            THEN coalesce(s.error->>'$.message', s.error->>'$') END AS err
+                FROM u
+            )
+            SELECT *, coalesce(s.uuid, key || '@' || CAST(epoch AS VARCHAR)) AS episode_id FROM k"""
+    )
+    runs = (
+        con.sql(
+            """
+        WITH n AS (SELECT file_idx, count(*) AS n FROM _insp_s GROUP BY file_idx)
+        SELECT file_idx,
+               coalesce(d.eval->>'$.eval_id', d.eval->>'$.task_id') AS run_id,
+               CASE WHEN d.version IS NULL THEN 'inspect' END AS fmt_hint,
+               d.eval->>'$.task' AS benchmark_id,
+               CAST(d.eval->'$.task_version' AS VARCHAR) AS benchmark_version,
+               d.eval->>'$.dataset.name' AS split,
+               d.eval->>'$.model' AS agent_name,
+               to_json({'model': d.eval->'$.model', 'model_args': d.eval->'$.model_args',
+                        'model_generate_config': d.eval->'$.model_generate_config',
+                        'solver': d.eval->'$.solver'}) AS agent_components,
+               CAST(d.results AS VARCHAR) AS results,
+               coalesce(d.status, 'started') AS status,
+               d.eval->>'$.created' AS created,
+               coalesce(n.n, 0) AS n_samples,
+               to_json({'eval_id': d.eval->'$.eval_id', 'inspect_run_id': d.eval->'$.run_id',
+                        'task_id': d.eval->'$.task_id', 'task_args': d.eval->'$.task_args',
+                        'epochs': d.eval->'$.config.epochs', 'log_version': d.version,
+                        'stats': d.stats, 'error': d.error,
+                        'llm.model.name': d.eval->>'$.model',
+                        'llm.provider': split_part(d.eval->>'$.model', '/', 1)}) AS extra
+        FROM _insp_d AS d LEFT JOIN n USING (file_idx)
+        ORDER BY file_idx
+        """
+        )
+        .to_arrow_table()
+        .drop_columns(["fmt_hint"])
+    )
+    fmt = [
+        EVAL_FORMAT if files[i].data.startswith(b"PK") else JSON_FORMAT for i in range(len(files))
+    ]
+    runs = runs.append_column(
+        "source_format", pa.array([fmt[i] for i in runs["file_idx"].to_pylist()], pa.string())
+    )
+    samples = con.sql(
+        """
+        SELECT file_idx, run_id, key, task_id, epoch, episode_id,
+               CASE WHEN err IS NOT NULL THEN 'error'
+                    WHEN s.limit IS NOT NULL AND json_type(s.limit) <> 'NULL' THEN 'limit'
+                    WHEN s.completed = false THEN 'incomplete'
+                    ELSE 'completed' END AS status,
+               'none' AS trace_status,
+               to_json({'sample_id': s.id, 'uuid': s.uuid, 'total_time': s.total_time,
+                        'working_time': s.working_time, 'error': err,
+                        'limit': s.limit}) AS extra
+        FROM _insp_s ORDER BY file_idx, sample_idx
+        """
+    ).to_arrow_table()
+    scores = con.sql(
+        """
+        WITH kv AS (
+            SELECT file_idx, sample_idx, unnest(map_entries(s.scores)) AS me
+            FROM _insp_s WHERE s.scores IS NOT NULL
+        ), flat AS (
+            SELECT file_idx, sample_idx, me.key AS scorer, json_extract(me.value, '$.value') AS v,
+                   me.value->>'$.explanation' AS explanation,
+                   to_json({'answer': me.value->'$.answer'}) AS meta
+            FROM kv
+        ), actual AS MATERIALIZED (
+            SELECT file_idx, sample_idx, scorer AS metric, v, explanation, meta
+            FROM flat WHERE coalesce(json_type(v), 'NULL') <> 'OBJECT'
+            UNION ALL
+            SELECT file_idx, sample_idx, scorer || '.' || e.key AS metric,
+                   e.value AS v, explanation, meta
+            FROM (SELECT *, unnest(map_entries(json_transform(v, '"MAP(VARCHAR, JSON)"'))) AS e
+                  FROM flat WHERE json_type(v) = 'OBJECT')
+        ), seen AS (
+            SELECT DISTINCT file_idx, metric FROM actual
+        ), declared AS (
+            SELECT file_idx,
+                   CASE WHEN r.scorer IS NULL OR r.scorer = r.name THEN r.name
+                        ELSE r.scorer || '.' || r.name END AS metric
+            FROM (SELECT file_idx, unnest(from_json(d.results->'$.scores',
+                         '[{"name":"VARCHAR","scorer":"VARCHAR"}]')) AS r FROM _insp_d)
+            UNION
+            SELECT file_idx, sc.name AS metric
+            FROM (SELECT file_idx, unnest(from_json(d.eval->'$.scorers',
+                         '[{"name":"VARCHAR"}]')) AS sc FROM _insp_d)
+        ), expected AS (
+            SELECT * FROM seen
+            UNION
+            SELECT * FROM declared AS d
+            WHERE NOT EXISTS (SELECT 1 FROM seen AS s WHERE s.file_idx = d.file_idx
+                              AND starts_with(s.metric, d.metric || '.'))
+        ), missing AS (
+            SELECT x.file_idx, x.sample_idx, e.metric
+            FROM _insp_s AS x JOIN expected AS e USING (file_idx)
+            ANTI JOIN actual AS a
+              ON a.file_idx = x.file_idx AND a.sample_idx = x.sample_idx AND a.metric = e.metric
+        ), u AS (
+            SELECT *, _insp_num(v) AS value FROM actual
+            UNION ALL
+            SELECT file_idx, sample_idx, metric, CAST(NULL AS JSON) AS v, NULL AS explanation,
+                   NULL AS meta, CAST(NULL AS DOUBLE) AS value
+            FROM missing
+        )
+        SELECT u.file_idx, x.run_id, x.key, x.task_id, x.epoch, x.episode_id, u.metric, u.value,
+               u.value IS NOT NULL AS valid,
+               CASE WHEN u.value IS NOT NULL THEN NULL
+                    WHEN x.err IS NOT NULL THEN 'sample error: ' || left(x.err, 200)
+                    WHEN u.v IS NULL OR json_type(u.v) = 'NULL' THEN 'unscored'
+                    ELSE 'non-numeric value: ' || left(CAST(u.v AS VARCHAR), 80) END AS skip_reason,
+               u.explanation, 'evallog' AS source, 'imported' AS source_kind,
+               CASE WHEN u.meta <> '{"answer":null}' THEN u.meta END AS metadata
+        FROM u JOIN _insp_s AS x USING (file_idx, sample_idx)
+        ORDER BY u.file_idx, u.sample_idx, u.metric
+        """
+    ).to_arrow_table()
+    token_rows = ",\n".join(
+        f"{{'metric': '{m}', 'v': list_sum(list_transform(map_values(s.model_usage), "
+        f"lambda u: TRY_CAST(u->>'$.{k}' AS DOUBLE)))}}"
+        for m, k in _TOKENS
+    )
+    tokens = con.sql(
+        f"""
+        WITH t AS (
+            SELECT file_idx, run_id, key, task_id, epoch, episode_id, sample_idx,
+                   map_keys(s.model_usage) AS models, unnest([{token_rows}]) AS m
+            FROM _insp_s WHERE s.model_usage IS NOT NULL AND cardinality(s.model_usage) > 0
+        )
+        SELECT file_idx, run_id, key, task_id, epoch, episode_id, m.metric AS metric,
+               m.v AS value, true AS valid, 'evallog' AS source, 'imported' AS source_kind,
+               to_json({{'models': models}}) AS metadata
+        FROM t WHERE m.v IS NOT NULL
+        ORDER BY file_idx, sample_idx, metric
+        """
+    ).to_arrow_table()
+    scores = pa.concat_tables([scores, tokens], promote_options="default")
+    for t in ("_insp_d", "_insp_s"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+    return Parsed(runs, samples, scores, None, problems)
+
+
+EVAL_READER = Reader(EVAL_FORMAT, sniff_eval, parse)
+JSON_READER = Reader(JSON_FORMAT, sniff_json, parse)

@@ -1,0 +1,186 @@
+"""WorldFoundry metric results: JSONL, one ``MetricResult`` record per line.
+
+A record is ``{sample_id, metric_id, raw_value, normalized_value, components, valid, coverage,
+skip_reason, diagnostics, artifact_refs, judge_trace, schema_version}`` (see
+``worldfoundry.evaluation.api.MetricResult``).
+
+Identity, decided here (the records carry no run or model):
+
+* **run_id**: the records' own ``run_id`` field when every line has the same one (an
+  extension some pipelines add), else ``worldfoundry:<file stem>:<sha256[:12]>``;
+  ``agent_name`` = the file stem (the usual ``<model>.jsonl`` naming), recorded in
+  ``runs.extra`` as ``agent_name_from: "file name"``.
+* **key** = ``sample_id`` as written, so the same sample pairs across models; ``task_id`` is
+  the part before a ``#`` (the whole id when there is none) and ``seed`` the integer after it.
+
+Scores: ``value`` = ``normalized_value``, else a numeric/boolean ``raw_value``; ``valid`` and
+``skip_reason`` are carried as written (an invalid record's value is null: it abstains, with
+``skip_reason`` or ``"invalid"``); ``coverage``, ``raw_value``, ``components`` and
+``diagnostics`` go into ``metadata`` JSON. A file with any bad line is rejected whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from hylo_analytics.ingest._files import SourceFile, bad_utf8, split_lines
+from hylo_analytics.ingest._reader import Parsed, Reader
+from hylo_analytics.ingest._report import Problem
+
+__all__ = ["FORMAT", "READER", "parse", "sniff"]
+
+FORMAT = "worldfoundry.metric_results"
+
+_REC = (
+    '{"sample_id":"JSON","metric_id":"VARCHAR","raw_value":"JSON","normalized_value":"DOUBLE",'
+    '"components":"JSON","valid":"BOOLEAN","coverage":"DOUBLE","skip_reason":"VARCHAR",'
+    '"diagnostics":"JSON","schema_version":"VARCHAR","run_id":"VARCHAR"}'
+)
+
+
+def sniff(head: bytes, path: Path | None = None) -> bool:
+    """The first line is a JSON object with ``metric_id`` and ``sample_id``."""
+    first = head.lstrip().split(b"\n", 1)[0]
+    return first.startswith(b"{") and b'"metric_id"' in first and b'"sample_id"' in first
+
+
+def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
+    """Every line of every file in one query."""
+    problems: list[Problem] = []
+    ok: list[int] = []
+    for i, sf in enumerate(files):
+        pos = bad_utf8(sf.data)
+        if pos is not None:
+            problems.append(Problem(str(sf.path), pos[0], None, f"not UTF-8 (column {pos[1]})"))
+        else:
+            ok.append(i)
+    lines, file_index, line_number = split_lines([files[i].data for i in ok])
+    owners = np.asarray(ok, dtype=np.int32)
+    con.register(
+        "_mr_lines",
+        pa.table(
+            {
+                "file_idx": pa.array(owners[file_index] if len(ok) else np.zeros(0, np.int32)),
+                "line": pa.array(line_number),
+                "raw": lines,
+            }
+        ),
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _mr AS
+            WITH l AS (
+                SELECT file_idx, line, rtrim(raw, chr(10) || chr(13)) AS raw FROM _mr_lines
+            )
+            SELECT file_idx, line, json_valid(raw) AS ok,
+                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
+                        THEN json_transform(raw, '{_REC}') END AS r
+            FROM l WHERE length(trim(raw)) > 0"""
+    )
+    con.unregister("_mr_lines")
+    bad: set[int] = set()
+    for fi, line, is_json, has_rec, sid, _mid in con.execute(
+        """SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL, r.metric_id IS NOT NULL
+           FROM _mr WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
+           ORDER BY file_idx, line LIMIT 1000"""
+    ).fetchall():
+        bad.add(fi)
+        path = str(files[fi].path)
+        if not is_json:
+            problems.append(Problem(path, line, None, "malformed JSON line"))
+        elif not has_rec:
+            problems.append(Problem(path, line, None, "expected a JSON object (a MetricResult)"))
+        else:
+            fld = "sample_id" if not sid else "metric_id"
+            problems.append(Problem(path, line, fld, "missing; every MetricResult names it"))
+    ids: list[tuple[int, str, str]] = []
+    own = dict(
+        con.execute(
+            """SELECT file_idx, CASE WHEN count(DISTINCT r.run_id) = 1
+                                     AND count(r.run_id) = count(*) THEN any_value(r.run_id) END
+               FROM _mr GROUP BY file_idx"""
+        ).fetchall()
+    )
+    for fi in ok:
+        if fi in bad or fi not in own:
+            continue
+        sf = files[fi]
+        rid = own[fi] or f"worldfoundry:{sf.path.stem}:{sf.sha256[:12]}"
+        ids.append((fi, rid, sf.path.stem))
+    con.register(
+        "_mr_ids",
+        pa.table(
+            {
+                "file_idx": pa.array([i[0] for i in ids], pa.int32()),
+                "run_id": [i[1] for i in ids],
+                "agent": [i[2] for i in ids],
+            }
+        ),
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _mr_ok AS
+           SELECT m.file_idx, i.run_id, m.line, r.*,
+                  coalesce(r.sample_id->>'$', CAST(r.sample_id AS VARCHAR)) AS key
+           FROM _mr AS m JOIN _mr_ids AS i USING (file_idx)"""
+    )
+    runs = con.sql(
+        f"""
+        SELECT i.file_idx, i.run_id, '{FORMAT}' AS source_format, i.agent AS agent_name,
+               to_json({{'metrics': (SELECT list(DISTINCT metric_id ORDER BY metric_id)
+                                     FROM _mr_ok AS o WHERE o.file_idx = i.file_idx)}}) AS results,
+               'success' AS status,
+               (SELECT count(DISTINCT key) FROM _mr_ok AS o WHERE o.file_idx = i.file_idx) AS n_samples,
+               to_json({{'agent_name_from': 'file name'}}) AS extra
+        FROM _mr_ids AS i ORDER BY i.file_idx
+        """
+    ).to_arrow_table()
+    split = """split_part(key, '#', 1) AS task_id,
+               CASE WHEN contains(key, '#') THEN TRY_CAST(split_part(key, '#', 2) AS BIGINT) END AS seed"""
+    samples = con.sql(
+        f"""
+        WITH s AS (
+            SELECT file_idx, run_id, key, min(line) AS first_line, bool_or(coalesce(valid, true)) AS any_valid
+            FROM _mr_ok GROUP BY file_idx, run_id, key
+        )
+        SELECT file_idx, run_id, key, {split}, 1 AS epoch, key AS episode_id,
+               CASE WHEN any_valid THEN 'scored' ELSE 'skipped' END AS status,
+               'none' AS trace_status
+        FROM s ORDER BY file_idx, first_line
+        """
+    ).to_arrow_table()
+    scores = con.sql(
+        f"""
+        WITH v AS (
+            SELECT *, coalesce(valid, true) AS is_valid,
+                   coalesce(normalized_value, CASE json_type(raw_value)
+                       WHEN 'BOOLEAN' THEN CASE WHEN CAST(raw_value AS BOOLEAN) THEN 1.0 ELSE 0.0 END
+                       WHEN 'BIGINT' THEN CAST(raw_value AS DOUBLE)
+                       WHEN 'UBIGINT' THEN CAST(raw_value AS DOUBLE)
+                       WHEN 'DOUBLE' THEN CAST(raw_value AS DOUBLE) END) AS v
+            FROM _mr_ok
+        )
+        SELECT file_idx, run_id, key, {split}, 1 AS epoch, key AS episode_id,
+               metric_id AS metric,
+               CASE WHEN is_valid THEN v END AS value,
+               is_valid AND v IS NOT NULL AS valid,
+               CASE WHEN NOT is_valid THEN coalesce(skip_reason, 'invalid')
+                    WHEN v IS NULL THEN coalesce(skip_reason, 'no numeric value')
+                    ELSE skip_reason END AS skip_reason,
+               'evallog' AS source, 'imported' AS source_kind,
+               schema_version AS scorer_version,
+               to_json({{'coverage': coalesce(coverage, 1.0), 'raw_value': raw_value,
+                         'components': components, 'diagnostics': diagnostics}}) AS metadata
+        FROM v ORDER BY file_idx, line
+        """
+    ).to_arrow_table()
+    con.unregister("_mr_ids")
+    for t in ("_mr", "_mr_ok"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+    return Parsed(runs, samples, scores, None, problems)
+
+
+READER = Reader(FORMAT, sniff, parse)

@@ -1,0 +1,192 @@
+"""Generate real Inspect AI logs offline, with a small deterministic model of our own.
+
+Inspect's built-in mock model counts tokens with a tokenizer it downloads; ours answers from
+the prompt (echoing a digit-sum answer for half the samples) and reports fixed token usage,
+so every log is reproducible and needs no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, eval, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    ModelUsage,
+    modelapi,
+)
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    PARTIAL,
+    Score,
+    Target,
+    accuracy,
+    match,
+    mean,
+    scorer,
+)
+from inspect_ai.solver import TaskState, generate
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+
+@modelapi(name="hylotest")
+class HyloTestModel(ModelAPI):
+    """Answers ``<n>`` to prompts ``what is <n>`` when ``n`` is even, ``wrong`` otherwise."""
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        text = input[-1].text
+        n = int(text.split()[-1])
+        if self.model_name.startswith("crash") and n == 5:
+            raise RuntimeError("hylotest model crashed on purpose at n=5")
+        answer = str(n) if n % 2 == 0 else "wrong"
+        out = ModelOutput.from_content(model=self.model_name, content=answer)
+        out.usage = ModelUsage(
+            input_tokens=10 + n,
+            output_tokens=len(answer),
+            total_tokens=10 + n + len(answer),
+            input_tokens_cache_read=n % 3,
+            input_tokens_cache_write=1,
+        )
+        return out
+
+
+@scorer(metrics=[accuracy()])
+def grade_cip() -> Any:
+    """C / I / P letter grades: P when the number is a multiple of 3 and the answer is wrong."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        got = state.output.completion.strip()
+        n = int(target.text)
+        if got == target.text:
+            return Score(value=CORRECT, answer=got)
+        return Score(value=PARTIAL if n % 3 == 0 else INCORRECT, answer=got)
+
+    return score
+
+
+@scorer(metrics={"*": [mean()]})
+def grade_dict() -> Any:
+    """A dict-valued score: one metric per key."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        n = int(target.text)
+        return Score(value={"len": float(len(state.output.completion)), "parity": n % 2})
+
+    return score
+
+
+@task
+def arith(n: int = 12) -> Task:
+    return Task(
+        dataset=[Sample(id=f"q{i}", input=f"what is {i}", target=str(i)) for i in range(n)],
+        solver=generate(),
+        scorer=[match(), grade_cip(), grade_dict()],
+    )
+
+
+def make_logs(
+    out: Path,
+    *,
+    n: int = 12,
+    epochs: int = 2,
+    formats: tuple[str, ...] = ("eval", "json"),
+    model: str = "hylotest/det-1",
+) -> list[Path]:
+    """Write one log per format to ``out``; returns their paths.
+
+    ``model="hylotest/crash"`` raises on sample ``q5``: the run ends with status ``error``
+    holding the samples finished before the crash.
+    """
+    paths: list[Path] = []
+    for fmt in formats:
+        logs = eval(
+            arith(n=n),
+            model=model,
+            log_dir=str(out / fmt),
+            log_format=fmt,
+            epochs=epochs,
+            display="none",
+            log_samples=True,
+            max_connections=1,
+            max_samples=1,
+        )
+        paths.extend(Path(lg.location) for lg in logs)
+    return paths
+
+
+def strip_to_journal(src: Path, dst: Path) -> Path:
+    """An ``.eval`` as a killed process leaves it: only the journal and sample files.
+
+    Members are rewritten deflated (Python's zipfile cannot write zstd), so this also
+    exercises the reader's non-zstd path.
+    """
+    import zipfile
+
+    from hylo_analytics.ingest.inspect import read_zip_member
+
+    data = src.read_bytes()
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            if info.filename in ("header.json", "summaries.json", "reductions.json"):
+                continue
+            zout.writestr(info.filename, read_zip_member(data, zin, info))
+    return dst
+
+
+def generate_all(root: Path) -> dict[str, Path]:
+    """The test set: a clean and a crashed run, each as .eval and .json, and a journal-only
+    .eval. Call in a fresh process (see ``generate_in_subprocess``)."""
+    ok_eval, ok_json = make_logs(root / "ok")
+    bad_eval, bad_json = make_logs(root / "crash", model="hylotest/crash")
+    started = strip_to_journal(ok_eval, root / "started.eval")
+    return {
+        "ok_eval": ok_eval,
+        "ok_json": ok_json,
+        "crash_eval": bad_eval,
+        "crash_json": bad_json,
+        "started": started,
+    }
+
+
+def generate_in_subprocess(root: Path) -> dict[str, Path]:
+    """Run Inspect in a child process: its event loop leaves ResourceWarnings behind, which
+    the test suite (filterwarnings = error) must not inherit, and its registry stays out."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
+        "from _inspect_logs import generate_all;"
+        "print(json.dumps({k: str(v) for k, v in generate_all(Path(sys.argv[2])).items()}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, str(Path(__file__).parent), str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return {k: Path(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}

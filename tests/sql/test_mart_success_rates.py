@@ -1,0 +1,42 @@
+"""mart_success_rates: harness errors count as failures in one rate and not in the other;
+other abstentions are in neither."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hylo_analytics as ha
+
+
+def test_two_rates(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    values = [1.0, 1.0, 0.0, None, None, None]
+    reasons = [None, None, None, "harness error: timeout", "harness error: crash", "abstained"]
+    scores = pa.table(
+        {
+            "run_id": ["r"] * 6,
+            "key": [f"t#{i}" for i in range(6)],
+            "task_id": ["t"] * 6,
+            "metric": ["success"] * 6,
+            "value": pa.array(values, pa.float64()),
+            "valid": [v is not None for v in values],
+            "skip_reason": reasons,
+            "source": ["evallog"] * 6,
+            "source_kind": ["imported"] * 6,
+        }
+    )
+    runs = pa.table({"run_id": ["r"], "agent_name": ["a"], "source_format": ["vla-eval"]})
+    with store.lock():
+        store.commit({"runs": runs, "scores": scores})
+    row = store.sql("SELECT * FROM mart_success_rates").row(0, named=True)
+    assert (row["n_total"], row["n_valid"], row["n_harness_errors"], row["n_skipped_other"]) == (
+        6,
+        3,
+        2,
+        1,
+    )
+    assert row["success_rate_errors_excluded"] == pytest.approx(2 / 3)
+    assert row["success_rate_errors_as_failures"] == pytest.approx(2 / 5)

@@ -1,0 +1,118 @@
+"""EvalLog export: v0.1 round trip is lossless (log and traces), v0.2 layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import hylo_analytics as ha
+from hylo_analytics.cli import main
+
+
+def _normalised(doc: dict[str, object]) -> dict[str, object]:
+    """Key order and sample order do not matter; numbers compare by value (1 == 1.0)."""
+    samples = sorted(doc["samples"], key=lambda s: (s["key"], s.get("epoch", 1)))  # type: ignore[attr-defined]
+    return {**doc, "samples": samples}
+
+
+@pytest.mark.parametrize("run", ["run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"])
+def test_v01_round_trip_is_lossless(
+    run: str, sample_store: ha.Store, sample_dir: Path, tmp_path: Path
+) -> None:
+    out = ha.export_evallog(sample_store, run, tmp_path / run / "evallog.json")
+    orig = json.loads((sample_dir / run / "evallog.json").read_text())
+    assert _normalised(json.loads(out.read_text())) == _normalised(orig)
+    traces = sorted((sample_dir / run / "episodes").iterdir())
+    assert traces
+    for t in traces:
+        assert (tmp_path / run / "episodes" / t.name).read_bytes() == t.read_bytes()
+    # and the export reads back into the same rows
+    store = ha.open_store(tmp_path / "s")
+    rep = store.ingest(out, progress=False)
+    assert rep.quarantined == 0
+    q = "SELECT key, epoch, metric, value FROM stg_scores WHERE run_id = ? ORDER BY ALL"
+    assert store.sql(q, [run]).equals(sample_store.sql(q, [run]))
+
+
+def test_round_trip_with_epochs_extra_and_abstentions(tmp_path: Path) -> None:
+    doc = {
+        "version": "hylo.evallog/v0.1",
+        "run_id": "r1",
+        "note": {"kept": True},
+        "benchmark": {"id": "b"},
+        "agent": {"name": "a"},
+        "samples": [
+            {
+                "key": "t#1",
+                "task_id": "t",
+                "seed": 1,
+                "epoch": 1,
+                "status": "success",
+                "scores": {"success": 1, "steps": {"value": 3.5, "explanation": "why"}},
+                "x": [1],
+            },
+            {
+                "key": "t#1",
+                "task_id": "t",
+                "seed": 1,
+                "epoch": 2,
+                "status": "error",
+                "scores": {"success": None},
+            },
+            {"key": "t#2", "task_id": "t", "seed": 2, "episode_id": "e2", "status": "failure"},
+        ],
+    }
+    src = tmp_path / "in" / "log.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(src, progress=False)
+    out = ha.export_evallog(store, "r1", tmp_path / "out" / "log.json")
+    got = json.loads(out.read_text())
+    assert _normalised(got) == _normalised(doc)
+
+
+def test_v02_layout(sample_store: ha.Store, tmp_path: Path) -> None:
+    run = "run-octo-ft-1.0.0-0000"
+    out = ha.export_evallog(sample_store, run, tmp_path / "v2.json", version="v0.2", traces=False)
+    doc = json.loads(out.read_text())
+    assert list(doc)[:5] == ["version", "status", "eval", "results", "stats"]
+    assert doc["version"] == "hylo.evallog/v0.2" and doc["eval"]["run_id"] == run
+    n = sample_store.sql("SELECT count(*) FROM stg_samples WHERE run_id = ?", [run]).item()
+    assert sum(len(s["epochs"]) for s in doc["samples"]) == n == doc["stats"]["n_episodes"]
+    mean = sample_store.sql(
+        "SELECT avg(value) FROM stg_scores WHERE run_id = ? AND metric = 'success'", [run]
+    ).item()
+    assert doc["results"]["metrics"]["success"] == pytest.approx(mean)
+    assert not (tmp_path / "episodes").exists()
+
+
+def test_unknown_run_and_version(sample_store: ha.Store, tmp_path: Path) -> None:
+    with pytest.raises(KeyError, match="nope"):
+        ha.export_evallog(sample_store, "nope", tmp_path / "x.json")
+    with pytest.raises(ValueError, match=r"v0\.3"):
+        ha.export_evallog(sample_store, "x", tmp_path / "x.json", version="v0.3")  # type: ignore[arg-type]
+
+
+def test_cli_export(
+    sample_store: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "e" / "log.json"
+    code = main(
+        [
+            "export",
+            "--store",
+            str(sample_store.root),
+            "--run",
+            "run-octo-ft-1.1.0-0001",
+            "-o",
+            str(out),
+            "--version",
+            "v0.2",
+        ]
+    )
+    assert code == 0 and "wrote" in capsys.readouterr().out
+    assert json.loads(out.read_text())["eval"]["run_id"] == "run-octo-ft-1.1.0-0001"
+    assert main(["export", "--store", str(sample_store.root), "--run", "nope", "-o", str(out)]) == 2

@@ -1,0 +1,69 @@
+"""inspect-robots logs: the real success and error examples in ../shared/data/real."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import hylo_analytics as ha
+
+
+@pytest.fixture(scope="module")
+def ir_store(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
+    store = ha.open_store(tmp_path_factory.mktemp("ir") / "store")
+    rep = store.ingest(real_dir / "inspect-robots", progress=False)
+    assert rep.quarantined == 0 and rep.formats == (("inspect-robots/v1", 2),)
+    return store
+
+
+def test_success_log(ir_store: ha.Store, real_dir: Path) -> None:
+    path = real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json"
+    doc = json.loads(path.read_text())
+    run = ir_store.sql("SELECT * FROM stg_runs WHERE source_path = ?", [str(path)])
+    assert run["status"][0] == "success" and run["agent_name"][0] == "molmoact2"
+    assert run["benchmark_id"][0] == "adhoc"
+    rid = run["run_id"][0]
+    smp = ir_store.sql("SELECT * FROM stg_samples WHERE run_id = ?", [rid])
+    n_epochs = sum(len(s["epochs"]) for s in doc["samples"])
+    assert smp.height == n_epochs == 1
+    assert smp["key"][0] == "adhoc#scene-0" and smp["status"][0] == "success"
+    assert json.loads(smp["extra"][0])["instruction"] == "place the fork on the plate"
+    sc = ir_store.sql("SELECT metric, value FROM stg_scores WHERE run_id = ?", [rid])
+    assert sc.rows() == [("success_at_end", doc["results"]["metrics"]["success_at_end"])]
+
+
+def test_error_log_abstains(ir_store: ha.Store, real_dir: Path) -> None:
+    path = real_dir / "inspect-robots" / "adhoc_084f91f0.error.json"
+    run = ir_store.sql("SELECT run_id, status FROM stg_runs WHERE source_path = ?", [str(path)])
+    assert run["status"][0] == "error"
+    rid = run["run_id"][0]
+    smp = ir_store.sql("SELECT status FROM stg_samples WHERE run_id = ?", [rid])
+    assert smp["status"].to_list() == ["error"]
+    sc = ir_store.sql("SELECT value, valid, skip_reason FROM stg_scores WHERE run_id = ?", [rid])
+    assert sc.height == 1 and sc["value"][0] is None and sc["valid"][0] is False
+    assert sc["skip_reason"][0] == "sample error: EmbodimentFault: No module named 'i2rt'"
+
+
+def test_epochs_and_known_metrics(tmp_path: Path, real_dir: Path) -> None:
+    doc = json.loads((real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json").read_text())
+    s = doc["samples"][0]
+    doc["samples"] = [
+        {
+            **s,
+            "epochs": [{"success_at_end": 1.0}, {"success_at_end": 0.0}, {"success_at_end": None}],
+        },
+        {**s, "scene_id": "scene-1", "status": "error", "error": "boom", "epochs": [{}]},
+    ]
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(p, progress=False)
+    sc = store.sql("SELECT key, epoch, value, skip_reason FROM stg_scores ORDER BY key, epoch")
+    assert sc.rows() == [
+        ("adhoc#scene-0", 1, 1.0, None),
+        ("adhoc#scene-0", 2, 0.0, None),
+        ("adhoc#scene-0", 3, None, "unscored"),
+        ("adhoc#scene-1", 1, None, "sample error: boom"),
+    ]
