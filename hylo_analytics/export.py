@@ -64,7 +64,9 @@ WITH smp AS (
            CAST(json_merge_patch(coalesce(smp.extra, '{{}}'), json_object(
                'key', smp.key, 'task_id', smp.task_id, 'seed', smp.seed,
                'epoch', CASE WHEN smp.n_key > 1 OR smp.epoch <> 1 THEN smp.epoch END,
-               'episode_id', CASE WHEN smp.episode_id <> smp.key THEN smp.episode_id END,
+               -- ingest names an unnamed episode '<key>' (epoch 1) or '<key>@<epoch>'
+               'episode_id', CASE WHEN smp.episode_id <> smp.key || CASE WHEN smp.epoch > 1
+                   THEN '@' || CAST(smp.epoch AS VARCHAR) ELSE '' END THEN smp.episode_id END,
                'status', smp.status,
                'trace', CASE WHEN starts_with(smp.trace_path, $prefix)
                              THEN substr(smp.trace_path, length($prefix) + 1) END
