@@ -9,11 +9,12 @@ struct, because each group has its own set of reasons). ``n_total == n_valid + s
 holds in every row. For binary metrics ``success_rate_errors_as_failures`` (abstentions counted
 as 0, over ``n_total``) is shown next to ``mean`` (abstentions excluded), never instead of it.
 
-From a store the scores are read from ``stg_scores`` (every current row of every source);
-pass ``source=`` to keep one source. The epoch reducer keeps sources apart, so a key scored by
-two sources counts twice (visibly, in ``n_total``) rather than averaging two scorers. A
-precedence view keeping one score per (run, key, metric) across sources is being added
-separately (issue 3); pass its name as ``view=`` once it exists.
+From a store the scores are read from the precedence view ``int_scores_preferred`` (one
+score per run, key, epoch and metric: re-scored > derived > observation > imported, see
+``sql/int_scores_preferred.sql``); pass ``source=`` to read one source from ``stg_scores``
+instead, or ``view=`` to name any view. On a plain frame, the epoch reducer keeps sources apart,
+so a key scored by two sources counts twice (visibly, in ``n_total``) rather than averaging two
+scorers.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def aggregate(
     cluster: str | None = None,
     optimality_threshold: float = 1.0,
     source: str | Sequence[str] | None = None,
-    view: str = "stg_scores",
+    view: str | None = None,
     registry: MetricRegistry | None = None,
 ) -> pl.DataFrame:
     """Aggregate ``scores`` per ``by`` group and metric.
@@ -124,10 +125,12 @@ def _load(
     scores: pl.DataFrame | pl.LazyFrame | Store,
     by: Sequence[str],
     source: str | Sequence[str] | None,
-    view: str,
+    view: str | None,
     extra: Sequence[str],
 ) -> pl.DataFrame:
     if isinstance(scores, Store):
+        # one preferred score per (run, key, epoch, metric) unless a source is asked for
+        view = view or ("stg_scores" if source is not None else "int_scores_preferred")
         frame = scores.table(view).collect()
     elif isinstance(scores, pl.LazyFrame):
         frame = scores.collect()

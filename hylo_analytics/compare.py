@@ -37,17 +37,22 @@ __all__ = [
 Alternative = Literal["greater", "two-sided"]
 Direction = Literal["maximize", "minimize"]
 
-# Until the MetricSpec registry (aggregation issue) is merged, the built-in metrics' directions
-# live here; unknown metrics default to "maximize" unless the caller says otherwise.
-BUILTIN_DIRECTIONS: Mapping[str, Direction] = {
-    "success": "maximize",
-    "success_once": "maximize",
-    "success_at_end": "maximize",
-    "return": "maximize",
-    "steps": "minimize",
-    "safety_interventions": "minimize",
-    "latency_p95": "minimize",
-}
+
+def _registry_directions() -> dict[str, Direction]:
+    """Every registered metric name (ids and aliases) with its direction, from MetricSpec."""
+    from hylo_analytics.metrics import default_registry
+
+    reg = default_registry()
+    return {
+        name: ("maximize" if reg.get(name).higher_is_better else "minimize")
+        for name in reg.alias_map()
+        if reg.get(name).higher_is_better is not None
+    }
+
+
+# The built-in metrics' directions, read from the MetricSpec registry (one source of truth);
+# a metric the registry does not know defaults to "maximize" unless the caller says otherwise.
+BUILTIN_DIRECTIONS: Mapping[str, Direction] = _registry_directions()
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -154,11 +154,14 @@ def compare_runs(
     *,
     metrics: Sequence[str] | None = ("success",),
     by: Sequence[str] = (),
-    source: str = "evallog",
+    source: str | None = None,
     force: bool = False,
     **options: object,
 ) -> pl.DataFrame:
-    """:func:`compare_scores` on the store's current scores of ``source``, behind the gate.
+    """:func:`compare_scores` on the store's current scores, behind the gate.
+
+    Scores are the preferred one per key and metric (``int_scores_preferred``: re-scored >
+    derived > observation > imported), or those of one ``source`` when given.
 
     The gate refuses runs whose benchmark digest, split or scorer version (per metric) differ
     from the parent's, naming what differs; ``force=True`` compares them anyway and marks
@@ -166,11 +169,19 @@ def compare_runs(
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     runs = [*cands, parent]
-    scores = store.sql(
-        "SELECT * FROM stg_scores WHERE source = $source AND list_contains($runs, run_id)"
-        + ("" if metrics is None else " AND list_contains($metrics, metric)"),
-        {"source": source, "runs": runs} | ({} if metrics is None else {"metrics": list(metrics)}),
+    where = "list_contains($runs, run_id)" + (
+        "" if metrics is None else " AND list_contains($metrics, metric)"
     )
+    params: dict[str, object] = {"runs": runs} | (
+        {} if metrics is None else {"metrics": list(metrics)}
+    )
+    if source is None:
+        scores = store.sql(f"SELECT * FROM int_scores_preferred WHERE {where}", params)
+    else:
+        scores = store.sql(
+            f"SELECT * FROM stg_scores WHERE source = $source AND {where}",
+            params | {"source": source},
+        )
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
@@ -179,7 +190,11 @@ def compare_runs(
     if missing:
         raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
     if scores.filter(pl.col("run_id") == parent).is_empty():
-        raise ValueError(f"parent {parent!r} has no scores of source {source!r} for {metrics}")
+        raise ValueError(
+            f"parent {parent!r} has no scores"
+            + (f" of source {source!r}" if source else "")
+            + f" for {metrics}"
+        )
     problems = _gate(meta, scores, cands, parent)
     if problems and not force:
         detail = "; ".join(f"{c}: {why}" for c, why in problems.items())

@@ -91,7 +91,7 @@ class Store:
         *,
         metrics: Sequence[str] | None = ("success",),
         by: Sequence[str] = (),
-        source: str = "evallog",
+        source: str | None = None,
         force: bool = False,
         **options: Any,
     ) -> pl.DataFrame:
@@ -207,11 +207,39 @@ class Store:
         statements = [
             f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
         ]
+        statements.append(f"CREATE OR REPLACE VIEW metric_specs AS {_metric_specs_sql()}")
         statements += load_views(self.con, prelude=statements)
         _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
+
+
+def _metric_specs_sql() -> str:
+    """The MetricSpec registry as rows, so SQL views share Python's metric directions.
+
+    One row per name a metric answers to (its id and each alias), with the canonical id.
+    """
+    from hylo_analytics.metrics import default_registry
+
+    reg = default_registry()
+
+    def lit(v: object) -> str:
+        if v is None:
+            return "NULL"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return "'" + str(v).replace("'", "''") + "'"
+
+    rows = []
+    for name, mid in sorted(reg.alias_map().items()):
+        spec = reg.get(mid)
+        cells = (name, mid, spec.display_name, spec.output_unit, spec.higher_is_better, spec.kind)
+        rows.append("(" + ", ".join(lit(c) for c in cells) + ")")
+    return (
+        "SELECT * FROM (VALUES " + ", ".join(rows) + ") AS t(metric, metric_id, display_name, "
+        "unit, higher_is_better, kind)"
+    )
 
 
 def open_store(path: str | os.PathLike[str]) -> Store:

@@ -2,8 +2,8 @@
 -- on (key, epoch, metric, source). One row per pair, in both orders (a is the candidate, b the
 -- parent), so any (candidate, parent) comparison is a filter. Epochs are paired, not reduced
 -- (reduce first in Python with Store.compare(reducer=...) if you need that). The outcome is
--- direction-aware: for metrics to minimize (steps, safety_interventions, latency_p95) a lower
--- value wins. Pairs where either side abstained (null value) are kept with outcome 'dropped'.
+-- direction-aware (from the MetricSpec registry, view metric_specs): for metrics to minimize
+-- (steps, safety_interventions, latency_p95) a lower value wins. Pairs where either side abstained (null value) are kept with outcome 'dropped'.
 -- The comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
 with scores as (
     select run_id, key, task_id, epoch, metric, source, value from stg_scores
@@ -14,16 +14,8 @@ runs as (
 ),
 
 directions as (
-    select * from (
-        values
-            ('success', true),
-            ('success_once', true),
-            ('success_at_end', true),
-            ('return', true),
-            ('steps', false),
-            ('safety_interventions', false),
-            ('latency_p95', false)
-    ) as t (metric, higher_is_better)
+    -- the MetricSpec registry, exposed by the store as a view
+    select metric, higher_is_better from metric_specs
 ),
 
 scored as (

@@ -65,7 +65,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="COLUMN",
         help="also compare per group of this score column, e.g. task_id",
     )
-    p.add_argument("--source", default="evallog", help="score source to use (default: evallog)")
+    p.add_argument(
+        "--source",
+        default=None,
+        help="use only scores of this source (default: the preferred score per key: re-scored > derived > graded > imported)",
+    )
     p.add_argument(
         "--force",
         action="store_true",
