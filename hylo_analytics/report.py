@@ -356,10 +356,12 @@ h2 { font-size: 19px; margin: 40px 0 12px; padding-bottom: 6px; border-bottom: 1
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .card .value { font-size: 24px; font-weight: 600; margin-top: 2px; }
 .card .sub { color: var(--muted); font-size: 12px; }
-table { border-collapse: collapse; width: 100%; font-size: 14px; margin: 8px 0; }
-th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right;
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 8px 0; }
+th, td { padding: 6px 8px; border-bottom: 1px solid var(--line); text-align: right;
          font-variant-numeric: tabular-nums; white-space: nowrap; }
-th { background: var(--bg); font-weight: 600; position: sticky; top: 0; }
+th { background: var(--bg); font-weight: 600; white-space: normal; vertical-align: bottom; }
+td:last-child, th:last-child { text-align: center; }
 th:first-child, td:first-child { text-align: left; }
 tbody tr:hover { background: #fafbfc; }
 .verdict { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
@@ -396,7 +398,10 @@ def _badge(verdict: str | None) -> str:
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def summary_sentence(headline: dict[str, Any]) -> str:
@@ -458,7 +463,7 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
 def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
     return [
         [
-            html.escape(r["run"]) + (f" <b>({r['role']})</b>" if r["role"] else ""),
+            html.escape(r["run"]) + (f"<br><b>{r['role']}</b>" if r["role"] else ""),
             html.escape(f"{r['agent_name']} {r['agent_version']}"),
             str(r["n_samples"]),
             f"{r['n_scored']} / {r['n_total']}",

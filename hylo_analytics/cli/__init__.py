@@ -19,6 +19,7 @@ _COMMANDS = (
     "hylo_analytics.cli.ingest",
     "hylo_analytics.cli.query",
     "hylo_analytics.cli.demo",
+    "hylo_analytics.cli.report",
 )
 
 
