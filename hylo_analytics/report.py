@@ -32,6 +32,7 @@ __all__ = [
     "paired_diff_ci",
     "render_report",
     "report_frames",
+    "summary_sentence",
     "wilson_ci",
     "write_report",
 ]
