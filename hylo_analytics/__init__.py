@@ -11,6 +11,7 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
+from hylo_analytics.report import report_frames, write_report
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "TaskSpec",
     "Tombstone",
     "open_store",
+    "report_frames",
+    "write_report",
 ]
 
 __version__ = "0.1.0"

@@ -89,7 +89,7 @@ def _styled(chart: Any) -> Any:
 
 
 def _title(text: str, subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text=text, subtitle=subtitle)  # type: ignore[no-untyped-call]
+    return alt.TitleParams(text=text, subtitle=subtitle)
 
 
 # -- per task -----------------------------------------------------------------------------
@@ -148,10 +148,10 @@ def success_rate_by_task(
 def paired_forest(
     frame: pl.DataFrame,
     *,
-    title: str = "Candidate − parent, per task",
+    title: str = "Candidate \u2212 parent, per task",
     metric_label: str = "success rate",
 ) -> alt.LayerChart:
-    """Forest plot of the paired difference candidate − parent per task, coloured by verdict.
+    """Forest plot of the paired difference candidate - parent per task, coloured by verdict.
 
     ``frame``: one row per task with ``task_id, diff, ci_low, ci_high, verdict, p_value,
     p_adjusted, n_pairs, candidate_wins, parent_wins, ties``; ``verdict`` is one of
@@ -171,7 +171,9 @@ def paired_forest(
         "parent_wins",
         "ties",
     ]
-    data = _require(frame, cols, "paired_forest").sort(["diff", "task_id"], descending=[True, False])
+    data = _require(frame, cols, "paired_forest").sort(
+        ["diff", "task_id"], descending=[True, False]
+    )
     unknown = set(data["verdict"].drop_nulls().to_list()) - set(VERDICT_COLORS)
     if unknown:
         raise ValueError(
@@ -188,13 +190,15 @@ def paired_forest(
     shape = alt.Shape(
         "verdict:N", scale=alt.Scale(domain=domain, range=list(_VERDICT_SHAPES.values()))
     )
-    zero = alt.Chart(_data(pl.DataFrame({"x": [0.0]}))).mark_rule(
-        color="#333", strokeDash=[4, 3]
-    ).encode(x="x:Q")
+    zero = (
+        alt.Chart(_data(pl.DataFrame({"x": [0.0]})))
+        .mark_rule(color="#333", strokeDash=[4, 3])
+        .encode(x="x:Q")
+    )
     bars = base.mark_rule(strokeWidth=2.5).encode(
         x=alt.X(
             "ci_low:Q",
-            title=f"difference in {metric_label} (candidate − parent), 95% CI",
+            title=f"difference in {metric_label} (candidate \u2212 parent), 95% CI",
             axis=alt.Axis(
                 tickCount=8,
                 labelExpr="(datum.value > 0 ? '+' : '') + format(datum.value, '.0%')",
@@ -231,13 +235,11 @@ def paired_forest(
     return _styled(chart)  # type: ignore[no-any-return]
 
 
-def win_loss_bars(
-    frame: pl.DataFrame, *, title: str = "Paired outcomes per task"
-) -> alt.Chart:
+def win_loss_bars(frame: pl.DataFrame, *, title: str = "Paired outcomes per task") -> alt.Chart:
     """Diverging bars per task: candidate wins right, parent wins left, ties centred.
 
     ``frame``: one row per task with ``task_id, candidate_wins, parent_wins, ties`` (counts of
-    paired keys). Tasks are sorted by net wins (candidate − parent), best first.
+    paired keys). Tasks are sorted by net wins (candidate - parent), best first.
     """
     cols = ["task_id", "candidate_wins", "parent_wins", "ties"]
     data = _require(frame, cols, "win_loss_bars").with_columns(
@@ -255,8 +257,11 @@ def win_loss_bars(
                 (half + pl.col("candidate_wins")).alias("end"),
             ),
             data.select(
-                "task_id", pl.lit("ties").alias("outcome"), pl.col("ties").alias("n"),
-                (-half).alias("start"), half.alias("end"),
+                "task_id",
+                pl.lit("ties").alias("outcome"),
+                pl.col("ties").alias("n"),
+                (-half).alias("start"),
+                half.alias("end"),
             ),
             data.select(
                 "task_id",
@@ -282,9 +287,7 @@ def win_loss_bars(
             color=alt.Color(
                 "outcome:N",
                 title=None,
-                scale=alt.Scale(
-                    domain=list(_OUTCOME_COLORS), range=list(_OUTCOME_COLORS.values())
-                ),
+                scale=alt.Scale(domain=list(_OUTCOME_COLORS), range=list(_OUTCOME_COLORS.values())),
             ),
             tooltip=[
                 alt.Tooltip("task_id:N", title="task"),
@@ -384,14 +387,18 @@ def metric_trend(
     data = _require(frame, cols, "metric_trend")
     fmt = ".0%" if percent else ".3g"
     base = alt.Chart(_data(data))
-    xenc = alt.X(f"{x}:O", title=x.replace("_", " "), sort=_order(data, x), axis=alt.Axis(labelAngle=0))
+    xenc = alt.X(
+        f"{x}:O", title=x.replace("_", " "), sort=_order(data, x), axis=alt.Axis(labelAngle=0)
+    )
     enc: dict[str, Any] = {"x": xenc}
     mark: dict[str, Any] = {}
     if series:
         enc["color"] = alt.Color(f"{series}:N", title=series.replace("_", " "))
     else:
         mark["color"] = "#0072B2"
-    tooltip = [alt.Tooltip(f"{c}:{'Q' if c in ('value', 'ci_low', 'ci_high', 'n') else 'N'}") for c in cols]
+    tooltip = [
+        alt.Tooltip(f"{c}:{'Q' if c in ('value', 'ci_low', 'ci_high', 'n') else 'N'}") for c in cols
+    ]
     line = base.mark_line(strokeWidth=2, **mark).encode(
         y=alt.Y("value:Q", title=value_label, axis=alt.Axis(format=fmt)), **enc
     )
@@ -416,8 +423,8 @@ def pareto_front(frame: pl.DataFrame, *, cost: str = "cost", value: str = "succe
     strictly cheaper and at least as good. Vectorized: sort by cost (value descending within
     a cost), and a row is on the front iff its value beats every cheaper-or-equal row before it.
     """
-    ordered = frame.select(cost, value).with_row_index("_i").sort(
-        [cost, value], descending=[False, True]
+    ordered = (
+        frame.select(cost, value).with_row_index("_i").sort([cost, value], descending=[False, True])
     )
     best_before = pl.col(value).cum_max().shift(1)
     flags = ordered.with_columns(
@@ -441,7 +448,9 @@ def cost_vs_success(
     cols = ["run", "cost", "success", "ci_low", "ci_high"]
     data = _require(frame, cols, "cost_vs_success")
     data = data.with_columns(pareto_front(data)).with_columns(
-        pl.when(pl.col("on_front")).then(pl.lit("Pareto front")).otherwise(pl.lit("dominated"))
+        pl.when(pl.col("on_front"))
+        .then(pl.lit("Pareto front"))
+        .otherwise(pl.lit("dominated"))
         .alias("front")
     )
     base = alt.Chart(_data(data))
@@ -460,7 +469,9 @@ def cost_vs_success(
     points = base.mark_point(size=110, filled=True, opacity=1).encode(
         x=x,
         y=alt.Y(
-            "success:Q", title="success rate", axis=alt.Axis(format="%"),
+            "success:Q",
+            title="success rate",
+            axis=alt.Axis(format="%"),
             scale=alt.Scale(zero=False, nice=False, padding=30),
         ),
         color=color,
@@ -507,14 +518,19 @@ def coverage_breakdown(
         .to_list()
     )
     domain = ["scored", *reasons]
-    palette = [_SCORED_COLOR, *(_REASON_COLORS[i % len(_REASON_COLORS)] for i in range(len(reasons)))]
+    palette = [
+        _SCORED_COLOR,
+        *(_REASON_COLORS[i % len(_REASON_COLORS)] for i in range(len(reasons))),
+    ]
     rank = {r: i for i, r in enumerate(domain)}
-    data = data.with_columns(pl.col("reason").replace_strict(rank, default=len(domain)).alias("_rank"))
+    data = data.with_columns(
+        pl.col("reason").replace_strict(rank, default=len(domain)).alias("_rank")
+    )
     chart = (
         alt.Chart(_data(data))
         .mark_bar(height={"band": 0.7})
         .encode(
-            x=alt.X("sum(n):Q", title="rows (episodes × metric)", stack="zero"),
+            x=alt.X("sum(n):Q", title="rows (episodes \u00d7 metric)", stack="zero"),
             y=alt.Y("run:N", title=None, sort=_order(data, "run")),
             color=alt.Color(
                 "reason:N", title="outcome", scale=alt.Scale(domain=domain, range=palette)

@@ -252,9 +252,7 @@ def interim_verdicts(
 
 
 def _with_paired_stats(frame: pl.DataFrame) -> pl.DataFrame:
-    low, high = paired_diff_ci(
-        pl.col("candidate_wins"), pl.col("parent_wins"), pl.col("n_pairs")
-    )
+    low, high = paired_diff_ci(pl.col("candidate_wins"), pl.col("parent_wins"), pl.col("n_pairs"))
     p = mcnemar_two_sided(frame["candidate_wins"].to_numpy(), frame["parent_wins"].to_numpy())
     return frame.with_columns(
         pl.when(pl.col("n_pairs") > 0)
@@ -378,12 +376,12 @@ code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 
 
 def _pct(x: float | None, signed: bool = False) -> str:
     if x is None:
-        return "–"
+        return "\u2013"
     return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}%"
 
 
 def _p(x: float | None) -> str:
-    return "–" if x is None else (f"{x:.3f}" if x >= 0.001 else f"{x:.1e}")
+    return "\u2013" if x is None else (f"{x:.3f}" if x >= 0.001 else f"{x:.1e}")
 
 
 def _svg(chart: Any) -> str:
@@ -435,11 +433,15 @@ def _cards(h: dict[str, Any]) -> str:
             f"candidate / parent wins / ties · p = {_p(h['p_value'])}",
         ),
     ]
-    return '<div class="cards">' + "".join(
-        f'<div class="card"><div class="label">{k}</div><div class="value">{v}</div>'
-        f'<div class="sub">{s}</div></div>'
-        for k, v, s in cards
-    ) + "</div>"
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><div class="label">{k}</div><div class="value">{v}</div>'
+            f'<div class="sub">{s}</div></div>'
+            for k, v, s in cards
+        )
+        + "</div>"
+    )
 
 
 def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
@@ -470,8 +472,8 @@ def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
             f"{r['n_scored']} / {r['n_total']}",
             _pct(r["success"]),
             f"{_pct(r['ci_low'])} to {_pct(r['ci_high'])}",
-            "–" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}",
-            "–" if r["mean_inference_s"] is None else f"{r['mean_inference_s']:.2f}",
+            "\u2013" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}",
+            "\u2013" if r["mean_inference_s"] is None else f"{r['mean_inference_s']:.2f}",
             str(r["n_errors"]),
         ]
         for r in runs.iter_rows(named=True)
@@ -499,13 +501,23 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _cards(h),
         "<h2>Per task</h2>",
         _table(
-            ["task", "pairs", "candidate", "parent", "diff (pts)", "95% CI", "wins c / p / ties",
-             "McNemar p", "Holm p", "verdict"],
+            [
+                "task",
+                "pairs",
+                "candidate",
+                "parent",
+                "diff (pts)",
+                "95% CI",
+                "wins c / p / ties",
+                "McNemar p",
+                "Holm p",
+                "verdict",
+            ],
             _task_rows(tasks),
         ),
         f'<p class="note">Pairs are episodes both runs scored on the same task and seed; '
         f"{h['n_dropped']} shared episodes were dropped because a run abstained. Differences are "
-        "candidate − parent in percentage points with a Bonett-Price 95% interval; p is the exact "
+        "candidate \u2212 parent in percentage points with a Bonett-Price 95% interval; p is the exact "
         "two-sided McNemar test, adjusted across tasks with Holm. Verdicts (interim rule): "
         "improved/regressed when the adjusted p &lt; 0.05, unchanged when the CI lies within "
         "±10 points, otherwise inconclusive.</p>",
@@ -514,8 +526,17 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(success),
         "<h2>Runs, coverage and cost</h2>",
         _table(
-            ["run", "agent", "episodes", "scored / total", "success", "95% CI (Wilson)",
-             "mean steps", "inference s / ep", "errors"],
+            [
+                "run",
+                "agent",
+                "episodes",
+                "scored / total",
+                "success",
+                "95% CI (Wilson)",
+                "mean steps",
+                "inference s / ep",
+                "errors",
+            ],
             _run_rows(runs),
         ),
         '<div class="grid2">',
@@ -524,7 +545,9 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
                 runs.select(
                     pl.col("agent_version").alias("run"),
                     pl.col("mean_inference_s").alias("cost"),
-                    "success", "ci_low", "ci_high",
+                    "success",
+                    "ci_low",
+                    "ci_high",
                 ).drop_nulls("cost"),
                 cost_label="mean inference time per episode (s)",
                 title="Cost vs success (all runs)",
@@ -533,7 +556,10 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(
             charts.metric_trend(
                 runs.select(
-                    "agent_version", pl.col("success").alias("value"), "ci_low", "ci_high",
+                    "agent_version",
+                    pl.col("success").alias("value"),
+                    "ci_low",
+                    "ci_high",
                     pl.col("n_scored").alias("n"),
                 ),
                 title="Success across versions (all runs)",
@@ -549,7 +575,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
     ]
     body = "\n".join(parts)
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>\n{body}\n</main></body></html>\n"

@@ -212,7 +212,7 @@ def test_metric_trend_keeps_version_order() -> None:
         }
     )
     spec = charts.metric_trend(frame).to_dict()
-    bars, line, points = _layers(spec)
+    bars, line, _points = _layers(spec)
     assert line["encoding"]["x"]["sort"] == ["1.10.0", "1.2.0", "2.0.0"]
     assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == (
         "ci_low",
@@ -237,7 +237,7 @@ def test_pareto_front(cost: list[float], success: list[float], expected: list[bo
 
 def test_cost_vs_success_marks_the_front(per_run: pl.DataFrame) -> None:
     spec = charts.cost_vs_success(per_run, cost_label="inference s / episode").to_dict()
-    front_line, bars, points, labels = _layers(spec)
+    front_line, _bars, points, labels = _layers(spec)
     rows = pl.DataFrame(_values(spec, points))
     assert rows.height == 3
     assert rows["on_front"].to_list() == charts.pareto_front(per_run).to_list()
@@ -271,8 +271,15 @@ def test_every_chart_renders_png_svg_and_html(
         value=(pl.col("ci_low") + pl.col("ci_high")) / 2
     )
     summary = pl.DataFrame(
-        {"run": ["a", "b"], "n": [10, 10], "q05": [1.0, 2.0], "q25": [2.0, 3.0],
-         "q50": [3.0, 4.0], "q75": [4.0, 5.0], "q95": [5.0, 6.0]}
+        {
+            "run": ["a", "b"],
+            "n": [10, 10],
+            "q05": [1.0, 2.0],
+            "q25": [2.0, 3.0],
+            "q50": [3.0, 4.0],
+            "q75": [4.0, 5.0],
+            "q95": [5.0, 6.0],
+        }
     )
     built = {
         "success": charts.success_rate_by_task(task_success, run_label="agent"),
@@ -282,8 +289,14 @@ def test_every_chart_renders_png_svg_and_html(
         "trend": charts.metric_trend(trend),
         "cost": charts.cost_vs_success(per_run),
         "coverage": charts.coverage_breakdown(
-            pl.DataFrame({"run": ["a", "a", "b"], "metric": ["m"] * 3,
-                          "reason": ["scored", "timeout", "scored"], "n": [8, 2, 10]})
+            pl.DataFrame(
+                {
+                    "run": ["a", "a", "b"],
+                    "metric": ["m"] * 3,
+                    "reason": ["scored", "timeout", "scored"],
+                    "n": [8, 2, 10],
+                }
+            )
         ),
     }
     for name, chart in built.items():

@@ -87,7 +87,9 @@ def test_report_frames_agree_with_the_scores(
 ) -> None:
     tasks = frames["tasks"]
     assert tasks.height == 10
-    assert (tasks["candidate_wins"] + tasks["parent_wins"] + tasks["ties"] == tasks["n_pairs"]).all()
+    assert (
+        tasks["candidate_wins"] + tasks["parent_wins"] + tasks["ties"] == tasks["n_pairs"]
+    ).all()
     # recount one task's pairs in polars, independently of the SQL
     scores = sample_store.table("scores").filter(pl.col("metric") == "success").collect()
     task = "tabletop/pour_cup"
@@ -167,8 +169,15 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
     out = tmp_path / "sub" / "report.html"
     code = main(
         [
-            "report", "--store", str(sample_store.root), "--candidate", CANDIDATE,
-            "--parent", PARENT, "-o", str(out),
+            "report",
+            "--store",
+            str(sample_store.root),
+            "--candidate",
+            CANDIDATE,
+            "--parent",
+            PARENT,
+            "-o",
+            str(out),
         ]
     )
     assert code == 0
@@ -181,8 +190,15 @@ def test_report_cli_unknown_run_exits_2(
 ) -> None:
     code = main(
         [
-            "report", "--store", str(sample_store.root), "--candidate", "nope",
-            "--parent", PARENT, "-o", str(tmp_path / "r.html"),
+            "report",
+            "--store",
+            str(sample_store.root),
+            "--candidate",
+            "nope",
+            "--parent",
+            PARENT,
+            "-o",
+            str(tmp_path / "r.html"),
         ]
     )
     assert code == 2
