@@ -11,11 +11,12 @@ from hylo_analytics.contracts import (
     TaskSpec,
 )
 from hylo_analytics.ingest import IngestError, IngestReport, Problem
-from hylo_analytics.report import report_frames, write_report
+from hylo_analytics.report import ComparisonReport, build_report, report_frames, write_report
 from hylo_analytics.store import Store, Tombstone, open_store
 
 __all__ = [
     "Benchmark",
+    "ComparisonReport",
     "IngestError",
     "IngestReport",
     "InitStateRef",
@@ -28,6 +29,7 @@ __all__ = [
     "TaskInstance",
     "TaskSpec",
     "Tombstone",
+    "build_report",
     "open_store",
     "report_frames",
     "write_report",

@@ -203,3 +203,19 @@ def test_report_cli_unknown_run_exits_2(
     )
     assert code == 2
     assert "candidate run 'nope' is not in the store" in capsys.readouterr().err
+
+
+def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> None:
+    rep = ha.build_report(sample_store, CANDIDATE, PARENT)
+    h = rep.headline
+    text = repr(rep)
+    assert text.startswith(f"ComparisonReport(candidate={CANDIDATE!r}, parent={PARENT!r}")
+    assert f"n_pairs={h['n_pairs']}" in text and f"verdict={h['verdict']!r}" in text
+    assert str(rep) == report.summary_sentence(h)
+    fragment = rep._repr_html_()
+    assert fragment.startswith('<div class="hylo-report">')
+    assert "<svg" not in fragment  # the notebook view stays light: tables only
+    assert "body {" not in fragment and "\n.hylo-report table" in fragment  # styles are scoped
+    assert fragment.count('class="verdict ') == rep.tasks.height
+    path = rep.save(tmp_path / "r.html")
+    assert path.read_text().count("<svg") == 7
