@@ -96,9 +96,15 @@ def _title(text: str, subtitle: str) -> alt.TitleParams:
 
 
 def success_rate_by_task(
-    frame: pl.DataFrame, *, run_label: str = "run", title: str = "Success rate per task"
+    frame: pl.DataFrame,
+    *,
+    run_label: str = "run",
+    title: str = "Success rate per task",
+    full_scale: bool = True,
 ) -> alt.LayerChart:
     """Success rate per task (rows) for several runs (colour), with CI bars.
+
+    ``full_scale=False`` zooms the axis onto the data (for rates all near 0 or 1).
 
     ``frame``: one row per (task, run) with ``task_id, success_rate, ci_low, ci_high,
     n_valid`` and the ``run_label`` column (e.g. ``mart_task_success`` plus a label).
@@ -119,7 +125,7 @@ def success_rate_by_task(
         x=alt.X(
             "success_rate:Q",
             title="success rate (scored episodes)",
-            scale=alt.Scale(domain=[0, 1]),
+            scale=alt.Scale(domain=[0, 1]) if full_scale else alt.Scale(zero=False),
             axis=alt.Axis(format="%"),
         ),
         y=y,
@@ -242,8 +248,11 @@ def win_loss_bars(frame: pl.DataFrame, *, title: str = "Paired outcomes per task
     paired keys). Tasks are sorted by net wins (candidate - parent), best first.
     """
     cols = ["task_id", "candidate_wins", "parent_wins", "ties"]
-    data = _require(frame, cols, "win_loss_bars").with_columns(
-        (pl.col("candidate_wins") - pl.col("parent_wins")).alias("net")
+    # counts may arrive unsigned (a polars boolean sum): subtracting those would wrap around
+    data = (
+        _require(frame, cols, "win_loss_bars")
+        .with_columns(pl.col(cols[1:]).cast(pl.Int64))
+        .with_columns((pl.col("candidate_wins") - pl.col("parent_wins")).alias("net"))
     )
     data = data.sort(["net", "task_id"], descending=[True, False])
     half = pl.col("ties") / 2

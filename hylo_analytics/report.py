@@ -255,6 +255,8 @@ def interim_verdicts(
 def _with_paired_stats(frame: pl.DataFrame) -> pl.DataFrame:
     low, high = paired_diff_ci(pl.col("candidate_wins"), pl.col("parent_wins"), pl.col("n_pairs"))
     p = mcnemar_two_sided(frame["candidate_wins"].to_numpy(), frame["parent_wins"].to_numpy())
+    counts = ["n_pairs", "candidate_wins", "parent_wins", "ties"]
+    frame = frame.with_columns(pl.col(counts).cast(pl.Int64))  # unsigned would wrap below
     return frame.with_columns(
         pl.when(pl.col("n_pairs") > 0)
         .then((pl.col("candidate_wins") - pl.col("parent_wins")) / pl.col("n_pairs"))

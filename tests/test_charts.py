@@ -311,3 +311,22 @@ def test_every_chart_renders_png_svg_and_html(
 def test_save_rejects_unknown_suffix(tmp_path: Path, paired: pl.DataFrame) -> None:
     with pytest.raises(ValueError, match=r"cannot save a chart as '\.pdf'"):
         charts.save(charts.win_loss_bars(paired), tmp_path / "x.pdf")
+
+
+def test_unsigned_counts_do_not_wrap() -> None:
+    # polars sums booleans to UInt32; parent wins > candidate wins must stay negative
+    frame = pl.DataFrame(
+        {"task_id": ["a", "b"], "candidate_wins": [1, 5], "parent_wins": [6, 0], "ties": [3, 3]},
+        schema_overrides={c: pl.UInt32 for c in ("candidate_wins", "parent_wins", "ties")},
+    )
+    spec = charts.win_loss_bars(frame).to_dict()
+    assert spec["encoding"]["y"]["sort"] == ["b", "a"]
+    losses = [r for r in _values(spec) if r["outcome"] == "parent wins" and r["task_id"] == "a"]
+    assert losses == [
+        {"task_id": "a", "outcome": "parent wins", "n": 6, "start": -7.5, "end": -1.5}
+    ]
+
+
+def test_success_rate_zoom(task_success: pl.DataFrame) -> None:
+    spec = charts.success_rate_by_task(task_success, run_label="agent", full_scale=False).to_dict()
+    assert spec["layer"][1]["encoding"]["x"]["scale"] == {"zero": False}

@@ -219,3 +219,14 @@ def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> N
     assert fragment.count('class="verdict ') == rep.tasks.height
     path = rep.save(tmp_path / "r.html")
     assert path.read_text().count("<svg") == 7
+
+
+def test_paired_stats_accept_unsigned_counts() -> None:
+    frame = pl.DataFrame(
+        {"candidate_wins": [0], "parent_wins": [10], "ties": [10], "n_pairs": [20]},
+        schema=dict.fromkeys(("candidate_wins", "parent_wins", "ties", "n_pairs"), pl.UInt32),
+    )
+    out = report._with_paired_stats(frame).row(0, named=True)
+    assert out["diff"] == pytest.approx(-0.5)
+    assert out["ci_high"] < 0
+    assert out["p_value"] == pytest.approx(0.001953125)  # statsmodels mcnemar exact, b=0 c=10
