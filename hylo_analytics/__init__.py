@@ -52,6 +52,7 @@ from hylo_analytics.policies import (
 )
 from hylo_analytics.pricing import PricingTable, load_pricing
 from hylo_analytics.reducers import Reducer, at_least, pass_at_k
+from hylo_analytics.report import ComparisonReport, build_report, report_frames, write_report
 from hylo_analytics.results import AggregateResult, results_from_frame
 from hylo_analytics.scoring import (
     DeclarativeScorer,
@@ -73,6 +74,7 @@ __all__ = [
     "Benchmark",
     "Between",
     "ComparabilityError",
+    "ComparisonReport",
     "ConfigError",
     "DeclarativeScorer",
     "DerivedMetricOutput",
@@ -111,6 +113,7 @@ __all__ = [
     "add_verdicts",
     "aggregate",
     "at_least",
+    "build_report",
     "commit_policy_results",
     "commit_scores",
     "compare_runs",
@@ -130,9 +133,11 @@ __all__ = [
     "parse_policies",
     "pass_at_k",
     "record_measurement",
+    "report_frames",
     "results_from_frame",
     "run_analysis",
     "token_cost",
+    "write_report",
 ]
 
 __version__ = "0.1.0"

@@ -24,6 +24,7 @@ _COMMANDS = (
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.evaluate",
     "hylo_analytics.cli.export",
+    "hylo_analytics.cli.report",
 )
 
 

@@ -1,0 +1,296 @@
+"""HTML for the comparison report: inline CSS, tables, and charts inlined as SVG.
+
+Private to :mod:`hylo_analytics.report`; everything here turns small frames into markup, so
+the page needs no network to be viewed (no scripts, fonts or styles are fetched).
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+import vl_convert as vlc
+
+from hylo_analytics import charts
+
+__all__ = ["render_report", "report_fragment", "summary_sentence"]
+
+# -- pieces ---------------------------------------------------------------------------------
+
+_CSS = """
+:root { --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --bg:#f6f8fa;
+        --improved:#0072B2; --regressed:#D55E00; --unchanged:#6E6E6E; --inconclusive:#B07800; }
+* { box-sizing: border-box; }
+body { margin:0; font:15px/1.5 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial,
+       sans-serif; color:var(--ink); background:#fff; }
+main { max-width: 1080px; margin: 0 auto; padding: 32px 40px 64px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 40px 0 12px; padding-bottom: 6px; border-bottom: 1px solid var(--line); }
+.meta { color: var(--muted); font-size: 13px; margin-bottom: 20px; }
+.summary { font-size: 17px; background: var(--bg); border-left: 4px solid var(--improved);
+           padding: 14px 18px; border-radius: 4px; margin: 16px 0 20px; }
+.summary.regressed { border-left-color: var(--regressed); }
+.summary.inconclusive, .summary.unchanged { border-left-color: var(--unchanged); }
+.cards { display: grid; grid-template-columns: repeat(4, 1fr); gap: 12px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 12px 14px; }
+.card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.card .value { font-size: 24px; font-weight: 600; margin-top: 2px; }
+.card .sub { color: var(--muted); font-size: 12px; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 8px 0; }
+th, td { padding: 6px 8px; border-bottom: 1px solid var(--line); text-align: right;
+         font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: var(--bg); font-weight: 600; white-space: normal; vertical-align: bottom; }
+td:last-child, th:last-child { text-align: center; }
+th:first-child, td:first-child { text-align: left; }
+tbody tr:hover { background: #fafbfc; }
+.verdict { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
+           font-weight: 600; color: #fff; }
+.verdict.improved { background: var(--improved); } .verdict.regressed { background: var(--regressed); }
+.verdict.unchanged { background: var(--unchanged); } .verdict.inconclusive { background: var(--inconclusive); }
+.chart { margin: 12px 0 4px; overflow-x: auto; } .chart svg { max-width: 100%; height: auto; }
+.grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 20px; align-items: start; }
+.note { color: var(--muted); font-size: 13px; }
+code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 3px; }
+"""
+
+
+def _pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "\u2013"
+    return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}%"
+
+
+def _p(x: float | None) -> str:
+    return "\u2013" if x is None else (f"{x:.3f}" if x >= 0.001 else f"{x:.1e}")
+
+
+def _svg(chart: Any) -> str:
+    svg: str = vlc.vegalite_to_svg(chart.to_dict())
+    return f'<div class="chart">{svg}</div>'
+
+
+def _badge(verdict: str | None) -> str:
+    v = html.escape(verdict or "")
+    return f'<span class="verdict {v}">{v}</span>'
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def summary_sentence(headline: dict[str, Any]) -> str:
+    """One sentence a reader can quote: rates, difference with CI, p, per-task verdicts."""
+    h = headline
+    return (
+        f"Candidate {h['candidate']} succeeded on {_pct(h['candidate_rate'])} of "
+        f"{h['n_pairs']} paired episodes versus {_pct(h['parent_rate'])} for parent "
+        f"{h['parent']}: a difference of {_pct(h['diff'], True)} points "
+        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
+        f"McNemar p = {_p(h['p_value'])}), {h['verdict']} overall. Per task: "
+        f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
+        f"{h['tasks_unchanged']} unchanged, {h['tasks_inconclusive']} inconclusive "
+        f"of {h['n_tasks']}."
+    )
+
+
+def _cards(h: dict[str, Any]) -> str:
+    cards = [
+        ("candidate", _pct(h["candidate_rate"]), html.escape(h["candidate"])),
+        ("parent", _pct(h["parent_rate"]), html.escape(h["parent"])),
+        (
+            "difference",
+            f"{_pct(h['diff'], True)} pts",
+            f"95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}",
+        ),
+        (
+            "paired outcomes",
+            f"{h['candidate_wins']} / {h['parent_wins']} / {h['ties']}",
+            f"candidate / parent wins / ties · p = {_p(h['p_value'])}",
+        ),
+    ]
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><div class="label">{k}</div><div class="value">{v}</div>'
+            f'<div class="sub">{s}</div></div>'
+            for k, v, s in cards
+        )
+        + "</div>"
+    )
+
+
+def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
+    ordered = tasks.sort(["diff", "task_id"], descending=[True, False])
+    return [
+        [
+            html.escape(r["task_id"]),
+            str(r["n_pairs"]),
+            _pct(r["candidate_rate"]),
+            _pct(r["parent_rate"]),
+            _pct(r["diff"], True),
+            f"{_pct(r['ci_low'], True)} to {_pct(r['ci_high'], True)}",
+            f"{r['candidate_wins']} / {r['parent_wins']} / {r['ties']}",
+            _p(r["p_value"]),
+            _p(r["p_adjusted"]),
+            _badge(r["verdict"]),
+        ]
+        for r in ordered.iter_rows(named=True)
+    ]
+
+
+def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
+    return [
+        [
+            html.escape(r["run"]) + (f"<br><b>{r['role']}</b>" if r["role"] else ""),
+            html.escape(f"{r['agent_name']} {r['agent_version']}"),
+            str(r["n_samples"]),
+            f"{r['n_scored']} / {r['n_total']}",
+            _pct(r["success"]),
+            f"{_pct(r['ci_low'])} to {_pct(r['ci_high'])}",
+            "\u2013" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}",
+            "\u2013" if r["mean_inference_s"] is None else f"{r['mean_inference_s']:.2f}",
+            str(r["n_errors"]),
+        ]
+        for r in runs.iter_rows(named=True)
+    ]
+
+
+def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
+    """Summary, cards and the per-task table without charts: the Jupyter view (fast)."""
+    h = frames["headline"].row(0, named=True)
+    return (
+        f'<div class="hylo-report"><style>{_scoped_css()}</style>'
+        f'<div class="summary {html.escape(h["verdict"])}">{html.escape(summary_sentence(h))}</div>'
+        f"{_cards(h)}{_table(_TASK_HEADER, _task_rows(frames['tasks']))}</div>"
+    )
+
+
+def _scoped_css() -> str:
+    """The page CSS limited to the fragment, so a notebook's own styles are left alone."""
+    rules = [r.strip() for r in _CSS.split("}") if r.strip()]
+    scoped = []
+    for rule in rules:
+        selectors, _, body = rule.partition("{")
+        if selectors.strip() in (":root", "*", "body", "main", "h1", "h2"):
+            continue
+        parts = ", ".join(f".hylo-report {sel.strip()}" for sel in selectors.split(","))
+        scoped.append(f"{parts} {{{body}}}")
+    return _VARS + "\n".join(scoped)
+
+
+_VARS = (
+    ".hylo-report { --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --bg:#f6f8fa; "
+    "--improved:#0072B2; --regressed:#D55E00; --unchanged:#6E6E6E; --inconclusive:#B07800; }\n"
+)
+
+_TASK_HEADER = [
+    "task",
+    "pairs",
+    "candidate",
+    "parent",
+    "diff (pts)",
+    "95% CI",
+    "wins c / p / ties",
+    "McNemar p",
+    "Holm p",
+    "verdict",
+]
+
+
+def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) -> str:
+    """One self-contained HTML page from :func:`report_frames`' output."""
+    h = frames["headline"].row(0, named=True)
+    tasks, runs = frames["tasks"], frames["runs"]
+    pair = runs.filter(pl.col("role").is_not_null())
+    title = title or f"{h['candidate']} vs {h['parent']}"
+    success = charts.success_rate_by_task(
+        frames["task_success"],
+        run_label="run",
+        title="Success rate per task",
+    )
+    latency_order = pair.select("run").join(frames["latency"], on="run", how="left")
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<div class="meta">hylo_analytics report · metric <code>{html.escape(h["metric"])}'
+        f"</code> · generated {now}</div>",
+        f'<div class="summary {html.escape(h["verdict"])}">{html.escape(summary_sentence(h))}</div>',
+        _cards(h),
+        "<h2>Per task</h2>",
+        _table(
+            _TASK_HEADER,
+            _task_rows(tasks),
+        ),
+        f'<p class="note">Pairs are episodes both runs scored on the same task and seed; '
+        f"{h['n_dropped']} shared episodes were dropped because a run abstained. Differences are "
+        "candidate \u2212 parent in percentage points with a Bonett-Price 95% interval; p is the exact "
+        "two-sided McNemar test, adjusted across tasks with Holm. Verdicts (interim rule): "
+        "improved/regressed when the adjusted p &lt; 0.05, unchanged when the CI lies within "
+        "±10 points, otherwise inconclusive.</p>",
+        _svg(charts.paired_forest(tasks)),
+        _svg(charts.win_loss_bars(tasks)),
+        _svg(success),
+        "<h2>Runs, coverage and cost</h2>",
+        _table(
+            [
+                "run",
+                "agent",
+                "episodes",
+                "scored / total",
+                "success",
+                "95% CI (Wilson)",
+                "mean steps",
+                "inference s / ep",
+                "errors",
+            ],
+            _run_rows(runs),
+        ),
+        '<div class="grid2">',
+        _svg(
+            charts.cost_vs_success(
+                runs.select(
+                    pl.col("agent_version").alias("run"),
+                    pl.col("mean_inference_s").alias("cost"),
+                    "success",
+                    "ci_low",
+                    "ci_high",
+                ).drop_nulls("cost"),
+                cost_label="mean inference time per episode (s)",
+                title="Cost vs success (all runs)",
+            )
+        ),
+        _svg(
+            charts.metric_trend(
+                runs.select(
+                    "agent_version",
+                    pl.col("success").alias("value"),
+                    "ci_low",
+                    "ci_high",
+                    pl.col("n_scored").alias("n"),
+                ),
+                title="Success across versions (all runs)",
+            )
+        ),
+        "</div>",
+        _svg(charts.coverage_breakdown(frames["coverage"])),
+        _svg(
+            charts.metric_distribution(
+                latency_order, value_label="step latency (ms)", title="Step latency"
+            )
+        ),
+    ]
+    body = "\n".join(parts)
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+        f"<body><main>\n{body}\n</main></body></html>\n"
+    )

@@ -1,0 +1,45 @@
+"""``hylo-analytics report``: one self-contained HTML page comparing two runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.report import write_report
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write an HTML report comparing a candidate run with its parent",
+        description=(
+            "Write one self-contained HTML file (charts and styles inlined, no network needed "
+            "to view it): a headline comparison, per-task paired differences with McNemar p "
+            "and verdicts, success per task, coverage (scored vs skipped) and cost. Example: "
+            "hylo-analytics report --store out/store --candidate RUN_B --parent RUN_A -o r.html"
+        ),
+    )
+    add_store_arg(p)
+    p.add_argument("--candidate", required=True, metavar="RUN", help="the new run (run_id)")
+    p.add_argument("--parent", required=True, metavar="RUN", help="the run it is compared with")
+    p.add_argument(
+        "--metric", default="success", help="a binary (0/1) metric to compare (default: success)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("report.html"),
+        metavar="FILE",
+        help="where to write the page (default: report.html)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = write_report(
+        store_from(args), args.candidate, args.parent, args.output, metric=args.metric
+    )
+    print(f"wrote {path}")
+    return 0
