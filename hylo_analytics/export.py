@@ -5,8 +5,10 @@ losslessly (same JSON up to key and sample order), and its traces are written ba
 ``events.raw``, line by line in their original order, at their original relative paths.
 What cannot come back: a non-numeric score value (stored as an abstention with its
 ``skip_reason``), a trace that was refused or missing at ingest (its path was not stored), and
-the order of samples (exported sorted by key, then epoch), and the difference between an
-absent and an empty ``scores`` object (absent is written). ``epoch`` is written when the log
+the order of samples (exported sorted by key, then epoch), the difference between an
+absent and an empty ``scores`` object (absent is written), and the difference between a metric
+a sample omits and one it reports as null (ingest records both as an abstention, so that a
+metric of the run is counted for every sample; null is written). ``epoch`` is written when the log
 needs it (a key repeated or an epoch other than 1); ``episode_id`` when it is not the key
 (the reader's default for an absent one). When several score sources hold the same
 metric for a sample, the one of highest precedence (``score`` > ``derived`` > ``observation``

@@ -71,6 +71,9 @@ def test_round_trip_with_epochs_extra_and_abstentions(tmp_path: Path) -> None:
     store.ingest(src, progress=False)
     out = ha.export_evallog(store, "r1", tmp_path / "out" / "log.json")
     got = json.loads(out.read_text())
+    # a metric the log reports for some samples is an abstention where another omits it,
+    # so the omitted "steps" of epoch 2 comes back as an explicit null
+    doc["samples"][1]["scores"]["steps"] = None  # type: ignore[index]
     assert _normalised(got) == _normalised(doc)
 
 

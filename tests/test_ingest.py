@@ -382,3 +382,67 @@ def test_duplicate_run_id_in_one_ingest(tmp_path: Path, sample_copy: Path) -> No
     (q,) = _quarantine(store)
     assert q["field"] == "run_id" and "also in" in q["error"]
     assert _count(store, "samples") == N_RUNS * N_SAMPLES
+
+
+# -- the fast path and the checked path agree --------------------------------------------
+
+
+def _sorted(t, keys):  # type: ignore[no-untyped-def]
+    import polars as pl
+
+    frame = pl.from_arrow(t)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.sort(keys).select(sorted(frame.columns))
+
+
+def test_fast_and_checked_paths_give_the_same_tables(tmp_path: Path, sample_copy: Path) -> None:
+    import duckdb
+
+    from hylo_analytics.ingest import hylo
+    from hylo_analytics.ingest._files import read_files
+
+    # one extra log exercising omitted metrics, explicit nulls, booleans and repeated keys
+    doc = {
+        "version": "hylo.evallog/v0.1", "run_id": "odd", "benchmark": {"id": "b"},
+        "agent": {"name": "a", "version": "1"},
+        "samples": [
+            {"key": "t#1", "task_id": "t", "seed": 1, "status": "success",
+             "scores": {"success": True, "steps": 3}},
+            {"key": "t#1", "task_id": "t", "seed": 1, "status": "failure", "scores": {"success": 0}},
+            {"key": "t#2", "task_id": "t", "seed": 2, "status": "error", "scores": {"success": None}},
+            {"key": "t#3", "task_id": "t", "seed": 3, "status": "error"},
+        ],
+    }  # fmt: skip
+    (sample_copy / "odd.json").write_text(json.dumps(doc))
+    paths = sorted(sample_copy.rglob("*.json"))
+    files = list(read_files(paths))
+    con = duckdb.connect()
+    fast = hylo.parse_evallogs(con, files)
+    checked = hylo._parse_checked(con, files)
+    assert not fast.problems and not checked.problems
+    for name, keys in (
+        ("runs", ["run_id"]),
+        ("samples", ["run_id", "sample_idx"]),
+        ("scores", ["run_id", "key", "epoch", "metric"]),
+    ):
+        a = _sorted(getattr(fast, name), keys)
+        b = _sorted(getattr(checked, name), keys)
+        if name == "runs":  # JSON text of nested objects may differ in spacing only
+            for col in ("agent_components", "results"):
+                assert [json.loads(x) if x else x for x in a[col]] == [
+                    json.loads(x) if x else x for x in b[col]
+                ]
+            a, b = a.drop("agent_components", "results"), b.drop("agent_components", "results")
+        assert a.dtypes == b.dtypes or a.shape == b.shape
+        assert a.to_dicts() == b.to_dicts(), name
+    odd = _sorted(fast.scores, ["key", "epoch", "metric"]).filter(
+        __import__("polars").col("run_id") == "odd"
+    )
+    assert odd.select("key", "epoch", "metric", "value", "skip_reason").rows() == [
+        ("t#1", 1, "steps", 3.0, None),
+        ("t#1", 1, "success", 1.0, None),
+        ("t#1", 2, "steps", None, "abstained"),
+        ("t#1", 2, "success", 0.0, None),
+        ("t#2", 1, "steps", None, "abstained"),
+        ("t#2", 1, "success", None, "abstained"),
+    ]

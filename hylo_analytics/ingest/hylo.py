@@ -15,10 +15,12 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
+from hylo_analytics.ingest._hylo_fast import parse_fast
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
@@ -113,6 +115,90 @@ _NUMERIC = "('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')"
 
 def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
     """Parse and validate EvalLogs; a file with any problem is rejected whole.
+
+    Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, a file per thread);
+    the rest take the checked DuckDB path, which reports each problem's file, line and field.
+    """
+    fast = parse_fast(files, FORMAT)
+    slow = [i for i, r in enumerate(fast.runs) if r is None]
+    checked = _parse_checked(con, [files[i] for i in slow])
+    remap = pa.array(np.asarray(slow, dtype=np.int32))
+
+    def back(t: pa.Table) -> pa.Table:
+        """File indices of the checked subset, back to indices into ``files``."""
+        i = t.schema.get_field_index("file_idx")
+        return t.set_column(
+            i, "file_idx", remap.take(t["file_idx"]) if len(slow) else t["file_idx"]
+        )
+
+    ok_runs = [r for r in fast.runs if r is not None]
+    if not ok_runs:
+        checked.runs, checked.samples, checked.scores = (
+            back(checked.runs),
+            back(checked.samples),
+            back(checked.scores),
+        )
+        checked.bad_files = {slow[i] for i in checked.bad_files}
+        return checked
+    samples = _fast_samples(pa.concat_tables([t for t in fast.samples if t is not None]))
+    scores = _fast_scores(pa.concat_tables([t for t in fast.scores if t is not None]), samples)
+    runs = pa.concat_tables([*ok_runs, back(checked.runs)], promote_options="permissive")
+    samples = pa.concat_tables([samples, back(checked.samples)], promote_options="permissive")
+    scores = pa.concat_tables([scores, back(checked.scores)], promote_options="permissive")
+    bad = {slow[i] for i in checked.bad_files}
+    return ParsedLogs(runs, samples, scores, checked.problems, bad)
+
+
+def _fast_samples(samples: pa.Table) -> pa.Table:
+    """Epochs and episode ids exactly as the checked path assigns them."""
+    frame = pl.from_arrow(samples)
+    assert isinstance(frame, pl.DataFrame)
+    if frame["epoch"].null_count():
+        repeated = frame.select(pl.struct("file_idx", "key").is_duplicated().any()).item()
+        fill = pl.int_range(1, pl.len() + 1).over("file_idx", "key") if repeated else pl.lit(1)
+        frame = frame.with_columns(pl.col("epoch").fill_null(fill).cast(pl.Int64))
+    if frame["episode_id"].null_count():
+        suffix = pl.when(pl.col("epoch") > 1).then(pl.lit("@") + pl.col("epoch").cast(pl.String))
+        frame = frame.with_columns(
+            pl.col("episode_id").fill_null(pl.col("key") + suffix.otherwise(pl.lit("")))
+        )
+    return frame.rechunk().to_arrow()
+
+
+def _fast_scores(rows: pa.Table, samples: pa.Table) -> pa.Table:
+    """Long score rows with their samples' columns, taken by position (no join).
+
+    ``samples`` holds each file's samples back to back in ``sample_idx`` order, so a score's
+    sample is row ``start[file] + sample_idx``.
+    """
+    files = samples["file_idx"].to_numpy()
+    uniq, first = np.unique(files, return_index=True)
+    start = np.zeros(int(uniq.max()) + 1 if len(uniq) else 0, dtype=np.int64)
+    start[uniq] = first
+    pos = start[rows["file_idx"].to_numpy()] + rows["sample_idx"].to_numpy()
+    cols = ["run_id", "key", "task_id", "seed", "epoch", "episode_id"]
+    taken = samples.select(cols).combine_chunks().take(pos)
+    value = rows["value"]
+    n = rows.num_rows
+    return pa.table(
+        {
+            "file_idx": rows["file_idx"],
+            **{c: taken[c] for c in taken.column_names},
+            "metric": rows["metric"],
+            "value": value,
+            "valid": pc.is_valid(value),
+            "skip_reason": pc.if_else(
+                pc.is_valid(value), pa.scalar(None, pa.string()), pa.scalar("abstained")
+            ),
+            "explanation": pa.nulls(n, pa.string()),
+            "source": pa.repeat(pa.scalar("evallog"), n),
+            "source_kind": pa.repeat(pa.scalar("imported"), n),
+        }
+    )
+
+
+def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
+    """Parse and validate EvalLogs in DuckDB, naming every problem; see parse_evallogs.
 
     The JSON is parsed twice at most: the document into a map of top-level members, and the
     ``samples`` member into one row per sample. Checks run on the parsed values in SQL, so a
@@ -263,17 +349,29 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     ).to_arrow_table()
     scores = con.sql(
         f"""
-        WITH ent AS (
-            SELECT file_idx, run_id, key, task_id, seed, epoch,
-                   coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id,
-                   unnest(map_entries(json_transform(scores, '"MAP(VARCHAR, JSON)"'))) AS me
+        WITH smp AS (
+            SELECT file_idx, sample_idx, run_id, key, task_id, seed, epoch, scores,
+                   coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id
             FROM _ok WHERE json_type(scores) = 'OBJECT'
+        ), ent AS (
+            SELECT * EXCLUDE (scores),
+                   unnest(map_entries(json_transform(scores, '"MAP(VARCHAR, JSON)"'))) AS me
+            FROM smp
         ), val AS (
             SELECT * EXCLUDE (me), me.key AS metric,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
                         ELSE me.value END AS v,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation
             FROM ent
+        ), unreported AS (
+            -- a metric some sample of the log reports is an abstention where another omits it
+            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation
+            FROM smp AS s
+            JOIN (SELECT DISTINCT file_idx, metric FROM val) AS m USING (file_idx)
+            ANTI JOIN val AS x
+                ON x.file_idx = s.file_idx AND x.sample_idx = s.sample_idx AND x.metric = m.metric
+        ), allv AS (
+            SELECT * FROM val UNION ALL BY NAME SELECT * FROM unreported
         )
         SELECT file_idx, run_id, key, task_id, seed, epoch, episode_id, metric,
                CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
@@ -285,7 +383,7 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
                explanation,
                'evallog' AS source,
                'imported' AS source_kind
-        FROM val
+        FROM allv
         """
     ).to_arrow_table()
     con.unregister("_bad")
