@@ -10,8 +10,8 @@ import pytest
 
 import hylo_analytics as ha
 from hylo_analytics import report
-from hylo_analytics.cli import main
 from hylo_analytics.aggregate import aggregate
+from hylo_analytics.cli import main
 from hylo_analytics.compare import mcnemar_p
 
 PARENT = "run-octo-ft-1.0.0-0000"
@@ -207,6 +207,10 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
             CANDIDATE,
             "--parent",
             PARENT,
+            "--threshold",
+            "0.05",
+            "--alpha",
+            "0.01",
             "-o",
             str(out),
         ]
@@ -214,6 +218,7 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
     assert code == 0
     page = out.read_text()
     assert CANDIDATE in page and "Per task" in page
+    assert "statistical rule (threshold \u00b15 points, alpha 0.01)" in page
 
 
 def test_report_cli_unknown_run_exits_2(
