@@ -127,7 +127,7 @@ def compare_scores(
         pairs, par, by, directions or {}, alternative, mid_p, ci, n_boot, confidence, seed
     )
     out = out.with_columns(
-        pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in cat
+        pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in [*cat, "candidate"]
     )
     out = _adjust(out, verdict_p)
     out = add_verdicts(out, rule or StatisticalRule())
