@@ -205,6 +205,29 @@ _TASK_HEADER = [
 ]
 
 
+def _method_note(h: dict[str, Any]) -> str:
+    """How the numbers were made and what a verdict means: the rule and its thresholds."""
+    forced = (
+        f" <b>Compared despite the comparability gate (forced):</b> {html.escape(h['gate_note'])}."
+        if h.get("forced")
+        else ""
+    )
+    return (
+        '<p class="note">Pairs are episodes both runs scored on the same task and seed (the '
+        f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
+        "run abstained. Numbers come from <code>Store.compare</code>: differences are candidate "
+        f"\u2212 parent in percentage points with {html.escape(h['ci_text'])}; p is the exact "
+        "two-sided McNemar test, Holm-adjusted across the overall and per-task tests. "
+        f"Verdicts: {html.escape(h['rule_text'])}.{forced}</p>"
+    )
+
+
+def _runs_ci_header(runs: pl.DataFrame) -> str:
+    methods = sorted(set(runs["ci_method"].drop_nulls().to_list()))
+    label = ", ".join(m.replace("_", "-").title() for m in methods)
+    return f"95% CI ({label})" if label else "95% CI"
+
+
 def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) -> str:
     """One self-contained HTML page from :func:`report_frames`' output."""
     h = frames["headline"].row(0, named=True)
@@ -229,12 +252,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
             _TASK_HEADER,
             _task_rows(tasks),
         ),
-        f'<p class="note">Pairs are episodes both runs scored on the same task and seed; '
-        f"{h['n_dropped']} shared episodes were dropped because a run abstained. Differences are "
-        "candidate \u2212 parent in percentage points with a Bonett-Price 95% interval; p is the exact "
-        "two-sided McNemar test, adjusted across tasks with Holm. Verdicts (interim rule): "
-        "improved/regressed when the adjusted p &lt; 0.05, unchanged when the CI lies within "
-        "±10 points, otherwise inconclusive.</p>",
+        _method_note(h),
         _svg(charts.paired_forest(tasks)),
         _svg(charts.win_loss_bars(tasks)),
         _svg(success),
@@ -246,7 +264,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
                 "episodes",
                 "scored / total",
                 "success",
-                "95% CI (Wilson)",
+                _runs_ci_header(runs),
                 "mean steps",
                 "inference s / ep",
                 "errors",

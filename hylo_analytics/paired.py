@@ -127,7 +127,7 @@ def compare_scores(
         pairs, par, by, directions or {}, alternative, mid_p, ci, n_boot, confidence, seed
     )
     out = out.with_columns(
-        pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in cat
+        pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in [*cat, "candidate"]
     )
     out = _adjust(out, verdict_p)
     out = add_verdicts(out, rule or StatisticalRule())
@@ -172,9 +172,9 @@ def compare_runs(
     where = "list_contains($runs, run_id)" + (
         "" if metrics is None else " AND list_contains($metrics, metric)"
     )
-    params: dict[str, object] = {"runs": runs} | (
-        {} if metrics is None else {"metrics": list(metrics)}
-    )
+    params: dict[str, object] = {"runs": runs}
+    if metrics is not None:
+        params["metrics"] = list(metrics)
     if source is None:
         scores = store.sql(f"SELECT * FROM int_scores_preferred WHERE {where}", params)
     else:

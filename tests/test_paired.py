@@ -248,6 +248,8 @@ def test_store_compare_on_sample(sample_store: ha.Store) -> None:
     assert out.filter(pl.col("metric") == "steps")["direction"].unique().to_list() == ["minimize"]
     overall = out.filter(pl.col("level") == "overall", pl.col("metric") == "success")
     assert (overall["n_pairs"] + overall["n_dropped"] + overall["n_unmatched"] == 200).all()
+    # ids come back as plain strings (categoricals are internal), so they join with run tables
+    assert out.schema["candidate"] == pl.String and out.schema["task_id"] == pl.String
 
 
 def test_binary_wilcoxon_fast_path_equals_scipy() -> None:

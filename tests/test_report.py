@@ -1,77 +1,21 @@
-"""The HTML report: its statistics against golden values, its frames, and the page itself."""
+"""The HTML report: its frames equal Store.compare's and aggregate's numbers, and the page."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
 import hylo_analytics as ha
 from hylo_analytics import report
+from hylo_analytics.aggregate import aggregate
 from hylo_analytics.cli import main
-from hylo_analytics.compare import mcnemar_exact
+from hylo_analytics.compare import mcnemar_p
 
 PARENT = "run-octo-ft-1.0.0-0000"
 CANDIDATE = "run-octo-ft-1.2.0-rc1-0002"
-
-
-# -- statistics: golden values from statsmodels, pinned once --------------------------------
-
-
-def test_wilson_ci_matches_statsmodels() -> None:
-    frame = pl.DataFrame({"k": [7.0, 0.0, 12.0, 0.0], "n": [20.0, 12.0, 12.0, 0.0]})
-    low, high = report.wilson_ci(pl.col("k"), pl.col("n"))
-    out = frame.select(low.alias("lo"), high.alias("hi"))
-    # statsmodels proportion_confint(k, n, method="wilson")
-    assert out["lo"].to_list()[:3] == pytest.approx([0.18119182410108203, 0.0, 0.7575059933447589])
-    assert out["hi"].to_list()[:3] == pytest.approx([0.5671457233147638, 0.24249400665524096, 1.0])
-    assert out.row(3) == (None, None)  # nothing scored: no interval, not [0, 0]
-
-
-def test_paired_diff_ci_bonett_price() -> None:
-    frame = pl.DataFrame({"b": [7, 0, 0, 20], "c": [2, 0, 20, 0], "n": [20, 20, 20, 20]})
-    low, high = report.paired_diff_ci(pl.col("b"), pl.col("c"), pl.col("n"))
-    out = frame.select(low.alias("lo"), high.alias("hi"))
-    # (b+1)/(n+2) - (c+1)/(n+2) ± z sqrt((p12 + p21 - d^2) / (n+2)), computed by hand
-    assert out.row(0) == pytest.approx((-0.0525248416458543, 0.507070296191309))
-    # no discordant pairs: still an interval around 0, not a point
-    assert out.row(1) == pytest.approx((-0.12599125675906162, 0.12599125675906162))
-    lo, hi = out["lo"].to_list(), out["hi"].to_list()
-    assert all(-1.0 <= a <= b <= 1.0 for a, b in zip(lo, hi, strict=True))
-    assert hi[2] < 0 < lo[3]
-
-
-def test_mcnemar_two_sided_matches_statsmodels() -> None:
-    b = np.array([7, 0, 12, 3, 0, 1])
-    c = np.array([2, 10, 0, 3, 0, 0])
-    # statsmodels.stats.contingency_tables.mcnemar(table, exact=True).pvalue
-    expected = [0.1796875, 0.001953125, 0.00048828125, 1.0, 1.0, 1.0]
-    assert report.mcnemar_two_sided(b, c).tolist() == pytest.approx(expected)
-    # twice the smaller one-sided tail of the package's one-sided test
-    assert report.mcnemar_two_sided(np.array([9]), np.array([3]))[0] == pytest.approx(
-        2 * mcnemar_exact(9, 3)
-    )
-
-
-def test_interim_verdicts() -> None:
-    frame = pl.DataFrame(
-        {
-            "diff": [0.3, -0.3, 0.01, 0.2, 0.3],
-            "ci_low": [0.1, -0.5, -0.05, -0.1, 0.1],
-            "ci_high": [0.5, -0.1, 0.08, 0.5, 0.5],
-            "p_adjusted": [0.01, 0.01, 0.9, 0.3, 0.06],
-        }
-    )
-    assert report.interim_verdicts(frame).to_list() == [
-        "improved",
-        "regressed",
-        "unchanged",
-        "inconclusive",
-        "inconclusive",
-    ]
 
 
 # -- frames ---------------------------------------------------------------------------------
@@ -112,13 +56,100 @@ def test_report_frames_agree_with_the_scores(
     h = frames["headline"].row(0, named=True)
     assert h["n_pairs"] == tasks["n_pairs"].sum()
     assert h["candidate_wins"] == tasks["candidate_wins"].sum()
-    expected_p = report.mcnemar_two_sided(
-        np.array([h["candidate_wins"]]), np.array([h["parent_wins"]])
-    )[0]
-    assert h["p_value"] == pytest.approx(expected_p)
+    expected_p = mcnemar_p([h["candidate_wins"]], [h["parent_wins"]], alternative="two-sided")
+    assert h["p_value"] == pytest.approx(expected_p[0])
     counts = tasks["verdict"].value_counts()
     for verdict, n in counts.iter_rows():
         assert h[f"tasks_{verdict}"] == n
+
+
+def test_report_numbers_are_store_compare_numbers(
+    sample_store: ha.Store, frames: dict[str, pl.DataFrame]
+) -> None:
+    # the same store, the same call the report documents: overall and per task, two-sided
+    cmp = sample_store.compare(
+        CANDIDATE, PARENT, metrics=["success"], by=["task_id"], alternative="two-sided"
+    )
+    assert frames["comparison"].equals(cmp)
+    per_task = cmp.filter(pl.col("level") == "task_id").sort("task_id")
+    tasks = frames["tasks"].sort("task_id")
+    pairs = {
+        "task_id": "task_id",
+        "n_pairs": "n_pairs",
+        "candidate_wins": "candidate_wins",
+        "parent_wins": "parent_wins",
+        "ties": "ties",
+        "n_dropped": "n_dropped",
+        "mean_candidate": "candidate_rate",
+        "mean_parent": "parent_rate",
+        "mean_diff": "diff",
+        "ci_low": "ci_low",
+        "ci_high": "ci_high",
+        "p_value": "p_value",
+        "p_holm": "p_adjusted",
+        "verdict": "verdict",
+    }
+    for theirs, ours in pairs.items():
+        assert tasks[ours].to_list() == per_task[theirs].to_list(), ours
+    overall = cmp.filter(pl.col("level") == "overall").row(0, named=True)
+    h = frames["headline"].row(0, named=True)
+    for theirs, ours in pairs.items():
+        if theirs != "task_id":
+            assert h[ours] == overall[theirs], ours
+    assert h["verdict_rule"] == "statistical"
+    # the sample has a clear improvement overall and pour_cup regresses (synth's design)
+    assert h["verdict"] == "improved"
+    assert tasks.filter(pl.col("task_id") == "tabletop/pour_cup")["verdict"].item() == "regressed"
+
+
+def test_report_rates_are_aggregate_rates(
+    sample_store: ha.Store, frames: dict[str, pl.DataFrame]
+) -> None:
+    agg = aggregate(sample_store, by=["run_id"], metrics=["success"]).sort("run_id")
+    runs = frames["runs"].sort("run")
+    assert runs["run"].to_list() == agg["run_id"].to_list()
+    assert runs["success"].to_list() == agg["mean"].to_list()
+    assert runs["ci_low"].to_list() == agg["ci_low"].to_list()
+    assert runs["ci_high"].to_list() == agg["ci_high"].to_list()
+    assert runs["n_scored"].to_list() == agg["n_valid"].to_list()
+    assert set(runs["ci_method"]) == {"wilson"}
+    per_task = (
+        aggregate(sample_store, by=["run_id", "task_id"], metrics=["success"])
+        .filter(pl.col("run_id").is_in([CANDIDATE, PARENT]))
+        .sort("run_id", "task_id")
+    )
+    ts = frames["task_success"].sort("run", "task_id")
+    assert ts["success_rate"].to_list() == per_task["mean"].to_list()
+    assert ts["ci_low"].to_list() == per_task["ci_low"].to_list()
+    assert frames["task_success"]["run"][0] == PARENT  # parent first: the chart's colour order
+
+
+def test_report_uses_the_rule_it_is_given_and_says_so(sample_store: ha.Store) -> None:
+    wide = ha.StatisticalRule(threshold=0.85, alpha=0.01)
+    rep = ha.build_report(sample_store, CANDIDATE, PARENT, rule=wide)
+    cmp = sample_store.compare(
+        CANDIDATE, PARENT, metrics=["success"], by=["task_id"], alternative="two-sided", rule=wide
+    )
+    assert rep.tasks.sort("task_id")["verdict"].to_list() == (
+        cmp.filter(pl.col("level") == "task_id").sort("task_id")["verdict"].to_list()
+    )
+    # every per-task CI lies within +-85 points: all unchanged under this rule
+    assert set(rep.tasks["verdict"]) == {"unchanged"}
+    page = rep.to_html()
+    assert "statistical rule (threshold \u00b185 points, alpha 0.01)" in page
+    noise = ha.RelativeNoiseRule(noise=0.25)
+    rep = ha.build_report(sample_store, CANDIDATE, PARENT, rule=noise)
+    assert rep.headline["verdict_rule"] == "relative_noise"
+    t = rep.tasks.row(0, named=True)  # close_drawer: 36.8% vs 5.3%, far above +25 %
+    assert t["task_id"] == "tabletop/close_drawer" and t["verdict"] == "improved"
+    assert "relative-noise rule (noise 25%)" in rep.to_html()
+
+
+def test_describe_rule() -> None:
+    text = report.describe_rule(ha.StatisticalRule(threshold=0.05, alpha=0.1))
+    assert text.startswith("statistical rule (threshold \u00b15 points, alpha 0.1)")
+    assert "Holm-adjusted p < 0.1" in text
+    assert "noise col" in report.describe_rule(ha.RelativeNoiseRule(noise="col"))
 
 
 def test_report_frames_runs_coverage_latency(frames: dict[str, pl.DataFrame]) -> None:
@@ -176,6 +207,10 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
             CANDIDATE,
             "--parent",
             PARENT,
+            "--threshold",
+            "0.05",
+            "--alpha",
+            "0.01",
             "-o",
             str(out),
         ]
@@ -183,6 +218,7 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
     assert code == 0
     page = out.read_text()
     assert CANDIDATE in page and "Per task" in page
+    assert "statistical rule (threshold \u00b15 points, alpha 0.01)" in page
 
 
 def test_report_cli_unknown_run_exits_2(
@@ -219,14 +255,3 @@ def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> N
     assert fragment.count('class="verdict ') == rep.tasks.height
     path = rep.save(tmp_path / "r.html")
     assert path.read_text().count("<svg") == 7
-
-
-def test_paired_stats_accept_unsigned_counts() -> None:
-    frame = pl.DataFrame(
-        {"candidate_wins": [0], "parent_wins": [10], "ties": [10], "n_pairs": [20]},
-        schema=dict.fromkeys(("candidate_wins", "parent_wins", "ties", "n_pairs"), pl.UInt32),
-    )
-    out = report._with_paired_stats(frame).row(0, named=True)
-    assert out["diff"] == pytest.approx(-0.5)
-    assert out["ci_high"] < 0
-    assert out["p_value"] == pytest.approx(0.001953125)  # statsmodels mcnemar exact, b=0 c=10

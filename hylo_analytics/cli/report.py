@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, store_from
 from hylo_analytics.report import write_report
+from hylo_analytics.verdicts import StatisticalRule
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -15,8 +16,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write an HTML report comparing a candidate run with its parent",
         description=(
             "Write one self-contained HTML file (charts and styles inlined, no network needed "
-            "to view it): a headline comparison, per-task paired differences with McNemar p "
-            "and verdicts, success per task, coverage (scored vs skipped) and cost. Example: "
+            "to view it): a headline comparison, per-task paired differences (Store.compare: "
+            "McNemar p, Holm, paired bootstrap CI) and verdicts by the statistical rule, "
+            "success per task, coverage (scored vs skipped) and cost. Example: "
             "hylo-analytics report --store out/store --candidate RUN_B --parent RUN_A -o r.html"
         ),
     )
@@ -25,6 +27,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--parent", required=True, metavar="RUN", help="the run it is compared with")
     p.add_argument(
         "--metric", default="success", help="a binary (0/1) metric to compare (default: success)"
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="verdict: smallest difference that matters, as a fraction (default 0)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="verdict significance level")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare even if benchmark digest, split or scorer version differ (noted on the page)",
     )
     p.add_argument(
         "-o",
@@ -39,7 +53,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = write_report(
-        store_from(args), args.candidate, args.parent, args.output, metric=args.metric
+        store_from(args),
+        args.candidate,
+        args.parent,
+        args.output,
+        metric=args.metric,
+        rule=StatisticalRule(threshold=args.threshold, alpha=args.alpha),
+        force=args.force,
     )
     print(f"wrote {path}")
     return 0

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 import pyarrow as pa
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # text bar: tqdm.auto warns in kernels without ipywidgets
 
 from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
 from hylo_analytics.ingest._files import SourceFile, discover, read_files

@@ -74,7 +74,7 @@ def read_files(
     paths: Sequence[Path],
     *,
     roots: Sequence[Path] | None = None,
-    on_done: Callable[[int], None] | None = None,
+    on_done: Callable[[int], object] | None = None,
     threads: int = 4,
 ) -> Iterator[SourceFile]:
     """Read and hash ``paths`` in a thread pool, yielding results in input order.
