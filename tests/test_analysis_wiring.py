@@ -286,3 +286,14 @@ def test_factor_from_sample_extra_and_missing_match(tmp_path: Path) -> None:
         ("cand", "c3", None, "missing_match: no baseline case with this match key"),
     ]
     assert report.post_derived[0].diagnostics["kind"].to_list() == ["missing_match"] * 2
+
+
+def test_readme_example_runs_on_the_sample(tmp_path: Path, store: ha.Store) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Derivers, policies and repeated measurement") :]
+    block = section.split("```yaml\n# analysis.yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "analysis.yaml"
+    path.write_text(block)
+    report = ha.run_analysis(store, ha.load_analysis_spec(path))
+    assert report.run_status()["final_status"].to_list() == ["passed"] * 3
+    assert report.post_derived[0].values.height == 596
