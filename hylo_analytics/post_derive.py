@@ -264,7 +264,8 @@ def _frame(
         $metric as metric, p.value{cols}
     from samples as s
     left join preferred as p
-        on p.run_id = s.run_id and p.key = s.key and p.epoch = s.epoch and p.metric = $metric
+        on p.run_id = s.run_id and p.key = s.key and p.epoch is not distinct from s.epoch
+        and p.metric = $metric
     order by s.run_id, s.key, s.epoch
     """
     try:
