@@ -1,19 +1,23 @@
 -- Current rows of events: rows that no later commit superseded for their run.
+-- A row is superseded when a tombstone for its run was committed after it, i.e. when its
+-- batch is older than the run's newest tombstone (a join on one number per run, not a
+-- correlated search through every tombstone).
 with source as (
     select * from raw_events
 ),
 
 dead as (
-    select run_id, batch_seq from raw_tombstones where table_name = 'events'
+    select run_id, max(batch_seq) as dead_before
+    from raw_tombstones
+    where table_name = 'events'
+    group by run_id
 ),
 
 final as (
     select s.*
     from source as s
-    where not exists (
-        select 1 from dead as d
-        where d.run_id = s.run_id and d.batch_seq > s.batch_seq
-    )
+    left join dead as d on d.run_id = s.run_id
+    where d.dead_before is null or s.batch_seq >= d.dead_before
 )
 
 select * from final

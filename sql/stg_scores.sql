@@ -1,22 +1,31 @@
 -- Current score rows. A commit supersedes a run's scores of one source (a re-score of one
--- scorer) or, with a null source, all of them (a re-ingested run).
+-- scorer) or, with a null source, all of them (a re-ingested run). A row is current when its
+-- batch is not older than the newest tombstone of either kind that covers it.
 with source as (
     select * from raw_scores
 ),
 
-dead as (
-    select run_id, source, batch_seq from raw_tombstones where table_name = 'scores'
+dead_run as (
+    select run_id, max(batch_seq) as dead_before
+    from raw_tombstones
+    where table_name = 'scores' and source is null
+    group by run_id
+),
+
+dead_source as (
+    select run_id, source, max(batch_seq) as dead_before
+    from raw_tombstones
+    where table_name = 'scores' and source is not null
+    group by run_id, source
 ),
 
 final as (
     select s.*
     from source as s
-    where not exists (
-        select 1 from dead as d
-        where d.run_id = s.run_id
-          and (d.source is null or d.source = s.source)
-          and d.batch_seq > s.batch_seq
-    )
+    left join dead_run as r on r.run_id = s.run_id
+    left join dead_source as d on d.run_id = s.run_id and d.source = s.source
+    where (r.dead_before is null or s.batch_seq >= r.dead_before)
+      and (d.dead_before is null or s.batch_seq >= d.dead_before)
 )
 
 select * from final

@@ -72,3 +72,7 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     png = tmp_path / "success_by_task.png"
     assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "success_by_task.html").read_text().count("<script") >= 1
+    assert (tmp_path / "paired_forest.png").stat().st_size > 10_000
+    report = (tmp_path / "report.html").read_text()
+    assert "<html" in report.lower() and "src=\"http" not in report
+    assert "improved" in res.stdout and "regressed" in res.stdout

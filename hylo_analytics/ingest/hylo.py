@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
-from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs
+from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
 
@@ -95,15 +95,6 @@ class ParsedLogs:
     bad_files: set[int] = field(default_factory=set)
 
 
-def _strings(chunks: Sequence[bytes]) -> pa.LargeStringArray:
-    sizes = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
-    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return pa.LargeStringArray.from_buffers(
-        len(chunks), pa.py_buffer(offsets), pa.py_buffer(b"".join(chunks))
-    )
-
-
 def _json_problem(sf: SourceFile) -> Problem:
     """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path)."""
     try:
@@ -140,7 +131,7 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     logs = pa.table(
         {
             "file_idx": pa.array(good_idx, pa.int32()),
-            "raw": _strings([files[i].data for i in good_idx]),
+            "raw": json_strings([files[i].data for i in good_idx]),
         }
     )
     con.register("_logs", logs)
