@@ -5,7 +5,6 @@ from hylo_analytics.aggregate import aggregate
 from hylo_analytics.analysis import (
     AnalysisReport,
     AnalysisSpec,
-    NotAvailableError,
     load_analysis_spec,
     run_analysis,
 )
@@ -50,6 +49,7 @@ from hylo_analytics.policies import (
     evaluate_policies,
     parse_policies,
 )
+from hylo_analytics.post_derive import StoreBaselineResult
 from hylo_analytics.pricing import PricingTable, load_pricing
 from hylo_analytics.reducers import Reducer, at_least, pass_at_k
 from hylo_analytics.report import ComparisonReport, build_report, report_frames, write_report
@@ -86,7 +86,6 @@ __all__ = [
     "MeasurementBudget",
     "MetricRegistry",
     "MetricSpec",
-    "NotAvailableError",
     "PairedBaseline",
     "PairedComparison",
     "Policy",
@@ -104,6 +103,7 @@ __all__ = [
     "SnapshotInit",
     "StatisticalRule",
     "Store",
+    "StoreBaselineResult",
     "TaskInstance",
     "TaskSpec",
     "TokenCostInputs",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-__all__ = ["load_views", "sql_dir", "view_names", "view_sql"]
+__all__ = ["load_views", "scores_overlay", "sql_dir", "view_names", "view_sql"]
 
 _LAYERS = ("stg_", "int_", "mart_")
 
@@ -68,3 +68,16 @@ def load_views(con: duckdb.DuckDBPyConnection, prelude: list[str] | None = None)
             raise RuntimeError(f"views that cannot be created: {detail}")
         pending = failed
     return done
+
+
+def scores_overlay(pending: str) -> str:
+    """``stg_scores`` as it would read after committing the rows of relation ``pending``.
+
+    A commit tombstones each (run, source) it writes, so the pending rows replace every stored
+    row of their (run, source). Dry runs read through this instead of ``stg_scores``.
+    """
+    return (
+        f"select * from stg_scores as s where not exists (select 1 from {pending} as p "
+        "where p.run_id = s.run_id and p.source = s.source) "
+        f"union all by name select * from {pending}"
+    )

@@ -2,28 +2,30 @@
 
 ::
 
-    score: {...}              # declarative scorers (hylo_analytics.scorers)
+    score:                                       # declarative scorers (hylo_analytics.scoring)
+      episode_steps: {value: trace.steps, goal: minimize, unit: steps}
     derive:
       - kind: token_cost
         pricing: file://pricing/models.yaml      # relative to the spec file, or inline
         inputs: {model: llm.model.name}          # optional remapping (TokenCostInputs)
         output: {name: request_cost, semantic_type: money.cost, unit: usd,
                  direction: minimize, role: constraint}
-    post_derive: [{kind: paired_baseline, ...}]  # cross-run (hylo_analytics.compare)
+    post_derive:                                 # cross-run (hylo_analytics.post_derive)
+      - {kind: paired_baseline, baseline_variant: octo-ft@1.0.0, metric: episode_steps,
+         formula: baseline_over_candidate, output: {name: step_speedup}}
     policies: [{name: cost-cap, metric: money.cost, must_less_equal: 0.001}]
 
-Sections run in that order against stored runs. Every section is validated when the spec is
-loaded, so a typo fails before anything is written, with the key path
-(``policies[2].must_between.min: expected a number``). ``score`` and ``post_derive`` are run by
-other modules through :data:`EXTERNAL`; when a build lacks them, running such a section raises
-:class:`NotAvailableError` instead of silently skipping it.
+Sections run in that order against stored runs, each seeing what the earlier ones wrote (a
+dry run overlays the rows it would write instead). Every section is validated when the spec is
+loaded, by the same parser its module uses, so a typo fails before anything is written, with
+the key path (``score.coverage.value: ...``, ``policies[2].must_between.min: ...``).
 """
 
 from __future__ import annotations
 
-import importlib
+import html
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +33,10 @@ import polars as pl
 import pyarrow as pa
 import yaml
 
+from hylo_analytics import _schema
 from hylo_analytics._config import (
     ConfigError,
     check_keys,
-    expect_bool,
     expect_list,
     expect_mapping,
     expect_str,
@@ -55,39 +57,33 @@ from hylo_analytics.policies import (
     metrics_from_store,
     parse_policies,
 )
+from hylo_analytics.post_derive import (
+    BaselineStep,
+    StoreBaselineResult,
+    commit_baseline,
+    parse_post_derive,
+    run_paired_baseline,
+)
 from hylo_analytics.pricing import PricingTable, load_pricing
+from hylo_analytics.scoring import (
+    DeclarativeScorer,
+    ScoringReport,
+    parse_scorers,
+    score_store,
+)
 from hylo_analytics.store import Store
 
 __all__ = [
-    "EXTERNAL",
     "AnalysisReport",
     "AnalysisSpec",
     "DeriveStep",
-    "NotAvailableError",
     "load_analysis_spec",
     "run_analysis",
 ]
 
 SECTIONS = ("score", "derive", "post_derive", "policies")
-# Sections run by other modules: (module, function(store, section, runs=...) -> Any).
-EXTERNAL: Mapping[str, tuple[str, str]] = {
-    "score": ("hylo_analytics.scorers", "run_score_spec"),
-    "post_derive": ("hylo_analytics.compare", "run_post_derive"),
-}
 _DIRECTIONS = ("maximize", "minimize")
 _ROLES = ("objective", "constraint", "diagnostic")
-_SCORER_KINDS = ("value", "pass", "exact", "schema")
-_FORMULAS = (
-    "baseline_over_candidate",
-    "candidate_over_baseline",
-    "candidate_minus_baseline",
-    "baseline_minus_candidate",
-    "percent_change_from_baseline",
-)
-
-
-class NotAvailableError(RuntimeError):
-    """A spec section needs a module this build does not have."""
 
 
 @dataclass(frozen=True)
@@ -102,23 +98,24 @@ class DeriveStep:
 
 @dataclass(frozen=True)
 class AnalysisSpec:
-    """A validated analysis spec; ``score`` and ``post_derive`` stay as their raw mappings."""
+    """A validated analysis spec."""
 
-    score: Mapping[str, Any] | None = None
+    score: tuple[DeclarativeScorer, ...] = ()
     derive: tuple[DeriveStep, ...] = ()
-    post_derive: tuple[Mapping[str, Any], ...] = ()
+    post_derive: tuple[BaselineStep, ...] = ()
     policies: tuple[Policy, ...] = ()
     source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class AnalysisReport:
-    """What a run of the spec did: derived results, policy evaluation, sections skipped."""
+    """What a run of the spec did, section by section (``written`` false for a dry run)."""
 
+    scoring: ScoringReport | None = None
     derived: tuple[TokenCostResult, ...] = ()
+    post_derived: tuple[StoreBaselineResult, ...] = ()
     policies: PolicyEvaluation | None = None
-    external: Mapping[str, Any] = field(default_factory=dict)
-    skipped: tuple[str, ...] = ()
+    written: bool = True
 
     def run_status(self) -> pl.DataFrame:
         """One row per run with its final status (empty when the spec has no policies)."""
@@ -127,14 +124,25 @@ class AnalysisReport:
         return self.policies.run_status
 
     def __repr__(self) -> str:
-        parts = [repr(d) for d in self.derived]
+        parts = []
+        if self.scoring is not None:
+            sc = self.scoring
+            n = sc.rows_written if self.written or sc.rows is None else sc.rows.num_rows
+            verb = "scored" if self.written else "would score"
+            parts.append(
+                f"{verb} {n} row(s) from {len(sc.scorers)} source(s)"
+                + ("" if sc.ok else f" (required scorer errors in {len(sc.failed_runs)} run(s))")
+            )
+        parts += [repr(d) for d in self.derived]
+        parts += [repr(d) for d in self.post_derived]
         if self.policies is not None:
             parts.append(repr(self.policies))
-        parts += [f"skipped {s}" for s in self.skipped]
+        if not self.written:
+            parts.append("dry run: nothing written")
         return "AnalysisReport(" + "; ".join(parts or ["nothing run"]) + ")"
 
     def _repr_html_(self) -> str:
-        return f"<p>{self!r}</p>" + self.run_status()._repr_html_()
+        return f"<p>{html.escape(repr(self))}</p>" + self.run_status()._repr_html_()
 
 
 def load_analysis_spec(source: str | Path | Mapping[str, Any]) -> AnalysisSpec:
@@ -156,7 +164,7 @@ def _parse(doc: object, *, base_dir: Path, origin: str | None) -> AnalysisSpec:
     check_keys(top, SECTIONS, "")
     if not any(s in top for s in SECTIONS):
         raise ConfigError("", f"expected at least one of {list(SECTIONS)}")
-    score = _validate_score(top["score"]) if "score" in top else None
+    score = tuple(parse_scorers(top["score"], "score")) if "score" in top else ()
     derive = tuple(
         _parse_derive(d, f"derive[{i}]", base_dir)
         for i, d in enumerate(expect_list(top.get("derive", []), "derive"))
@@ -170,9 +178,18 @@ def _parse(doc: object, *, base_dir: Path, origin: str | None) -> AnalysisSpec:
             )
         seen[name] = i
     post = tuple(
-        _validate_post_derive(d, f"post_derive[{i}]")
+        parse_post_derive(d, f"post_derive[{i}]")
         for i, d in enumerate(expect_list(top.get("post_derive", []), "post_derive"))
     )
+    seen = {}
+    for i, p in enumerate(post):
+        name = p.spec.output.name
+        if name in seen:
+            raise ConfigError(
+                f"post_derive[{i}].output.name",
+                f"duplicate output {name!r} (also post_derive[{seen[name]}])",
+            )
+        seen[name] = i
     policies = parse_policies(top.get("policies", []), "policies")
     return AnalysisSpec(score, derive, post, policies, origin)
 
@@ -224,171 +241,58 @@ def _dataclass_from(cls: Callable[..., Any], value: object, path: str) -> Any:
     return cls(**{k: expect_str(v, f"{path}.{k}") for k, v in m.items()})
 
 
-def _validate_score(value: object) -> Mapping[str, Any]:
-    scorers = expect_mapping(value, "score")
-    for name, spec in scorers.items():
-        path = f"score.{name}"
-        m = expect_mapping(spec, path)
-        check_keys(
-            m,
-            [
-                *_SCORER_KINDS,
-                "semantic",
-                "semantic_type",
-                "unit",
-                "goal",
-                "direction",
-                "role",
-                "optional",
-            ],
-            path,
-        )
-        kinds = [k for k in _SCORER_KINDS if k in m]
-        if len(kinds) != 1:
-            raise ConfigError(
-                path,
-                f"expected exactly one of {list(_SCORER_KINDS)}, found {', '.join(kinds) or 'none'}",
-            )
-        if kinds[0] in ("value", "pass"):
-            expect_str(m[kinds[0]], f"{path}.{kinds[0]}")
-        elif kinds[0] == "exact":
-            e = expect_mapping(m["exact"], f"{path}.exact")
-            check_keys(e, ["actual", "expected"], f"{path}.exact")
-            for k in ("actual", "expected"):
-                expect_str(e.get(k), f"{path}.exact.{k}")
-        else:
-            expect_mapping(m["schema"], f"{path}.schema")
-        for k in ("goal", "direction"):
-            if k in m and m[k] not in _DIRECTIONS:
-                raise ConfigError(
-                    f"{path}.{k}", f"expected one of {list(_DIRECTIONS)}, got {m[k]!r}"
-                )
-        if "role" in m and m["role"] not in _ROLES:
-            raise ConfigError(f"{path}.role", f"expected one of {list(_ROLES)}, got {m['role']!r}")
-        if "optional" in m:
-            expect_bool(m["optional"], f"{path}.optional")
-    return scorers
-
-
-def _validate_post_derive(entry: object, path: str) -> Mapping[str, Any]:
-    m = expect_mapping(entry, path)
-    allowed = [
-        "kind",
-        "baseline_variant",
-        "match_on",
-        "metric",
-        "formula",
-        "include_baseline",
-        "output",
-    ]
-    check_keys(m, allowed, path)
-    kind = expect_str(m.get("kind"), f"{path}.kind")
-    if kind != "paired_baseline":
-        raise ConfigError(f"{path}.kind", f"expected 'paired_baseline', got {kind!r}")
-    expect_str(m.get("baseline_variant"), f"{path}.baseline_variant")
-    expect_str(m.get("metric"), f"{path}.metric")
-    formula = m.get("formula", "baseline_over_candidate")
-    if formula not in _FORMULAS:
-        raise ConfigError(f"{path}.formula", f"expected one of {list(_FORMULAS)}, got {formula!r}")
-    for i, match in enumerate(
-        expect_list(m.get("match_on", [{"kind": "case_id"}]), f"{path}.match_on")
-    ):
-        mp = f"{path}.match_on[{i}]"
-        mm = expect_mapping(match, mp)
-        check_keys(mm, ["kind", "name"], mp)
-        mk = mm.get("kind")
-        if mk not in ("case_id", "factor"):
-            raise ConfigError(f"{mp}.kind", f"expected 'case_id' or 'factor', got {mk!r}")
-        if mk == "factor":
-            expect_str(mm.get("name"), f"{mp}.name")
-    if "include_baseline" in m:
-        expect_bool(m["include_baseline"], f"{path}.include_baseline")
-    out = expect_mapping(m.get("output"), f"{path}.output")
-    expect_str(out.get("name"), f"{path}.output.name")
-    return m
-
-
-def _external(section: str) -> Callable[..., Any]:
-    module, func = EXTERNAL[section]
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:  # the module exists but one of its imports is broken
-            raise
-        raise NotAvailableError(
-            f"{section}: not available in this build (module {module} is missing)"
-        ) from exc
-    fn = getattr(mod, func, None)
-    if fn is None:
-        raise NotAvailableError(
-            f"{section}: not available in this build ({module}.{func} is missing)"
-        )
-    return fn  # type: ignore[no-any-return]
-
-
 def run_analysis(
     store: Store,
     spec: AnalysisSpec,
     *,
     runs: Sequence[str] | None = None,
     write: bool = True,
-    skip_unavailable: bool = False,
 ) -> AnalysisReport:
-    """Run the spec's sections in order against ``store``; ``write=False`` commits nothing."""
-    external: dict[str, Any] = {}
-    skipped: list[str] = []
+    """Run the spec's sections in order against ``store``; ``write=False`` commits nothing.
 
-    def call(section: str, payload: Any) -> None:
-        try:
-            fn = _external(section)
-        except NotAvailableError as exc:
-            if not skip_unavailable:
-                raise
-            skipped.append(str(exc))
-            return
-        external[section] = fn(store, payload, runs=runs, write=write)
-
-    if spec.score is not None:
-        call("score", spec.score)
+    A dry run computes every section as a real run would: the rows it would write are kept as
+    ``pending`` score rows that later sections read in place of the stored rows they replace.
+    """
+    pending: list[pa.Table] = []
+    scoring = None
+    if spec.score:
+        scoring = score_store(store, list(spec.score), runs, write=write)
+        if not write:
+            pending.append(scoring.rows)
     derived = tuple(
         token_cost(store, s.pricing, inputs=s.inputs, output=s.output, runs=runs)
         for s in spec.derive
     )
-    if write and derived:
+    if derived:
         # one commit: steps share the source "derive:token_cost", and a commit's tombstones only
         # supersede earlier batches, so a second commit would erase the first step's rows
-        commit_scores(store, pa.concat_tables([d.to_scores() for d in derived]))
-    if spec.post_derive:
-        call("post_derive", spec.post_derive)
+        rows = pa.concat_tables([d.to_scores() for d in derived])
+        if write:
+            commit_scores(store, rows)
+        else:
+            pending.append(rows)
+    post: list[StoreBaselineResult] = []
+    for step in spec.post_derive:
+        result = run_paired_baseline(store, step, runs=runs, pending=_concat(pending))
+        if write:
+            commit_baseline(store, result)
+        else:
+            pending.append(result.scores)
+        post.append(result)
     evaluation = None
     if spec.policies:
-        metrics = metrics_from_store(store, runs=runs)
-        if not write:
-            metrics = _with_unwritten(metrics, derived)
+        metrics = metrics_from_store(store, runs=runs, pending=None if write else _concat(pending))
         evaluation = evaluate_policies(metrics, spec.policies, runs=runs)
         if write:
             commit_policy_results(store, evaluation)
-    return AnalysisReport(derived, evaluation, external, tuple(skipped))
+    return AnalysisReport(scoring, derived, tuple(post), evaluation, write)
 
 
-def _with_unwritten(metrics: pl.DataFrame, derived: Sequence[TokenCostResult]) -> pl.DataFrame:
-    """Metrics as they would be after writing ``derived`` (for a dry run)."""
-    frames = [metrics]
-    for d in derived:
-        names = [d.output.name, d.output.semantic_type]
-        frames = [f.filter(~pl.col("metric").is_in(names)) for f in frames]
-        for name in dict.fromkeys(names):
-            frames.append(
-                d.costs.select(
-                    "run_id",
-                    pl.col("key")
-                    if "key" in d.costs.columns
-                    else pl.lit(None, pl.String).alias("key"),
-                    pl.col("epoch")
-                    if "epoch" in d.costs.columns
-                    else pl.lit(None, pl.Int64).alias("epoch"),
-                    metric=pl.lit(name),
-                    value=pl.col("cost"),
-                )
-            )
-    return pl.concat(frames, how="diagonal_relaxed")
+def _concat(tables: list[pa.Table]) -> pa.Table | None:
+    """Pending rows of every section so far; a later section's rows replace an earlier one's."""
+    if not tables:
+        return None
+    rows = pa.concat_tables([_schema.conform(t, "scores") for t in tables])
+    # newer than anything stored, as they would be once committed
+    seq = pa.repeat(pa.scalar(2**62, pa.int64()), rows.num_rows)
+    return rows.set_column(rows.schema.get_field_index("batch_seq"), "batch_seq", seq)

@@ -16,6 +16,7 @@ derived from the evidence, so the evidence that explains it stays next to it.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from hylo_analytics._config import (
     expect_number,
     expect_str,
 )
+from hylo_analytics._sql import scores_overlay
 from hylo_analytics.store import Store, Tombstone
 
 __all__ = [
@@ -229,20 +231,28 @@ class PolicyEvaluation:
         return f"<p>{self!r}</p>" + self.run_status._repr_html_()
 
 
-def metrics_from_store(store: Store, *, runs: Sequence[str] | None = None) -> pl.DataFrame:
+def metrics_from_store(
+    store: Store, *, runs: Sequence[str] | None = None, pending: pa.Table | None = None
+) -> pl.DataFrame:
     """Current metric values (run_id, key, metric, value), one per (run, key, epoch, metric).
 
     Score precedence picks one row (score > derived > observation > imported, newest first). A
     row whose metadata names a ``semantic_type`` is also visible under that name, so a policy
-    can say ``metric: money.cost`` of a derived ``request_cost``.
+    can say ``metric: money.cost`` of a derived ``request_cost``. ``pending``: score rows not
+    committed yet (a dry run), read as if they were.
     """
     params: dict[str, Any] = {}
     where = ""
     if runs is not None:
         params["runs"] = list(runs)
         where = "where list_contains($runs, run_id)"
+    table = "stg_scores"
+    rel = f"_pending_metrics_{uuid.uuid4().hex[:8]}"
+    if pending is not None and pending.num_rows:
+        store.con.register(rel, pending)
+        table = f"({scores_overlay(rel)})"
     query = f"""
-    with scores as (select * from stg_scores {where}),
+    with scores as (select * from {table} {where}),
     named as (
         select run_id, key, epoch, metric, value, source_kind, batch_seq from scores
         union all
@@ -260,7 +270,11 @@ def metrics_from_store(store: Store, *, runs: Sequence[str] | None = None) -> pl
     )
     select * from final order by run_id, key, epoch, metric
     """
-    return store.sql(query, params or None)
+    try:
+        return store.sql(query, params or None)
+    finally:
+        if table != "stg_scores":
+            store.con.unregister(rel)
 
 
 def evaluate_policies(

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 import hylo_analytics as ha
-from hylo_analytics import analysis
 from hylo_analytics.cli import main
 
 PRICING = {
@@ -136,12 +135,24 @@ def test_dry_run_writes_nothing_but_sees_the_derived_values(tmp_path: Path) -> N
          "derive[0].inputs.modle", "unknown key"),
         ({"score": {"coverage": {"value": "output.coverage", "pass": "output.ok"}}}, "score.coverage", "exactly one"),
         ({"score": {"coverage": {"value": "output.coverage", "goal": "max"}}}, "score.coverage.goal", "maximize"),
+        ({"score": {"coverage": {"value": "output..coverage"}}}, "score.coverage.value", "bad segment"),
+        ({"score": {"coverage": {"exact": {"actual": "output.q", "expect": "case.q"}}}},
+         "score.coverage.exact.expect", "unknown key"),
+        ({"score": {"coverage": {"value": "output.coverage", "unti": "ratio"}}}, "score.coverage.unti", "unknown key"),
         ({"post_derive": [{"kind": "paired_baseline", "baseline_variant": "b", "metric": "m",
                            "formula": "ratio", "output": {"name": "speedup"}}]},
          "post_derive[0].formula", "baseline_over_candidate"),
         ({"post_derive": [{"kind": "paired_baseline", "baseline_variant": "b", "metric": "m",
                            "match_on": [{"kind": "factor"}], "output": {"name": "s"}}]},
          "post_derive[0].match_on[0].name", "non-empty string"),
+        ({"post_derive": [{"kind": "paired_baseline", "baseline_variant": "b", "metric": "m",
+                           "output": {"name": "s", "direction": "faster"}}]},
+         "post_derive[0].output.direction", "maximize"),
+        ({"post_derive": [{"kind": "paired_baseline", "baseline_variant": "b", "metric": "m",
+                           "output": {"name": "s"}},
+                          {"kind": "paired_baseline", "baseline_variant": "b", "metric": "m",
+                           "output": {"name": "s"}}]},
+         "post_derive[1].output.name", "duplicate output 's'"),
     ],
 )  # fmt: skip
 def test_spec_errors_name_the_key_path(
@@ -174,32 +185,15 @@ SCORE_AND_POST: dict[str, Any] = {
 }  # fmt: skip
 
 
-def test_external_sections_dispatch_or_say_not_available(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_score_and_post_derive_are_parsed_by_their_modules(tmp_path: Path) -> None:
     spec = ha.load_analysis_spec(_write_spec(tmp_path, {**SPEC, **SCORE_AND_POST}))
-    store = _store(tmp_path / "s")
-    monkeypatch.setattr(
-        analysis, "EXTERNAL", {"score": ("hylo_analytics.no_such_module", "f"), "post_derive": ("hylo_analytics.compare", "no_such_function")}
-    )  # fmt: skip
-    with pytest.raises(ha.NotAvailableError, match="score: not available in this build"):
-        ha.run_analysis(store, spec)
-    report = ha.run_analysis(store, spec, skip_unavailable=True)
-    assert len(report.skipped) == 2
-    assert "compare.no_such_function is missing" in report.skipped[1]
-    assert report.run_status().height == 2  # derive and policies still ran
-
-    calls: list[tuple[str, Any]] = []
-    fake = type("M", (), {})()
-    fake.score = lambda store, payload, runs, write: calls.append(("score", payload)) or "scored"  # type: ignore[attr-defined]
-    monkeypatch.setattr(analysis.importlib, "import_module", lambda name: fake)
-    monkeypatch.setattr(
-        analysis, "EXTERNAL", {"score": ("m", "score"), "post_derive": ("m", "score")}
-    )
-    report = ha.run_analysis(store, spec)
-    assert [c[0] for c in calls] == ["score", "score"]
-    assert calls[0][1]["coverage"]["value"] == "output.coverage"
-    assert report.external == {"score": "scored", "post_derive": "scored"}
+    (scorer,) = spec.score
+    assert (scorer.name, scorer.kind, scorer.path) == ("coverage", "value", "output.coverage")
+    assert scorer.declaration.semantic == "coverage.ratio"
+    (step,) = spec.post_derive
+    assert step.spec.match_on == ("key", "epoch", "workload.size")
+    assert step.source == "post_derive:speedup"
+    assert step.spec.output == ha.DerivedMetricOutput("speedup", "performance.speedup")
 
 
 def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

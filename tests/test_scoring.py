@@ -270,16 +270,29 @@ def test_load_scorers_from_yaml(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("decl", "match"),
     [
-        ({"x": {"value": "a", "pass": "b"}}, r"score.x: expected exactly one of"),
-        ({"x": {"value": "a..b"}}, r"score.x: path 'a..b': bad segment ''"),
-        ({"x": {"exact": {"actual": "a"}}}, r"score.x: exact needs a mapping"),
-        ({"x": {"value": "a", "goal": "up"}}, r"score.x: direction must be"),
-        ({"x": {"schema": {"schema": {"type": 3}}}}, r"score.x: .*invalid JSON Schema"),
+        ({"x": {"value": "a", "pass": "b"}}, r"^score\.x: expected exactly one of"),
+        ({"x": {"value": "a..b"}}, r"^score\.x\.value: path 'a\.\.b': bad segment ''"),
+        ({"x": {"exact": {"actual": "a"}}}, r"^score\.x\.exact\.expected: expected a non-empty"),
+        ({"x": {"value": "a", "goal": "up"}}, r"^score\.x\.goal: expected one of"),
+        ({"x": {"schema": {"schema": {"type": 3}}}}, r"^score\.x\.schema\.schema: invalid JSON"),
+        ({"x": {"value": "a", "uint": "s"}}, r"^score\.x\.uint: unknown key"),
+        ({"x": {"value": "a", "optional": "no"}}, r"^score\.x\.optional: expected true or false"),
+        ({"score": ["x"]}, r"^score: expected a mapping"),
     ],
 )
-def test_bad_declarations(decl: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+def test_bad_declarations(decl: Any, match: str) -> None:
+    # ConfigError is a ValueError: callers that caught ValueError still do
+    with pytest.raises(ha.ConfigError, match=match):
         load_scorers(decl)
+
+
+def test_bad_declaration_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "scorers.yaml"
+    path.write_text("score:\n  x: {value: 3}\n")
+    with pytest.raises(
+        ha.ConfigError, match=r"scorers\.yaml: score\.x\.value: expected a non-empty"
+    ):
+        load_scorers(path)
 
 
 # -- Python scorers --------------------------------------------------------------------------

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import polars as pl
 
-from hylo_analytics.analysis import NotAvailableError, load_analysis_spec, run_analysis
+from hylo_analytics.analysis import load_analysis_spec, run_analysis
 from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
 
 HELP = """Run an analysis spec (YAML with score, derive, post_derive and policies sections)
-against the stored runs. Derived metrics (e.g. token cost) are written as score rows
-(source 'derive:<kind>'), policy checks as policy_results rows; the output is one row per run
+against the stored runs, in that order. Scorer rows are written with source 'scorer:<name>',
+derived metrics as score rows (source 'derive:<kind>' for token cost, 'post_derive:<output>'
+for a paired baseline), policy checks as policy_results rows; the output is one row per run
 with its final status (passed | failed_policy | unverified). A failed policy is a result, not an
 error: the exit code is 0 unless --fail-on-policy is given. The spec is validated before anything
 runs; errors name the key path, e.g. 'policies[2].must_between.min: expected a number'.
@@ -34,11 +35,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="compute and print; write nothing")
     p.add_argument(
-        "--skip-unavailable",
-        action="store_true",
-        help="skip sections this build cannot run (reported on stderr) instead of failing",
-    )
-    p.add_argument(
         "--fail-on-policy", action="store_true", help="exit 1 when any run failed a policy"
     )
     add_format_args(p)
@@ -48,21 +44,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = load_analysis_spec(args.spec)
     store = store_from(args)
-    try:
-        report = run_analysis(
-            store,
-            spec,
-            runs=args.runs,
-            write=not args.dry_run,
-            skip_unavailable=args.skip_unavailable,
-        )
-    except NotAvailableError as exc:
-        print(f"hylo-analytics evaluate: error: {exc}", file=sys.stderr)
-        return 2
-    for d in report.derived:
+    report = run_analysis(store, spec, runs=args.runs, write=not args.dry_run)
+    if report.scoring is not None:
+        print(report.scoring, file=sys.stderr)
+    for d in (*report.derived, *report.post_derived):
         print(repr(d), file=sys.stderr)
-    for s in report.skipped:
-        print(f"skipped: {s}", file=sys.stderr)
     status = report.run_status()
     if "failed_policies" in status.columns:
         status = status.with_columns(pl.col("failed_policies").list.join(", "))

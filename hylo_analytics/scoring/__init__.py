@@ -27,6 +27,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -41,6 +42,7 @@ from hylo_analytics.scoring._declarative import (
     DeclarativeScorer,
     declarative_rows,
     load_scorers,
+    parse_scorers,
 )
 from hylo_analytics.scoring._python import (
     EpisodeScorer,
@@ -67,6 +69,7 @@ __all__ = [
     "VectorizedScorer",
     "compute_scores",
     "load_scorers",
+    "parse_scorers",
     "score_store",
 ]
 
@@ -192,17 +195,26 @@ def _exists(con: Any, name: str) -> bool:
 
 
 def score_store(
-    store: Store, scorers: ScorersArg = None, runs: Sequence[str] | None = None
+    store: Store,
+    scorers: ScorersArg = None,
+    runs: Sequence[str] | None = None,
+    *,
+    write: bool = True,
 ) -> ScoringReport:
     """Score ``runs`` (default: all) with ``scorers`` (default: built-ins and grades) and commit.
 
     Each (run, source) scored gets a tombstone, so earlier rows of that scorer are replaced.
     A required scorer's error rows mark their run failed in the report; nothing raises
-    halfway and every row is committed.
+    halfway and every row is committed. ``write=False`` (a dry run) commits nothing; the rows
+    are in the report's ``rows``.
     """
     from hylo_analytics.store import Tombstone
 
     t0 = time.perf_counter()
+    if not write:
+        rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
+        report = _report(rows, run_ids, seconds, resolved, None, time.perf_counter() - t0)
+        return replace(report, rows_written=0, rows=_committed(rows))
     with store.lock():
         rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
         sources = set(pc.unique(rows.column("source")).to_pylist())
@@ -215,8 +227,14 @@ def score_store(
             }
         sources |= {_source(s) for s in resolved if s != GRADES}
         tombstones = [Tombstone("scores", r, s) for r in run_ids for s in sorted(sources)]
-        seq = store.commit({"scores": rows.drop_columns(["is_error"])}, tombstones)
-    return _report(rows, run_ids, seconds, resolved, seq, time.perf_counter() - t0)
+        seq = store.commit({"scores": _committed(rows)}, tombstones)
+    report = _report(rows, run_ids, seconds, resolved, seq, time.perf_counter() - t0)
+    return replace(report, rows=_committed(rows))
+
+
+def _committed(rows: pa.Table) -> pa.Table:
+    """The rows as the scores table holds them (``is_error`` dropped)."""
+    return _schema.conform(rows.drop_columns(["is_error"]), "scores")
 
 
 def _report(
@@ -224,7 +242,7 @@ def _report(
     run_ids: list[str],
     seconds: dict[str, float],
     resolved: list[Scorer],
-    seq: int,
+    seq: int | None,
     elapsed: float,
 ) -> ScoringReport:
     df = pl.from_arrow(rows)

@@ -34,9 +34,23 @@ import jsonschema
 import pyarrow as pa
 import yaml
 
+from hylo_analytics._config import (
+    ConfigError,
+    check_keys,
+    expect_bool,
+    expect_mapping,
+    expect_str,
+)
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
-__all__ = ["RECORD_SQL", "DeclarativeScorer", "declarative_rows", "load_scorers", "path_sql"]
+__all__ = [
+    "RECORD_SQL",
+    "DeclarativeScorer",
+    "declarative_rows",
+    "load_scorers",
+    "parse_scorers",
+    "path_sql",
+]
 
 Kind = Literal["value", "pass", "exact", "schema"]
 _KINDS = ("value", "pass", "exact", "schema")
@@ -118,53 +132,97 @@ def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Dec
             goal: maximize                # or direction:
             role: objective
             optional: false
+
+    Errors are :class:`ConfigError` naming the key path (``score.coverage.value: ...``), prefixed
+    with the file when read from one.
     """
-    where = "<mapping>"
-    if not isinstance(source, Mapping):
-        where = str(source)
-        data = yaml.safe_load(Path(source).read_text())
+    if isinstance(source, Mapping):
+        data: Any = source
     else:
-        data = source
+        try:
+            data = yaml.safe_load(Path(source).read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(str(source), f"not valid YAML: {exc}") from exc
     if isinstance(data, Mapping) and "score" in data:
         data = data["score"]
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a mapping of scorer name -> declaration")
-    return [_one(where, str(name), decl) for name, decl in data.items()]
+    try:
+        return parse_scorers(data)
+    except ConfigError as exc:
+        if isinstance(source, Mapping):
+            raise
+        raise ConfigError(f"{source}: {exc.path}", exc.message) from exc
 
 
-def _one(where: str, name: str, decl: Any) -> DeclarativeScorer:
-    at = f"{where}: score.{name}"
-    if not isinstance(decl, Mapping):
-        raise ValueError(f"{at}: expected a mapping, got {type(decl).__name__}")
-    kinds = [k for k in _KINDS if k in decl]
+_DECL_KEYS = (*_KINDS, "semantic", "semantic_type", "unit", "goal", "direction", "role", "optional")
+_DIRECTIONS = ("maximize", "minimize")
+_ROLES = ("objective", "constraint", "diagnostic")
+
+
+def parse_scorers(block: object, path: str = "score") -> list[DeclarativeScorer]:
+    """Validate a ``score:`` block (scorer name -> declaration) and build its scorers.
+
+    The one validator of the declarative format: :func:`load_scorers` and the analysis spec both
+    use it, so every error names the key path (``score.coverage.exact.expected``).
+    """
+    scorers = expect_mapping(block, path)
+    return [_one(f"{path}.{name}", name, decl) for name, decl in scorers.items()]
+
+
+def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
+    m = expect_mapping(decl, at)
+    check_keys(m, _DECL_KEYS, at)
+    kinds = [k for k in _KINDS if k in m]
     if len(kinds) != 1:
-        raise ValueError(
-            f"{at}: expected exactly one of {', '.join(_KINDS)}; found {kinds or 'none'}"
+        raise ConfigError(
+            at, f"expected exactly one of {list(_KINDS)}, found {', '.join(kinds) or 'none'}"
         )
     kind = kinds[0]
-    spec = decl[kind]
-    expected = schema = None
+    kp = f"{at}.{kind}"
+    expected: str | None = None
+    schema: Mapping[str, Any] | None = None
+    if kind == "exact":
+        e = expect_mapping(m[kind], kp)
+        check_keys(e, ["actual", "expected"], kp)
+        path = _path(e.get("actual"), f"{kp}.actual")
+        expected = _path(e.get("expected"), f"{kp}.expected")
+    elif kind == "schema":
+        e = expect_mapping(m[kind], kp)
+        check_keys(e, ["path", "schema"], kp)
+        path = _path(e.get("path", "output"), f"{kp}.path")
+        schema = expect_mapping(e.get("schema"), f"{kp}.schema")
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(dict(schema))
+        except jsonschema.SchemaError as exc:
+            raise ConfigError(f"{kp}.schema", f"invalid JSON Schema: {exc.message}") from exc
+    else:
+        path = _path(m[kind], kp)
+    for k in ("semantic", "semantic_type", "unit"):
+        if m.get(k) is not None:  # ``unit: null`` is "no unit"
+            expect_str(m[k], f"{at}.{k}")
+    if "direction" in m and "goal" in m:
+        raise ConfigError(f"{at}.goal", "give goal or direction, not both")
+    for k in ("goal", "direction"):
+        if k in m and m[k] not in _DIRECTIONS:
+            raise ConfigError(f"{at}.{k}", f"expected one of {list(_DIRECTIONS)}, got {m[k]!r}")
+    if "role" in m and m["role"] not in _ROLES:
+        raise ConfigError(f"{at}.role", f"expected one of {list(_ROLES)}, got {m['role']!r}")
+    declaration = ScorerDeclaration(
+        semantic=str(m.get("semantic", m.get("semantic_type", ""))),
+        unit=m.get("unit"),
+        direction=m.get("direction", m.get("goal", "maximize")),
+        role=m.get("role", "objective"),
+        optional=expect_bool(m.get("optional", False), f"{at}.optional"),
+    )
+    return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
+
+
+def _path(value: object, at: str) -> str:
+    text = expect_str(value, at)
     try:
-        declaration = ScorerDeclaration(
-            semantic=str(decl.get("semantic", decl.get("semantic_type", ""))),
-            unit=decl.get("unit"),
-            direction=decl.get("direction", decl.get("goal", "maximize")),
-            role=decl.get("role", "objective"),
-            optional=bool(decl.get("optional", False)),
-        )
-        if kind == "exact":
-            if not isinstance(spec, Mapping) or "actual" not in spec or "expected" not in spec:
-                raise ValueError("exact needs a mapping with actual and expected paths")
-            path, expected = spec["actual"], spec["expected"]
-        elif kind == "schema":
-            if not isinstance(spec, Mapping) or "schema" not in spec:
-                raise ValueError("schema needs a mapping with path and schema")
-            path, schema = spec.get("path", "output"), spec["schema"]
-        else:
-            path = spec
-        return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
+        path_sql(text)
     except ValueError as exc:
-        raise ValueError(f"{at}: {exc}") from exc
+        raise ConfigError(at, str(exc)) from exc
+    return text
 
 
 # The per-sample record. Pieces are spliced as JSON text so that present-but-null values stay

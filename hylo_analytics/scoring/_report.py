@@ -6,6 +6,10 @@ import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["ScorerSummary", "ScoringError", "ScoringReport"]
 
@@ -49,6 +53,8 @@ class ScoringReport:
     rows_written: int = 0
     batch_seq: int | None = None
     seconds: float = 0.0
+    # the score rows computed (as the scores table holds them); None when not kept
+    rows: pa.Table | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "failed_runs", MappingProxyType(dict(self.failed_runs)))
