@@ -10,7 +10,7 @@ names the file, line and field of each problem. Both paths produce the same tabl
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -55,7 +55,7 @@ def _is(t: pa.DataType, kinds: tuple[object, ...]) -> bool:
     return any(k(t) for k in kinds)  # type: ignore[operator]
 
 
-def _struct_ok(t: pa.DataType, fields: dict[str, tuple[object, ...]], required: str) -> bool:
+def _struct_ok(t: pa.DataType, fields: Mapping[str, tuple[object, ...]], required: str) -> bool:
     if not pa.types.is_struct(t):
         return False
     names = {t.field(i).name for i in range(t.num_fields)}
