@@ -74,5 +74,5 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     assert (tmp_path / "success_by_task.html").read_text().count("<script") >= 1
     assert (tmp_path / "paired_forest.png").stat().st_size > 10_000
     report = (tmp_path / "report.html").read_text()
-    assert "<html" in report.lower() and "src=\"http" not in report
+    assert "<html" in report.lower() and 'src="http' not in report
     assert "improved" in res.stdout and "regressed" in res.stdout
