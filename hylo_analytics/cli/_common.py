@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -51,12 +52,15 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None) -> None:
     elif fmt == "json":
         text = df.write_json()
     else:
+        # wide enough that long run ids and task names are truncated, not wrapped per character
+        width = max(shutil.get_terminal_size((240, 40)).columns, 240)
         with pl.Config(
             tbl_rows=200,
             tbl_cols=30,
-            fmt_str_lengths=60,
-            tbl_width_chars=160,
+            fmt_str_lengths=32,
+            tbl_width_chars=width,
             tbl_hide_dataframe_shape=True,
+            tbl_hide_column_data_types=True,
         ):
             text = str(df) + "\n"
     if output is None:
