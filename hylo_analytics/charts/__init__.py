@@ -1,0 +1,34 @@
+"""Altair charts over aggregates (never raw rows): each function returns an Altair chart.
+
+Every function takes an *already aggregated* polars frame (one row per task, run or version)
+whose columns are listed in its docstring: the frame contracts below are what the aggregation
+and comparison modules produce, so a chart never ships thousands of rows to Vega. Intervals
+are computed by hylo_analytics, never by Vega's bootstrap ``ci``, so a chart shows the same
+numbers as the tables beside it. :func:`save` writes HTML (self-contained), PNG or SVG with no
+network (vl-convert).
+"""
+
+from hylo_analytics.charts._style import VERDICT_COLORS, save
+from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
+from hylo_analytics.charts.runs import (
+    cost_vs_success,
+    coverage_breakdown,
+    metric_distribution,
+    metric_trend,
+    pareto_front,
+    summarize_distribution,
+)
+
+__all__ = [
+    "VERDICT_COLORS",
+    "cost_vs_success",
+    "coverage_breakdown",
+    "metric_distribution",
+    "metric_trend",
+    "paired_forest",
+    "pareto_front",
+    "save",
+    "success_rate_by_task",
+    "summarize_distribution",
+    "win_loss_bars",
+]

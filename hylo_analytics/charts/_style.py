@@ -1,0 +1,90 @@
+"""Palettes, frame checks and saving, shared by every chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+__all__ = ["VERDICT_COLORS", "save"]
+
+# Okabe-Ito colours, safe for the common colour-vision deficiencies; shapes repeat the verdict
+# so it survives greyscale printing too.
+VERDICT_COLORS: dict[str, str] = {
+    "improved": "#0072B2",
+    "regressed": "#D55E00",
+    "unchanged": "#6E6E6E",
+    "inconclusive": "#E69F00",
+}
+_VERDICT_SHAPES = {
+    "improved": "triangle-up",
+    "regressed": "triangle-down",
+    "unchanged": "circle",
+    "inconclusive": "diamond",
+}
+_OUTCOME_COLORS = {"candidate wins": "#0072B2", "ties": "#BDBDBD", "parent wins": "#D55E00"}
+_REASON_COLORS = ("#E69F00", "#D55E00", "#CC79A7", "#009E73", "#56B4E9", "#F0E442", "#999999")
+_SCORED_COLOR = "#0072B2"
+_RUN_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+_QUANTILES = {"q05": 0.05, "q25": 0.25, "q50": 0.5, "q75": 0.75, "q95": 0.95}
+
+
+def _require(frame: pl.DataFrame, columns: Sequence[str], chart: str) -> pl.DataFrame:
+    """Select ``columns``; a missing one is an error naming the chart and what it needs."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{chart}: the frame lacks column(s) {missing}; expected {list(columns)}, "
+            f"got {frame.columns}"
+        )
+    return frame.select(columns)
+
+
+def _data(frame: pl.DataFrame) -> alt.Data:
+    """Inline the (small, aggregated) rows; decimals become floats, which JSON can carry."""
+    plain = frame.with_columns(pl.col(pl.Decimal).cast(pl.Float64))
+    return alt.Data(values=plain.to_dicts())  # type: ignore[no-untyped-call]
+
+
+def _order(frame: pl.DataFrame, column: str) -> list[Any]:
+    """Categories in the frame's row order (the caller sorted them on purpose)."""
+    return frame.get_column(column).unique(maintain_order=True).to_list()
+
+
+def _styled(chart: Any) -> Any:
+    """House look: legible fonts, no chart border, titles left-aligned with a subtitle."""
+    return (
+        chart.configure(font="DejaVu Sans, Helvetica, Arial, sans-serif")
+        .configure_view(strokeWidth=0)
+        .configure_axis(
+            labelFontSize=12, titleFontSize=13, titleFontWeight="normal", labelLimit=260
+        )
+        .configure_legend(labelFontSize=12, titleFontSize=12, orient="top")
+        .configure_title(fontSize=16, subtitleFontSize=12, anchor="start", subtitleColor="#555")
+        .configure_header(labelFontSize=12, titleFontSize=13)
+    )
+
+
+def _title(text: str, subtitle: str) -> alt.TitleParams:
+    return alt.TitleParams(text=text, subtitle=subtitle)
+
+
+# -- per task -----------------------------------------------------------------------------
+
+
+def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:
+    """Save as .html (self-contained), .png or .svg, chosen by the suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".html":
+        chart.save(str(path), inline=True)
+    elif path.suffix == ".png":
+        chart.save(str(path), scale_factor=2)
+    elif path.suffix == ".svg":
+        chart.save(str(path))
+    else:
+        raise ValueError(f"cannot save a chart as {path.suffix!r}; use .html, .png or .svg")
+    return path
