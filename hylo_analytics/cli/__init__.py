@@ -15,16 +15,16 @@ import duckdb
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (
+_COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.ingest",
     "hylo_analytics.cli.query",
-    "hylo_analytics.cli.demo",
-    "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.score",
+    "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.evaluate",
-    "hylo_analytics.cli.export",
     "hylo_analytics.cli.report",
+    "hylo_analytics.cli.export",
+    "hylo_analytics.cli.demo",
 )
 
 
