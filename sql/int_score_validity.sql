@@ -1,9 +1,10 @@
--- Every current score row with its validity and skip reason decided once, the way
+-- Every preferred score row (one per run, key, epoch and metric: int_scores_preferred) with its
+-- validity and skip reason decided once, the way
 -- hylo_analytics.aggregate decides them: a row counts when its value is a real number and it
 -- is not flagged invalid; otherwise it is skipped with its skip_reason (or abstained / nan /
 -- invalid when none was written). Skipped rows keep a null value, so avg() never sees them.
 with scores as (
-    select * from stg_scores
+    select * from int_scores_preferred
 ),
 
 flagged as (

@@ -40,3 +40,20 @@ def test_sql_reconciliation_invariant(sample_store):
         df = sample_store.sql(f"select * from {view}")
         skipped = df["skip_breakdown"].list.eval(pl.element().struct.field("count")).list.sum()
         assert (df["n_total"] == df["n_valid"] + skipped).all()
+
+
+def test_after_scoring_each_episode_counts_once(tmp_path, sample_dir):
+    """Re-scored, graded and imported rows of one episode are one preferred score, in SQL too."""
+    import hylo_analytics as ha
+
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_dir, progress=False)
+    store.score()
+    sql = store.sql("select * from mart_aggregate_run where metric = 'success'").sort("run_id")
+    assert sql["n_total"].to_list() == [200, 200, 200]
+    py = aggregate(store, by=["run_id"], metrics=["success"], reduce=None).sort("run_id")
+    assert sql["n_valid"].to_list() == py["n_valid"].to_list()
+    assert sql["mean"].to_list() == pytest.approx(py["mean"].to_list())
+    assert sql["wilson_low"].to_list() == pytest.approx(py["ci_low"].to_list())
+    task = store.sql("select * from mart_task_success")
+    assert (task["n_total"] == 20).all() and task.height == 30
