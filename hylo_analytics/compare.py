@@ -16,12 +16,18 @@ import html
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from scipy import stats
+
+from hylo_analytics._lazy import LazyModule
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # scipy is imported on first use: it costs half a second at startup
+    stats = LazyModule("scipy.stats")
 
 __all__ = [
     "BUILTIN_DIRECTIONS",

@@ -20,11 +20,18 @@ correlated across groups of equal size, so do not difference two groups' resampl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+
+from hylo_analytics._lazy import LazyModule
+
+if TYPE_CHECKING:
+    from scipy import special, stats
+else:  # scipy is imported on first use: it costs half a second at startup
+    special = LazyModule("scipy.special")
+    stats = LazyModule("scipy.stats")
 
 __all__ = [
     "BootstrapMethod",

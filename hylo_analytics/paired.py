@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from scipy import stats
 
+from hylo_analytics._lazy import LazyModule
 from hylo_analytics.compare import (
     BUILTIN_DIRECTIONS,
     Alternative,
@@ -29,6 +29,11 @@ from hylo_analytics.compare import (
     mcnemar_p,
 )
 from hylo_analytics.verdicts import RelativeNoiseRule, StatisticalRule, add_verdicts
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # scipy is imported on first use: it costs half a second at startup
+    stats = LazyModule("scipy.stats")
 
 if TYPE_CHECKING:
     from hylo_analytics.store import Store

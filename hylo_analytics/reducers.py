@@ -17,10 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import special
+
+from hylo_analytics._lazy import LazyModule
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # scipy is imported on first use: it costs half a second at startup
+    special = LazyModule("scipy.special")
 
 __all__ = ["REDUCERS", "Reducer", "at_least", "pass_at_k", "reduce_epochs", "reducer"]
 
