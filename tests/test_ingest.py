@@ -243,6 +243,10 @@ def test_missing_or_mistyped_field(
     assert len(q) == 1, q
     assert q[0]["path"] == str(bad / "evallog.json")
     assert q[0]["field"] == field and message in q[0]["error"]
+    # the line is the field's own, or (missing field) the line opening the object that lacks it
+    text = (bad / "evallog.json").read_text().splitlines()[q[0]["line"] - 1]
+    last = field.rsplit(".", 1)[-1].split("[")[0]
+    assert f'"{last}"' in text if "missing" not in message else text.strip().startswith("{")
     assert _count(store, "runs") == N_RUNS - 1
     assert _count(store, "samples") == (N_RUNS - 1) * N_SAMPLES
 

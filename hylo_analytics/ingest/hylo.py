@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._hylo_fast import parse_fast
+from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
@@ -388,7 +389,23 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     con.unregister("_bad")
     for t in ("_top", "_samp", "_ok"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
-    return ParsedLogs(runs, samples, scores, problems, bad)
+    return ParsedLogs(runs, samples, scores, _with_lines(problems, files), bad)
+
+
+_LINES_PER_FILE = 20  # locating a field scans the file's text: bound the cost per bad file
+
+
+def _with_lines(problems: list[Problem], files: Sequence[SourceFile]) -> list[Problem]:
+    """Field problems get the line their field (or its closest parent) is on."""
+    data = {str(f.path): f.data for f in files}
+    done: dict[str, int] = {}
+    out = []
+    for p in problems:
+        if p.line is None and p.field and p.path in data and done.get(p.path, 0) < _LINES_PER_FILE:
+            done[p.path] = done.get(p.path, 0) + 1
+            p = Problem(p.path, field_line(data[p.path], p.field), p.field, p.error)
+        out.append(p)
+    return out
 
 
 # -- the reader: logs, then the traces they name ----------------------------------------
