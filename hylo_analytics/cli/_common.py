@@ -61,6 +61,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None) -> None:
             tbl_width_chars=width,
             tbl_hide_dataframe_shape=True,
             tbl_hide_column_data_types=True,
+            float_precision=4,
         ):
             text = str(df) + "\n"
     if output is None:

@@ -60,5 +60,11 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         out = out.with_columns(skip_breakdown=reasons.list.join("; "))
+    if args.format == "table":  # the columns a reader scans; csv / json / parquet keep them all
+        by = [c.strip() for c in args.by.split(",") if c.strip()]
+        out = out.select(
+            *by, "metric", "n_total", "n_valid", "coverage", "mean", "stderr",
+            "ci_low", "ci_high", "ci_method", "skip_breakdown",
+        )  # fmt: skip
     emit(out, args.format, args.output)
     return 0
