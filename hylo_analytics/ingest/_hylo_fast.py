@@ -150,8 +150,8 @@ def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Tab
             "key": key,
             "task_id": task,
             "seed": seed,
-            "epoch": _col(flat, "epoch", n, pa.int64()),
-            "episode_id": _col(flat, "episode_id", n, pa.string()),
+            "epoch": (epoch := _epochs(key, _col(flat, "epoch", n, pa.int64()))),
+            "episode_id": _episode_ids(key, epoch, _col(flat, "episode_id", n, pa.string())),
             "status": _col(flat, "status", n, pa.string()),
             "trace": _col(flat, "trace", n, pa.string()),
             "sample_idx": pa.array(np.arange(n, dtype=np.int64)),
@@ -180,34 +180,70 @@ def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Tab
     )
     parts = []
     if scores is not None and pa.types.is_struct(scores.type):
-        has = np.flatnonzero(scores.is_valid().to_numpy(zero_copy_only=False))
+        has = pa.array(np.flatnonzero(scores.is_valid().to_numpy(zero_copy_only=False)))
+        cols = ["run_id", "key", "task_id", "seed", "epoch", "episode_id"]
+        scored = samples.select(cols).take(has)  # in this thread: the copy runs in parallel
+        m = scored.num_rows
         for i in range(scores.type.num_fields):
-            name = scores.type.field(i).name
-            values = scores.field(i).take(pa.array(has)).cast(pa.float64())
+            value = scores.field(i).take(has).cast(pa.float64())
+            valid = pc.is_valid(value)
             parts.append(
-                pa.table(
-                    {
-                        "sample_idx": pa.array(has.astype(np.int64)),
-                        "metric": pa.repeat(pa.scalar(name, pa.string()), len(has)),
-                        "value": values,
-                    }
+                scored.append_column("metric", pa.repeat(pa.scalar(scores.type.field(i).name), m))
+                .append_column("value", value)
+                .append_column("valid", valid)
+                .append_column(
+                    "skip_reason",
+                    pc.if_else(valid, pa.scalar(None, pa.string()), pa.scalar("abstained")),
                 )
             )
-    score_rows = (
-        pa.concat_tables(parts)
-        if parts
-        else pa.table(
-            {
-                "sample_idx": pa.array([], pa.int64()),
-                "metric": pa.array([], pa.string()),
-                "value": pa.array([], pa.float64()),
-            }
-        )
-    )
-    score_rows = score_rows.append_column(
-        "file_idx", pa.array(np.full(score_rows.num_rows, idx, np.int32))
+    score_rows = pa.concat_tables(parts) if parts else _NO_SCORES
+    score_rows = score_rows.add_column(
+        0, "file_idx", pa.array(np.full(score_rows.num_rows, idx, np.int32))
     )
     return runs, samples, score_rows
+
+
+_NO_SCORES = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("key", pa.string()),
+        ("task_id", pa.string()),
+        ("seed", pa.int64()),
+        ("epoch", pa.int64()),
+        ("episode_id", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("valid", pa.bool_()),
+        ("skip_reason", pa.string()),
+    ]
+).empty_table()
+
+
+def _epochs(key: pa.Array, epoch: pa.Array) -> pa.Array:
+    """Epochs as the checked path numbers them: a repeated key's samples in file order."""
+    if not epoch.null_count:
+        return epoch
+    codes = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False)
+    n = len(codes)
+    fill = np.ones(n, np.int64)
+    if len(np.unique(codes)) < n:
+        order = np.argsort(codes, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+        sizes = np.diff(np.r_[starts, n])
+        fill[order] = np.arange(n) - np.repeat(starts, sizes) + 1
+    return pc.coalesce(epoch, pa.array(fill))
+
+
+def _episode_ids(key: pa.Array, epoch: pa.Array, episode_id: pa.Array) -> pa.Array:
+    """An unnamed episode is ``<key>`` (epoch 1) or ``<key>@<epoch>``."""
+    if not episode_id.null_count:
+        return episode_id
+    named = pc.if_else(
+        pc.greater(epoch, 1),
+        pc.binary_join_element_wise(key, pc.cast(epoch, pa.string()), "@"),
+        key,
+    )
+    return pc.coalesce(episode_id, named)
 
 
 def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> FastLogs:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -140,8 +139,8 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         )
         checked.bad_files = {slow[i] for i in checked.bad_files}
         return checked
-    samples = _fast_samples(pa.concat_tables([t for t in fast.samples if t is not None]))
-    scores = _fast_scores(pa.concat_tables([t for t in fast.scores if t is not None]), samples)
+    samples = pa.concat_tables([t for t in fast.samples if t is not None])
+    scores = _fast_scores(pa.concat_tables([t for t in fast.scores if t is not None]))
     runs = pa.concat_tables([*ok_runs, back(checked.runs)], promote_options="permissive")
     samples = pa.concat_tables([samples, back(checked.samples)], promote_options="permissive")
     scores = pa.concat_tables([scores, back(checked.scores)], promote_options="permissive")
@@ -149,51 +148,13 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     return ParsedLogs(runs, samples, scores, checked.problems, bad)
 
 
-def _fast_samples(samples: pa.Table) -> pa.Table:
-    """Epochs and episode ids exactly as the checked path assigns them."""
-    frame = pl.from_arrow(samples)
-    assert isinstance(frame, pl.DataFrame)
-    if frame["epoch"].null_count():
-        repeated = frame.select(pl.struct("file_idx", "key").is_duplicated().any()).item()
-        fill = pl.int_range(1, pl.len() + 1).over("file_idx", "key") if repeated else pl.lit(1)
-        frame = frame.with_columns(pl.col("epoch").fill_null(fill).cast(pl.Int64))
-    if frame["episode_id"].null_count():
-        suffix = pl.when(pl.col("epoch") > 1).then(pl.lit("@") + pl.col("epoch").cast(pl.String))
-        frame = frame.with_columns(
-            pl.col("episode_id").fill_null(pl.col("key") + suffix.otherwise(pl.lit("")))
-        )
-    return frame.rechunk().to_arrow()
-
-
-def _fast_scores(rows: pa.Table, samples: pa.Table) -> pa.Table:
-    """Long score rows with their samples' columns, taken by position (no join).
-
-    ``samples`` holds each file's samples back to back in ``sample_idx`` order, so a score's
-    sample is row ``start[file] + sample_idx``.
-    """
-    files = samples["file_idx"].to_numpy()
-    uniq, first = np.unique(files, return_index=True)
-    start = np.zeros(int(uniq.max()) + 1 if len(uniq) else 0, dtype=np.int64)
-    start[uniq] = first
-    pos = start[rows["file_idx"].to_numpy()] + rows["sample_idx"].to_numpy()
-    cols = ["run_id", "key", "task_id", "seed", "epoch", "episode_id"]
-    taken = samples.select(cols).combine_chunks().take(pos)
-    value = rows["value"]
+def _fast_scores(rows: pa.Table) -> pa.Table:
+    """The fast path's score rows with the columns the checked path also writes."""
     n = rows.num_rows
-    return pa.table(
-        {
-            "file_idx": rows["file_idx"],
-            **{c: taken[c] for c in taken.column_names},
-            "metric": rows["metric"],
-            "value": value,
-            "valid": pc.is_valid(value),
-            "skip_reason": pc.if_else(
-                pc.is_valid(value), pa.scalar(None, pa.string()), pa.scalar("abstained")
-            ),
-            "explanation": pa.nulls(n, pa.string()),
-            "source": pa.repeat(pa.scalar("evallog"), n),
-            "source_kind": pa.repeat(pa.scalar("imported"), n),
-        }
+    return (
+        rows.append_column("explanation", pa.nulls(n, pa.string()))
+        .append_column("source", pa.repeat(pa.scalar("evallog"), n))
+        .append_column("source_kind", pa.repeat(pa.scalar("imported"), n))
     )
 
 
