@@ -450,3 +450,27 @@ def test_fast_and_checked_paths_give_the_same_tables(tmp_path: Path, sample_copy
         ("t#2", 1, "steps", None, "abstained"),
         ("t#2", 1, "success", None, "abstained"),
     ]
+
+
+def test_traces_parsed_in_batches_give_the_same_rows(
+    tmp_path: Path, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hylo_analytics.ingest import traces
+
+    run_dir = _runs(sample_copy)[0]
+    trace = run_dir / _log(run_dir)["samples"][150]["trace"]
+    trace.write_text(trace.read_text() + "{broken")  # a problem in a later batch
+    whole = ha.open_store(tmp_path / "whole")
+    whole.ingest(sample_copy, progress=False)
+    monkeypatch.setattr(traces, "_BATCH", 64)
+    batched = ha.open_store(tmp_path / "batched")
+    batched.ingest(sample_copy, progress=False)
+    for q in (
+        "SELECT run_id, episode_id, idx, type, raw FROM stg_events ORDER BY ALL",
+        "SELECT run_id, key, trace_status FROM stg_samples ORDER BY ALL",
+        "SELECT path, line, field, error FROM stg_quarantine ORDER BY ALL",
+    ):
+        assert whole.sql(q).equals(batched.sql(q)), q
+    assert (
+        batched.sql("SELECT count(*) FROM stg_samples WHERE trace_status = 'partial'").item() == 1
+    )

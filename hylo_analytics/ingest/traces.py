@@ -89,7 +89,31 @@ class ParsedTraces:
     files: list[SourceFile]  # the trace files read (for ingested_files)
 
 
+_BATCH = 1000  # traces parsed per query: bounds memory, keeps the working set in cache
+
+
 def parse_traces(
+    con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], *, threads: int = 4
+) -> ParsedTraces:
+    """Read every referenced trace file and parse their lines, a batch of traces per query."""
+    if len(refs) <= _BATCH:
+        return _parse_batch(con, refs, threads=threads)
+    parts = [
+        _parse_batch(con, refs[k : k + _BATCH], threads=threads)
+        for k in range(0, len(refs), _BATCH)
+    ]
+    status = {
+        k * _BATCH + i: st for k, part in enumerate(parts) for i, st in part.trace_status.items()
+    }
+    return ParsedTraces(
+        pa.concat_tables([p.events for p in parts]),
+        [q for p in parts for q in p.problems],
+        status,
+        [f for p in parts for f in p.files],
+    )
+
+
+def _parse_batch(
     con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], *, threads: int = 4
 ) -> ParsedTraces:
     """Read every referenced trace file and parse all their lines in one query."""
