@@ -22,8 +22,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from hylo_analytics import intervals
-from hylo_analytics.aggregate import aggregate
+from hylo_analytics import stats as intervals
+from hylo_analytics.aggregate import aggregate_scores
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
@@ -90,7 +90,7 @@ def main() -> None:
     ):
         sub = df.filter(pl.col("metric") == metric)
         t, out = timed(
-            lambda sub=sub, method=method: aggregate(
+            lambda sub=sub, method=method: aggregate_scores(
                 sub,
                 by=["run_id", "task_id"],
                 ci=method,
@@ -104,7 +104,7 @@ def main() -> None:
         path = "binomial shortcut" if metric == "success" else "multinomial weights x matmul"
         flag = "OK" if t < 5 else "MISSED"
         print(
-            f"aggregate() {metric:7s} {method:10s} all groups: {t:6.2f} s  ({path}; target < 5 s: {flag})"
+            f"aggregate_scores() {metric:7s} {method:10s} all groups: {t:6.2f} s  ({path}; target < 5 s: {flag})"
         )
 
     # References on a subset of the steps groups, extrapolated.
@@ -143,7 +143,9 @@ def main() -> None:
     )
     big_df = pl.DataFrame({"run_id": "r", "metric": "success", "value": big})
     t_agg, _ = timed(
-        lambda: aggregate(big_df, ci="percentile", n_resamples=a.resamples, seed=0, reduce=None),
+        lambda: aggregate_scores(
+            big_df, ci="percentile", n_resamples=a.resamples, seed=0, reduce=None
+        ),
         repeat=3,
     )
     t_scipy_big, _ = timed(
@@ -155,7 +157,7 @@ def main() -> None:
     print(
         f"n = 1,000,000 binary, bootstrap_ci percentile: {t_big * 1e3:.1f} ms, BCa: {t_bca * 1e3:.1f} ms (target < 50 ms: {'OK' if t_big < 0.05 else 'MISSED'})"
     )
-    print(f"  aggregate() end to end (polars statistics + interval): {t_agg * 1e3:.1f} ms")
+    print(f"  aggregate_scores() end to end (polars statistics + interval): {t_agg * 1e3:.1f} ms")
     print(
         f"  scipy.stats.bootstrap, 200 resamples: {t_scipy_big:.2f} s -> extrapolated {scipy_big:,.0f} s for {a.resamples:,} ({scipy_big / t_big:,.0f}x ours)"
     )

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from hylo_analytics.paired import compare_scores
+from hylo_analytics.compare import compare_scores
 
 N_CAND, N_TASKS, N_SEEDS = 1000, 10, 50  # 500 keys per run
 
@@ -150,7 +150,7 @@ def main() -> None:
         parent="parent",
         by=["task_id"],
         ci="bootstrap",
-        n_boot=200,
+        n_resamples=200,
     )
     print(f"with a 200-replicate paired bootstrap CI per row: {time.perf_counter() - t0:.2f} s")
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import hylo_analytics as ha
-from hylo_analytics.synth import SynthConfig, write_dataset
+from hylo_analytics.testing import SynthConfig, write_dataset
 
 
 def reference_ingest(data: Path, out: Path) -> tuple[int, int]:

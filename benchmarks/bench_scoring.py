@@ -21,7 +21,7 @@ from typing import Any
 
 import hylo_analytics as ha
 from hylo_analytics.scoring import BUILTIN_SCORERS, compute_scores
-from hylo_analytics.synth import SynthConfig, write_dataset
+from hylo_analytics.testing import SynthConfig, write_dataset
 
 BUILTINS = [s for s in BUILTIN_SCORERS if s != "grades"]
 

@@ -10,7 +10,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from hylo_analytics.synth import SynthConfig, write_dataset
+from hylo_analytics.testing import SynthConfig, write_dataset
 
 
 def main() -> None:

@@ -1,143 +1,132 @@
-"""hylo_analytics: evaluation results of agents and robot policies, as dataframes."""
+"""hylo_analytics: evaluation results of agents and robot policies, as dataframes.
 
+The public API in verb families, in pipeline order (every name is also importable from its
+stage's module; ``docs/architecture.md`` has the module map):
+
+- **store**: :func:`open_store` -> :class:`Store` (``ingest``, ``score``, ``aggregate``,
+  ``compare``, ``report``, ``sql``, ``table``, ``runs``)
+- **ingest**: :class:`IngestReport`, :class:`IngestError`
+- **score**: :func:`load_scorers`, :class:`DeclarativeScorer`, :class:`VectorizedScorer`,
+  :class:`EpisodeScorer`, :class:`ScoringCall`, :class:`ScoringReport`
+- **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`
+- **compare**: :func:`compare_runs`, :func:`compare_scores`, :func:`paired_compare`,
+  :class:`StatisticalRule`, :class:`RelativeNoiseRule`, :class:`ComparabilityError`
+- **derive**: :func:`token_cost`, :func:`load_pricing`, :func:`paired_baseline`,
+  :func:`evaluate_policies`, :class:`Policy`, :func:`measure_callable`,
+  :class:`MeasurementBudget`
+- **spec**: :func:`load_analysis_spec`, :func:`run_analysis`
+- **output**: :func:`build_report`, :func:`export_evallog`, :mod:`charts` (loaded on first use)
+- **contracts**: :class:`Score`, :class:`TaskSpec`, :class:`TaskInstance`, :class:`Benchmark`,
+  :class:`Predicate`, :class:`MetricSpec`, :func:`default_registry`,
+  :class:`DerivedMetricOutput`, :class:`ConfigError`
+- **stats**: :mod:`stats`, the statistics engine every figure comes from
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from hylo_analytics import stats
 from hylo_analytics._config import ConfigError
-from hylo_analytics.aggregate import aggregate
-from hylo_analytics.analysis import (
-    AnalysisReport,
-    AnalysisSpec,
-    load_analysis_spec,
-    run_analysis,
+from hylo_analytics.aggregate import AggregateResult, aggregate_scores
+from hylo_analytics.analysis import load_analysis_spec, run_analysis
+from hylo_analytics.api import Store, open_store
+from hylo_analytics.compare import (
+    ComparabilityError,
+    RelativeNoiseRule,
+    StatisticalRule,
+    compare_runs,
+    compare_scores,
+    paired_compare,
 )
-from hylo_analytics.baseline import (
-    BaselineResult,
-    PairedBaseline,
-    paired_baseline,
-)
-from hylo_analytics.compare import PairedComparison, mcnemar_exact, paired_compare
 from hylo_analytics.contracts import (
     Benchmark,
     DerivedMetricOutput,
-    InitStateRef,
     Predicate,
     Score,
-    SeedInit,
-    SnapshotInit,
     TaskInstance,
     TaskSpec,
 )
 from hylo_analytics.derive import (
-    TokenCostInputs,
-    TokenCostResult,
-    commit_scores,
+    MeasurementBudget,
+    Policy,
+    evaluate_policies,
+    load_pricing,
+    measure_callable,
+    paired_baseline,
     token_cost,
 )
 from hylo_analytics.export import export_evallog
-from hylo_analytics.ingest import IngestError, IngestReport, Problem
-from hylo_analytics.measure import (
-    Measurement,
-    MeasurementBudget,
-    measure_callable,
-    record_measurement,
-)
-from hylo_analytics.metrics import MetricRegistry, MetricSpec, default_registry, get_metric
-from hylo_analytics.paired import ComparabilityError, compare_runs, compare_scores
-from hylo_analytics.policies import (
-    Between,
-    Policy,
-    PolicyEvaluation,
-    commit_policy_results,
-    evaluate_policies,
-    parse_policies,
-)
-from hylo_analytics.post_derive import StoreBaselineResult
-from hylo_analytics.pricing import PricingTable, load_pricing
-from hylo_analytics.reducers import Reducer, at_least, pass_at_k
-from hylo_analytics.report import ComparisonReport, build_report, report_frames, write_report
-from hylo_analytics.results import AggregateResult, results_from_frame
+from hylo_analytics.ingest import IngestError, IngestReport
+from hylo_analytics.metrics import MetricSpec, default_registry
 from hylo_analytics.scoring import (
     DeclarativeScorer,
     EpisodeScorer,
-    ScorerDeclaration,
     ScoringCall,
     ScoringReport,
     VectorizedScorer,
     load_scorers,
 )
-from hylo_analytics.store import Store, Tombstone, open_store
-from hylo_analytics.verdicts import RelativeNoiseRule, StatisticalRule, add_verdicts
+
+if TYPE_CHECKING:  # loaded on first use: altair and vl-convert take a second to import
+    from hylo_analytics import charts
+    from hylo_analytics.report import build_report
 
 __all__ = [
     "AggregateResult",
-    "AnalysisReport",
-    "AnalysisSpec",
-    "BaselineResult",
     "Benchmark",
-    "Between",
     "ComparabilityError",
-    "ComparisonReport",
     "ConfigError",
     "DeclarativeScorer",
     "DerivedMetricOutput",
     "EpisodeScorer",
     "IngestError",
     "IngestReport",
-    "InitStateRef",
-    "Measurement",
     "MeasurementBudget",
-    "MetricRegistry",
     "MetricSpec",
-    "PairedBaseline",
-    "PairedComparison",
     "Policy",
-    "PolicyEvaluation",
     "Predicate",
-    "PricingTable",
-    "Problem",
-    "Reducer",
     "RelativeNoiseRule",
     "Score",
-    "ScorerDeclaration",
     "ScoringCall",
     "ScoringReport",
-    "SeedInit",
-    "SnapshotInit",
     "StatisticalRule",
     "Store",
-    "StoreBaselineResult",
     "TaskInstance",
     "TaskSpec",
-    "TokenCostInputs",
-    "TokenCostResult",
-    "Tombstone",
     "VectorizedScorer",
-    "add_verdicts",
-    "aggregate",
-    "at_least",
+    "aggregate_scores",
     "build_report",
-    "commit_policy_results",
-    "commit_scores",
+    "charts",
     "compare_runs",
     "compare_scores",
     "default_registry",
     "evaluate_policies",
     "export_evallog",
-    "get_metric",
     "load_analysis_spec",
     "load_pricing",
     "load_scorers",
-    "mcnemar_exact",
     "measure_callable",
     "open_store",
     "paired_baseline",
     "paired_compare",
-    "parse_policies",
-    "pass_at_k",
-    "record_measurement",
-    "report_frames",
-    "results_from_frame",
     "run_analysis",
+    "stats",
     "token_cost",
-    "write_report",
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "charts": ("hylo_analytics.charts", None),
+    "build_report": ("hylo_analytics.report", "build_report"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hylo_analytics' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attr is None else getattr(value, attr)

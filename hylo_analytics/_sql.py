@@ -1,18 +1,42 @@
-"""SQL views kept as ``.sql`` files, one view per file, file name = view name.
+"""SQL views kept as ``.sql`` files, one view per file, file name = view name; their macros.
 
 Layers follow dbt: ``stg_`` (one table, current rows, typed), ``int_`` (joins and per-episode
 reductions), ``mart_`` (answers). Views are created in layer order; within a layer a view that
 names another is retried after it, so files need no ordering convention of their own.
+
+Expressions several views share are DuckDB macros created before the views (and written into
+``views.sql`` for the shell), so each is defined once: the score precedence rank, the validity
+of a score, and the Wilson bounds, whose ``z`` comes from :mod:`hylo_analytics.stats`.
+
+:func:`view_query` reads any view as if some relation it depends on held other rows (a dry run's
+pending scores, a policy evaluation not committed yet): the views between are inlined as CTEs,
+so the answer comes from the same SQL, not from a copy of it.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 import duckdb
 
-__all__ = ["load_views", "scores_overlay", "sql_dir", "view_names", "view_sql"]
+from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
+
+__all__ = [
+    "connect",
+    "duckdb_threads",
+    "load_views",
+    "macro_sql",
+    "scores_overlay",
+    "sql_dir",
+    "view_names",
+    "view_query",
+    "view_references",
+    "view_sql",
+]
 
 _LAYERS = ("stg_", "int_", "mart_")
 
@@ -37,6 +61,7 @@ def view_names() -> tuple[str, ...]:
     return tuple(sorted(names, key=lambda n: (layer(n), n)))
 
 
+@cache
 def view_sql(name: str) -> str:
     """The SELECT body of view ``name`` (its ``.sql`` file without a trailing semicolon)."""
     path = sql_dir() / f"{name}.sql"
@@ -45,12 +70,58 @@ def view_sql(name: str) -> str:
     return path.read_text().strip().rstrip(";")
 
 
+def macro_sql() -> list[str]:
+    """``CREATE MACRO`` statements for the expressions the views share."""
+    z = z_value(DEFAULT_LEVEL)
+    return [
+        f"CREATE OR REPLACE MACRO ci_level() AS CAST({DEFAULT_LEVEL!r} AS DOUBLE)",
+        f"CREATE OR REPLACE MACRO ci_z() AS CAST({z!r} AS DOUBLE)",
+        # a score counts when it is a real number not flagged invalid (NaN is an abstention)
+        "CREATE OR REPLACE MACRO score_is_valid(value, valid) AS "
+        "coalesce(value IS NOT NULL AND NOT isnan(value) AND coalesce(valid, true), false)",
+        # the precedence of a score source (lower wins): values and abstentions rank apart
+        "CREATE OR REPLACE MACRO score_rank(is_valid, source_kind) AS CASE WHEN is_valid THEN "
+        "CASE source_kind WHEN 'score' THEN 1 WHEN 'derived' THEN 2 WHEN 'observation' THEN 3 "
+        "WHEN 'imported' THEN 4 ELSE 5 END ELSE "
+        "CASE source_kind WHEN 'imported' THEN 11 WHEN 'observation' THEN 12 "
+        "WHEN 'derived' THEN 13 WHEN 'score' THEN 14 ELSE 15 END END",
+        # Wilson score bounds, exactly 0 / 1 at the boundaries and clipped to [0, 1]
+        "CREATE OR REPLACE MACRO wilson_low(k, n, z) AS CASE WHEN n > 0 THEN "
+        "CASE WHEN k <= 0 THEN 0.0 ELSE greatest(0.0, least(1.0, "
+        "(k / n + z * z / (2 * n) - z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
+        " / (1 + z * z / n))) END END",
+        "CREATE OR REPLACE MACRO wilson_high(k, n, z) AS CASE WHEN n > 0 THEN "
+        "CASE WHEN k >= n THEN 1.0 ELSE greatest(0.0, least(1.0, "
+        "(k / n + z * z / (2 * n) + z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
+        " / (1 + z * z / n))) END END",
+    ]
+
+
+def duckdb_threads() -> int:
+    """DuckDB's thread count: ``HYLO_ANALYTICS_THREADS`` when set, else every core."""
+    env = os.environ.get("HYLO_ANALYTICS_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"HYLO_ANALYTICS_THREADS must be a positive integer, got {env!r}")
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the shared macros (and ``threads`` threads)."""
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {threads or duckdb_threads()}")
+    for stmt in macro_sql():
+        con.execute(stmt)
+    return con
+
+
 def load_views(con: duckdb.DuckDBPyConnection, prelude: list[str] | None = None) -> list[str]:
-    """Create every view on ``con`` and return the statements in an order that works."""
-    for stmt in prelude or []:
+    """Create the macros and every view on ``con``; return the statements in a working order."""
+    done = list(macro_sql())
+    for stmt in [*done, *(prelude or [])]:
         con.execute(stmt)
     pending = list(view_names())
-    done: list[str] = []
     while pending:
         failed: list[str] = []
         errors: dict[str, str] = {}
@@ -70,11 +141,47 @@ def load_views(con: duckdb.DuckDBPyConnection, prelude: list[str] | None = None)
     return done
 
 
+@cache
+def view_references(name: str) -> frozenset[str]:
+    """The views and ``raw_*``/``metric_specs`` relations that view ``name`` names."""
+    body = re.sub(r"--[^\n]*", "", view_sql(name))
+    words = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", body))
+    return frozenset(w for w in words if w in view_names() and w != name)
+
+
+def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:
+    """A query for view ``name`` in which each relation of ``overrides`` reads other rows.
+
+    ``overrides`` maps a relation a view reads (``stg_scores``, ``stg_policy_results``, ...)
+    to the SQL that replaces it. Every view between it and ``name`` is inlined as a CTE of the
+    same name, so the result is the view's own SQL over the new rows.
+    """
+    overrides = dict(overrides or {})
+    if not overrides:
+        return f"SELECT * FROM {name}"
+    affected: dict[str, bool] = {}
+
+    def depends(view: str) -> bool:
+        if view not in affected:
+            affected[view] = any(r in overrides or depends(r) for r in view_references(view))
+        return affected[view]
+
+    if not depends(name) and name not in overrides:
+        return f"SELECT * FROM {name}"
+    order = [v for v in view_names() if v in overrides or depends(v) or v == name]
+    ctes = [
+        f"{v} AS ({overrides[v]})" if v in overrides else f"{v} AS (\n{view_sql(v)}\n)"
+        for v in order
+    ]
+    ctes += [f"{v} AS ({sql})" for v, sql in overrides.items() if v not in order]
+    return "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {name}"
+
+
 def scores_overlay(pending: str) -> str:
     """``stg_scores`` as it would read after committing the rows of relation ``pending``.
 
     A commit tombstones each (run, source) it writes, so the pending rows replace every stored
-    row of their (run, source). Dry runs read through this instead of ``stg_scores``.
+    row of their (run, source). Dry runs pass this to :func:`view_query` for ``stg_scores``.
     """
     return (
         f"select * from stg_scores as s where not exists (select 1 from {pending} as p "

@@ -42,14 +42,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics.contracts import DerivedMetricOutput
-from hylo_analytics.derive import (
-    TOKEN_COST_OUTPUT,
-    TokenCostInputs,
-    TokenCostResult,
-    commit_scores,
-    token_cost,
-)
-from hylo_analytics.policies import (
+from hylo_analytics.derive.policies import (
     Policy,
     PolicyEvaluation,
     commit_policy_results,
@@ -57,21 +50,27 @@ from hylo_analytics.policies import (
     metrics_from_store,
     parse_policies,
 )
-from hylo_analytics.post_derive import (
+from hylo_analytics.derive.post_derive import (
     BaselineStep,
     StoreBaselineResult,
     commit_baseline,
     parse_post_derive,
     run_paired_baseline,
 )
-from hylo_analytics.pricing import PricingTable, load_pricing
+from hylo_analytics.derive.pricing import PricingTable, load_pricing
+from hylo_analytics.derive.token_cost import (
+    TOKEN_COST_OUTPUT,
+    TokenCostInputs,
+    TokenCostResult,
+    token_cost,
+)
 from hylo_analytics.scoring import (
     DeclarativeScorer,
     ScoringReport,
     parse_scorers,
     score_store,
 )
-from hylo_analytics.store import Store
+from hylo_analytics.store import ParquetStore, commit_scores
 
 __all__ = [
     "AnalysisReport",
@@ -242,7 +241,7 @@ def _dataclass_from(cls: Callable[..., Any], value: object, path: str) -> Any:
 
 
 def run_analysis(
-    store: Store,
+    store: ParquetStore,
     spec: AnalysisSpec,
     *,
     runs: Sequence[str] | None = None,

@@ -27,29 +27,27 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics.resolution import preferred_query
+
 if TYPE_CHECKING:
-    from hylo_analytics.store import Store
+    from hylo_analytics.store import ParquetStore
 
 __all__ = ["export_evallog"]
 
 V01 = "hylo.evallog/v0.1"
 V02 = "hylo.evallog/v0.2"
 
-_SCORES = """
-WITH s AS (
-    SELECT *, row_number() OVER (
-        PARTITION BY key, epoch, metric
-        ORDER BY CASE source_kind WHEN 'score' THEN 0 WHEN 'derived' THEN 1
-                                  WHEN 'observation' THEN 2 ELSE 3 END, batch_seq DESC
-    ) AS rk
-    FROM stg_scores WHERE run_id = $run
-)
+
+def _scores_sql() -> str:
+    # one score per (key, epoch, metric): the one score resolution
+    return f"""
+WITH s AS ({preferred_query(runs=True)})
 SELECT key, epoch,
-       '{' || string_agg(to_json(metric) || ':' || CASE
+       '{{' || string_agg(to_json(metric) || ':' || CASE
             WHEN explanation IS NULL THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
             ELSE json_object('value', value, 'explanation', explanation)::VARCHAR END,
-            ',' ORDER BY metric) || '}' AS scores
-FROM s WHERE rk = 1 GROUP BY key, epoch
+            ',' ORDER BY metric) || '}}' AS scores
+FROM s GROUP BY key, epoch
 """
 
 
@@ -59,7 +57,7 @@ def _samples_sql(prefix: str) -> str:
     return f"""
 WITH smp AS (
     SELECT *, count(*) OVER (PARTITION BY key) AS n_key FROM stg_samples WHERE run_id = $run
-), sc AS ({_SCORES}), j AS (
+), sc AS ({_scores_sql()}), j AS (
     SELECT smp.key, smp.epoch, smp.task_id, smp.seed, smp.status, smp.episode_id,
            CASE WHEN starts_with(smp.trace_path, $prefix)
                 THEN substr(smp.trace_path, length($prefix) + 1) END AS trace,
@@ -91,7 +89,7 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_evallog(
-    store: Store,
+    store: ParquetStore,
     run_id: str,
     path: str | os.PathLike[str],
     *,
@@ -114,7 +112,7 @@ def export_evallog(
     run = dict(zip(cols, row[0], strict=True))
     source = run["source_path"] or ""
     prefix = str(Path(source).parent) + os.sep
-    rows = con.execute(_samples_sql(prefix), {"run": run_id}).fetchall()
+    rows = con.execute(_samples_sql(prefix), {"run": run_id, "runs": [run_id]}).fetchall()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     benchmark = _drop_none(
@@ -216,15 +214,16 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
     return ",".join(out)
 
 
-def _run_means(store: Store, run_id: str) -> dict[str, float | None]:
+def _run_means(store: ParquetStore, run_id: str) -> dict[str, float | None]:
+    # the figures of mart_aggregate_run (and aggregate): the mean over keys of the resolution
     rows = store.con.execute(
-        "SELECT metric, avg(value) FROM stg_scores WHERE run_id = ? GROUP BY metric ORDER BY metric",
+        "SELECT metric, mean FROM mart_aggregate_run WHERE run_id = ? ORDER BY metric",
         [run_id],
     ).fetchall()
     return {m: v for m, v in rows}
 
 
-def _write_traces(store: Store, run_id: str, folder: Path, prefix: str) -> None:
+def _write_traces(store: ParquetStore, run_id: str, folder: Path, prefix: str) -> None:
     rows = store.con.execute(
         """
         SELECT s.trace_path, string_agg(e.raw, chr(10) ORDER BY e.idx) || chr(10)

@@ -19,6 +19,7 @@ import polars as pl
 __all__ = [
     "BUILTIN_METRICS",
     "METRIC_SPEC_SCHEMA_VERSION",
+    "Direction",
     "MetricKind",
     "MetricRegistry",
     "MetricSpec",
@@ -29,6 +30,7 @@ __all__ = [
 
 METRIC_SPEC_SCHEMA_VERSION = "worldfoundry.metric_spec/v1"
 MetricKind = Literal["binary", "count", "continuous"]
+Direction = Literal["maximize", "minimize"]
 
 
 def _parse_normalizer(text: str | None, metric: str) -> tuple[str, float, float] | None:
@@ -245,6 +247,15 @@ class MetricRegistry:
     def alias_map(self) -> dict[str, str]:
         """Every known name mapped to its canonical id (for ``pl.col("metric").replace``)."""
         return dict(self._names)
+
+    def directions(self) -> dict[str, Direction]:
+        """Every name (id and alias) of a metric with a known direction -> its direction."""
+        out: dict[str, Direction] = {}
+        for name, mid in self._names.items():
+            hib = self._specs[mid].higher_is_better
+            if hib is not None:
+                out[name] = "maximize" if hib else "minimize"
+        return out
 
     def with_spec(self, spec: MetricSpec) -> MetricRegistry:
         """A copy with ``spec`` added or replaced."""

@@ -12,6 +12,10 @@ A commit is written to ``_staging`` and moved into ``batches`` with one ``rename
 later commit *supersedes* a run's rows by writing tombstones, and the ``stg_*`` views keep only
 the rows no later tombstone covers. This is what makes re-ingesting a changed EvalLog, or
 re-scoring a run, atomic.
+
+This module is persistence only and imports no later stage. The pipeline's verbs (ingest,
+score, aggregate, compare, report) are methods of :class:`hylo_analytics.api.Store`, a
+subclass that sits above every stage; :func:`hylo_analytics.open_store` returns one.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -32,13 +36,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
-from hylo_analytics._sql import load_views
+from hylo_analytics._sql import duckdb_threads, load_views
+from hylo_analytics.metrics import default_registry
 
-if TYPE_CHECKING:
-    from hylo_analytics.ingest import IngestReport
-    from hylo_analytics.scoring import ScorersArg, ScoringReport
-
-__all__ = ["Store", "Tombstone", "open_store"]
+__all__ = ["ParquetStore", "Tombstone", "commit_scores"]
 
 _BATCHES = "batches"
 _STAGING = "_staging"
@@ -54,15 +55,19 @@ class Tombstone:
     source: str | None = None
 
 
-class Store:
-    """A folder of Parquet files with a DuckDB connection whose views read them."""
+class ParquetStore:
+    """A folder of Parquet files with a DuckDB connection whose views read them.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, threads: int | None = None) -> None:
         self.root = Path(root).resolve()
         (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
         self._ensure_empty_batch()
         self.con = duckdb.connect(":memory:")
-        self.con.execute("SET threads TO 2")
+        self.threads = threads or duckdb_threads()
+        self.con.execute(f"SET threads TO {int(self.threads)}")
         self._create_views()
 
     # -- reading -------------------------------------------------------------------------
@@ -84,48 +89,7 @@ class Store:
         """One row per run with its sample counts, newest first."""
         return self.sql("SELECT * FROM mart_runs ORDER BY ingested_at DESC, run_id")
 
-    def compare(
-        self,
-        candidates: Sequence[str] | str,
-        parent: str,
-        *,
-        metrics: Sequence[str] | None = ("success",),
-        by: Sequence[str] = (),
-        source: str | None = None,
-        force: bool = False,
-        **options: Any,
-    ) -> pl.DataFrame:
-        """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
-
-        See :func:`hylo_analytics.paired.compare_runs` for the options and the gate.
-        """
-        from hylo_analytics.paired import compare_runs
-
-        return compare_runs(
-            self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
-        )
-
     # -- writing -------------------------------------------------------------------------
-
-    def ingest(
-        self,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-        *,
-        strict: bool = False,
-        progress: bool = True,
-    ) -> IngestReport:
-        """Read EvalLogs (and their traces) from files and folders into the store."""
-        from hylo_analytics.ingest import ingest_paths
-
-        if isinstance(paths, str | os.PathLike):
-            paths = [paths]
-        return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
-
-    def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
-        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
-        from hylo_analytics.scoring import score_store
-
-        return score_store(self, scorers, runs)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -212,7 +176,7 @@ class Store:
         _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
 
     def __repr__(self) -> str:
-        return f"Store({str(self.root)!r})"
+        return f"{type(self).__name__}({str(self.root)!r})"
 
 
 def _metric_specs_sql() -> str:
@@ -220,8 +184,6 @@ def _metric_specs_sql() -> str:
 
     One row per name a metric answers to (its id and each alias), with the canonical id.
     """
-    from hylo_analytics.metrics import default_registry
-
     reg = default_registry()
 
     def lit(v: object) -> str:
@@ -242,9 +204,16 @@ def _metric_specs_sql() -> str:
     )
 
 
-def open_store(path: str | os.PathLike[str]) -> Store:
-    """Open (creating if needed) the store at ``path``."""
-    return Store(path)
+def commit_scores(store: ParquetStore, scores: pa.Table) -> int:
+    """Commit score rows, superseding each (run, source) they cover; returns the batch seq.
+
+    Re-deriving replaces the earlier derived rows of the same runs, so there are no duplicates.
+    """
+    pairs = pl.from_arrow(scores.select(["run_id", "source"]))
+    assert isinstance(pairs, pl.DataFrame)
+    stones = [Tombstone("scores", r, s) for r, s in pairs.unique().sort("run_id").rows()]
+    with store.lock():
+        return store.commit({"scores": scores}, tombstones=stones)
 
 
 def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:

@@ -3,6 +3,7 @@
 -- abstain for it explicitly. success_once / success_at_end follow ManiSkill: any step's
 -- info.success / the last step's info.success (inspect-robots uses success_at_end for a reduced
 -- end-of-episode judgement instead). latency_p95 interpolates linearly (numpy's default).
+-- Grain: one row per (run_id, key, epoch).
 with samples as (
     select * from stg_samples
 ),

@@ -1,12 +1,14 @@
--- Paired score rows: every run against every other run of the same benchmark_id and split,
--- on (key, epoch, metric, source). One row per pair, in both orders (a is the candidate, b the
--- parent), so any (candidate, parent) comparison is a filter. Epochs are paired, not reduced
--- (reduce first in Python with Store.compare(reducer=...) if you need that). The outcome is
--- direction-aware (from the MetricSpec registry, view metric_specs): for metrics to minimize
--- (steps, safety_interventions, latency_p95) a lower value wins. Pairs where either side abstained (null value) are kept with outcome 'dropped'.
--- The comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
+-- Paired key-level scores: every run against every other run of the same benchmark_id and
+-- split, on (key, metric), from int_key_scores (the preferred score per episode, epochs of a
+-- key reduced by their mean: the same pairs Store.compare makes). One row per pair, in both
+-- orders (a is the candidate, b the parent), so any (candidate, parent) comparison is a
+-- filter. The outcome is direction-aware (from the MetricSpec registry, view metric_specs):
+-- for metrics to minimize (steps, safety_interventions, latency_p95) a lower value wins. Pairs
+-- where either side abstained are kept with outcome 'dropped'. The comparability gate
+-- (benchmark digest, scorer version) is Python's (Store.compare).
+-- Grain: one row per (candidate, parent, key, metric).
 with scores as (
-    select run_id, key, task_id, epoch, metric, source, value from stg_scores
+    select run_id, key, task_id, metric, value from int_key_scores
 ),
 
 runs as (
@@ -32,9 +34,7 @@ paired as (
         c.split,
         c.key,
         c.task_id,
-        c.epoch,
         c.metric,
-        c.source,
         c.value as candidate_value,
         p.value as parent_value
     from scored as c
@@ -42,9 +42,7 @@ paired as (
         on c.benchmark_id = p.benchmark_id
         and c.split is not distinct from p.split
         and c.key = p.key
-        and c.epoch is not distinct from p.epoch
         and c.metric = p.metric
-        and c.source = p.source
         and c.run_id <> p.run_id
 ),
 
@@ -68,9 +66,7 @@ final as (
         split,
         key,
         task_id,
-        epoch,
         metric,
-        source,
         higher_is_better,
         candidate_value,
         parent_value,

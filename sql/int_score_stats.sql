@@ -1,13 +1,15 @@
 -- Plain statistics of every metric at two grains at once (grouping sets): per (run_id, metric)
--- with level = 'run' and task_id null, and per (run_id, task_id, metric) with level = 'task'.
+-- with level = 'run' and task_id null, and per (run_id, task_id, metric) with level = 'task',
+-- over the key-level scores (int_key_scores: one per key, epochs reduced by their mean).
 -- Counts, coverage, the skip breakdown (list of {reason, count}, sorted by reason), mean,
--- std (ddof 1), stderr, and for 0/1 metrics the errors-as-failures rate and the Wilson 95 %
--- interval. Abstentions are counted in n_skipped, never averaged as 0:
--- n_total = n_valid + the sum of the breakdown's counts. The aggregate marts select one
--- grain; hylo_analytics.aggregate gives the same numbers (tested) plus medians, IQM,
--- bootstrap intervals and epoch reducers.
+-- std (ddof 1), stderr, and for 0/1 metrics the errors-as-failures rate (errored keys count
+-- as 0: successes / (n_valid + n_errors)) and the Wilson interval (macros wilson_low /
+-- wilson_high at ci_level()). Abstentions are counted in n_skipped, never averaged as 0:
+-- n_total = n_valid + the sum of the breakdown's counts. hylo_analytics.aggregate gives the
+-- same numbers (tested) plus medians, IQM, bootstrap intervals and other epoch reducers.
+-- Grain: one row per (level, run_id, task_id, metric); null allowed in task_id.
 with scores as (
-    select * from int_score_validity
+    select * from int_key_scores
 ),
 
 kinds as (
@@ -26,6 +28,7 @@ counts as (
         count(*) as n_total,
         count(value) as n_valid,
         count(*) - count(value) as n_skipped,
+        count(*) filter (where errored) as n_errors,
         avg(value) as mean,
         stddev_samp(value) as std,
         sum(value) as value_sum
@@ -39,11 +42,14 @@ reasons as (
         run_id,
         task_id,
         metric,
-        skip_reason,
+        coalesce(skip_reason, 'no_valid_epoch') as skip_reason,
         count(*) as n
     from scores
-    where not is_valid
-    group by grouping sets ((run_id, metric, skip_reason), (run_id, task_id, metric, skip_reason))
+    where not valid
+    group by grouping sets (
+        (run_id, metric, coalesce(skip_reason, 'no_valid_epoch')),
+        (run_id, task_id, metric, coalesce(skip_reason, 'no_valid_epoch'))
+    )
 ),
 
 breakdown as (
@@ -52,16 +58,6 @@ breakdown as (
         list({'reason': skip_reason, 'count': n} order by skip_reason) as skip_breakdown
     from reasons
     group by level, run_id, task_id, metric
-),
-
-wilson as (
-    select
-        c.*,
-        k.is_binary,
-        case when c.n_valid > 0 then c.value_sum / c.n_valid end as p_hat,
-        1.959963984540054 as z
-    from counts as c
-    inner join kinds as k on k.metric = c.metric
 ),
 
 final as (
@@ -73,29 +69,22 @@ final as (
         c.n_total,
         c.n_valid,
         c.n_skipped,
+        c.n_errors,
         coalesce(b.skip_breakdown, []) as skip_breakdown,
         c.n_valid / c.n_total as coverage,
         c.mean,
-        case when c.is_binary then c.value_sum / c.n_total end
+        case when k.is_binary and c.n_valid + c.n_errors > 0
+            then coalesce(c.value_sum, 0) / (c.n_valid + c.n_errors) end
             as success_rate_errors_as_failures,
         c.std,
         c.std / sqrt(c.n_valid) as stderr,
         c.value_sum,
-        c.is_binary,
-        case when c.is_binary and c.n_valid > 0 then
-            (c.p_hat + c.z * c.z / (2 * c.n_valid)
-             - c.z * sqrt(c.p_hat * (1 - c.p_hat) / c.n_valid
-                          + c.z * c.z / (4.0 * c.n_valid * c.n_valid)))
-            / (1 + c.z * c.z / c.n_valid)
-        end as wilson_low,
-        case when c.is_binary and c.n_valid > 0 then
-            (c.p_hat + c.z * c.z / (2 * c.n_valid)
-             + c.z * sqrt(c.p_hat * (1 - c.p_hat) / c.n_valid
-                          + c.z * c.z / (4.0 * c.n_valid * c.n_valid)))
-            / (1 + c.z * c.z / c.n_valid)
-        end as wilson_high,
-        cast(0.95 as double) as ci_level
-    from wilson as c
+        k.is_binary,
+        case when k.is_binary then wilson_low(c.value_sum, c.n_valid, ci_z()) end as wilson_low,
+        case when k.is_binary then wilson_high(c.value_sum, c.n_valid, ci_z()) end as wilson_high,
+        ci_level() as ci_level
+    from counts as c
+    inner join kinds as k on k.metric = c.metric
     left join breakdown as b
         on b.level = c.level
         and b.run_id = c.run_id

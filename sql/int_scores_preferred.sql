@@ -1,26 +1,35 @@
--- One score per (run_id, key, epoch, metric), picked from every current source by precedence:
---   1. a row with a value beats an abstention (an abstention never hides evidence: the
---      scorer abstaining on a sample without a trace must not hide the EvalLog's value);
---   2. then by source_kind: score (re-scored from the trace) > derived > observation
---      (grades: VLM judge, operator) > imported (the EvalLog's own scores) > anything else;
---   3. then by source name, so the pick is deterministic.
--- ambiguous is true when another source of the picked row's kind (and validity) gives a
--- different value. n_sources / n_abstained count every candidate, so nothing is hidden.
+-- THE score resolution: one score per (run_id, key, epoch, metric), the value of metric M for
+-- that episode. Every reader goes through this view (aggregate, compare, policies, derivers,
+-- export, the report, charts and every mart_*), so one question gets one answer. The rule
+-- (macro score_rank; docs/architecture.md states it for users):
+--   1. a valid value beats an abstention (null, NaN or valid = false): an abstention never
+--      hides evidence;
+--   2. among values: score (re-scored from the trace) > derived > observation (a grader's
+--      judgement) > imported (the log's own), then source name;
+--   3. among abstentions: imported > observation > derived > score, then source name: the
+--      log's own reason ("harness error: timeout") is kept over a re-scorer's "no trace".
+-- To read one source instead, filter stg_scores first (hylo_analytics.resolution does).
+-- value is null unless valid; skip_reason is set for every abstention ('abstained', 'nan' or
+-- 'invalid' when the source gave none); errored is true for an abstention of an episode whose
+-- sample status is 'error' (it counts as a failure in the errors-as-failures rate).
+-- ambiguous: another source of the picked row's rank gives a different value. n_sources /
+-- n_abstained count every candidate row, so nothing is hidden.
+-- Grain: one row per (run_id, key, epoch, metric); null allowed in key, epoch.
 with scores as (
-    select * from stg_scores
+    select
+        *,
+        score_is_valid(value, valid) as is_valid
+    from stg_scores
+),
+
+samples as (
+    select run_id, key, epoch, status as sample_status from stg_samples
 ),
 
 ranked as (
     select
         *,
-        case source_kind
-            when 'score' then 1
-            when 'derived' then 2
-            when 'observation' then 3
-            when 'imported' then 4
-            else 5
-        end as kind_rank,
-        case when value is not null then 0 else 1 end as abstain_rank
+        score_rank(is_valid, source_kind) as rank
     from scores
 ),
 
@@ -28,29 +37,22 @@ ordered as (
     select
         *,
         row_number() over (
-            partition by run_id, key, epoch, metric
-            order by abstain_rank, kind_rank, source
+            partition by run_id, key, epoch, metric order by rank, source
         ) as rn,
-        count(*) over (partition by run_id, key, epoch, metric) as n_sources,
-        count(*) over (partition by run_id, key, epoch, metric) - count(value) over (
-            partition by run_id, key, epoch, metric
-        ) as n_abstained
+        count(*) over candidates as n_sources,
+        count(*) filter (where not is_valid) over candidates as n_abstained
     from ranked
+    window candidates as (partition by run_id, key, epoch, metric)
 ),
 
 peers as (
-    -- distinct values among the sources tied with the pick on (validity, kind)
+    -- distinct values among the sources tied with the pick on rank
     select
-        run_id,
-        key,
-        epoch,
-        metric,
-        abstain_rank,
-        kind_rank,
+        run_id, key, epoch, metric, rank,
         count(distinct source) as n_peer_sources,
-        count(distinct value) as n_peer_values
+        count(distinct value) filter (where is_valid) as n_peer_values
     from ranked
-    group by run_id, key, epoch, metric, abstain_rank, kind_rank
+    group by run_id, key, epoch, metric, rank
 ),
 
 final as (
@@ -62,9 +64,20 @@ final as (
         o.epoch,
         o.episode_id,
         o.metric,
-        o.value,
-        o.valid,
-        o.skip_reason,
+        case when o.is_valid then o.value end as value,
+        o.is_valid as valid,
+        case
+            when o.is_valid then null
+            else coalesce(
+                o.skip_reason,
+                case
+                    when o.value is null then 'abstained'
+                    when isnan(o.value) then 'nan'
+                    else 'invalid'
+                end
+            )
+        end as skip_reason,
+        coalesce(not o.is_valid and s.sample_status = 'error', false) as errored,
         o.explanation,
         o.source,
         o.source_kind,
@@ -76,11 +89,14 @@ final as (
     from ordered as o
     left join peers as p
         on p.run_id = o.run_id
-        and p.key = o.key
-        and p.epoch = o.epoch
+        and p.key is not distinct from o.key
+        and p.epoch is not distinct from o.epoch
         and p.metric = o.metric
-        and p.abstain_rank = o.abstain_rank
-        and p.kind_rank = o.kind_rank
+        and p.rank = o.rank
+    left join samples as s
+        on s.run_id = o.run_id
+        and s.key = o.key
+        and s.epoch is not distinct from o.epoch
     where o.rn = 1
 )
 

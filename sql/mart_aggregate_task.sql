@@ -1,6 +1,7 @@
 -- Plain statistics of every metric per (run_id, task_id, metric) over the preferred score rows: counts,
 -- coverage, skip breakdown, mean, std, stderr, errors-as-failures rate and Wilson 95 % for 0/1
 -- metrics. Computed once for both grains in int_score_stats.
+-- Grain: one row per (run_id, task_id, metric); null allowed in task_id.
 with stats as (
     select * from int_score_stats where level = 'task'
 ),

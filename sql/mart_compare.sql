@@ -1,8 +1,9 @@
 -- Wins, losses and ties of every candidate run against every other run of the same benchmark
--- and split, per metric and score source: overall (level 'overall', task_id null) and per task
--- (level 'task_id'). Abstentions are counted in n_dropped, never as losses. The exact McNemar
--- p-value, adjusted p-values, CIs and verdicts are computed by Store.compare, which returns
--- the same counts (tests/sql/test_compare_views.py checks that they agree).
+-- and split, per metric, over the paired key-level scores (int_paired): overall (level
+-- 'overall', task_id null) and per task (level 'task_id'). Abstentions are counted in
+-- n_dropped, never as losses. The exact McNemar p-value, adjusted p-values, CIs and verdicts
+-- are computed by Store.compare, which returns the same counts (tests check that they agree).
+-- Grain: one row per (candidate, parent, metric, level, task_id); null allowed in task_id.
 with paired as (
     select * from int_paired
 ),
@@ -12,7 +13,6 @@ overall as (
         candidate,
         parent,
         metric,
-        source,
         'overall' as level,
         cast(null as varchar) as task_id,
         count(*) as n_rows,
@@ -23,7 +23,7 @@ overall as (
         sum(case when outcome = 'dropped' then 1 else 0 end) as n_dropped,
         avg(case when outcome <> 'dropped' then diff end) as mean_diff
     from paired
-    group by candidate, parent, metric, source
+    group by candidate, parent, metric
 ),
 
 per_task as (
@@ -31,7 +31,6 @@ per_task as (
         candidate,
         parent,
         metric,
-        source,
         'task_id' as level,
         task_id,
         count(*) as n_rows,
@@ -42,7 +41,7 @@ per_task as (
         sum(case when outcome = 'dropped' then 1 else 0 end) as n_dropped,
         avg(case when outcome <> 'dropped' then diff end) as mean_diff
     from paired
-    group by candidate, parent, metric, source, task_id
+    group by candidate, parent, metric, task_id
 ),
 
 unioned as (
@@ -56,7 +55,6 @@ final as (
         candidate,
         parent,
         metric,
-        source,
         level,
         task_id,
         cast(n_pairs as bigint) as n_pairs,

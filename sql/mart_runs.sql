@@ -1,4 +1,5 @@
 -- One row per current run, with its sample counts by status.
+-- Grain: one row per (run_id).
 with runs as (
     select * from stg_runs
 ),

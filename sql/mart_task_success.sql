@@ -1,6 +1,7 @@
--- Success rate per run and task from the preferred success score, with a Wilson 95 % interval
--- and the agent that ran it (for charts). Abstentions are counted in n_skipped, never as
--- failures.
+-- Success rate per run and task from the preferred success score (int_score_stats), with its
+-- Wilson interval and the agent that ran it (for charts). Abstentions are counted in
+-- n_skipped, never as failures.
+-- Grain: one row per (run_id, task_id).
 with stats as (
     select * from int_score_stats where level = 'task' and metric = 'success'
 ),

@@ -2,6 +2,7 @@
 -- A row is superseded when a tombstone for its run was committed after it, i.e. when its
 -- batch is older than the run's newest tombstone (a join on one number per run, not a
 -- correlated search through every tombstone).
+-- Grain: one row per (run_id, episode_id, idx).
 with source as (
     select * from raw_events
 ),

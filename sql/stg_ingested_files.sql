@@ -1,4 +1,5 @@
 -- The latest state of every source file seen: one row per path.
+-- Grain: one row per (path).
 with source as (
     select * from raw_ingested_files
 ),

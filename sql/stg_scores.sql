@@ -1,6 +1,7 @@
 -- Current score rows. A commit supersedes a run's scores of one source (a re-score of one
 -- scorer) or, with a null source, all of them (a re-ingested run). A row is current when its
 -- batch is not older than the newest tombstone of either kind that covers it.
+-- Grain: one row per (run_id, key, epoch, metric, source); null allowed in key, epoch.
 with source as (
     select * from raw_scores
 ),

@@ -254,7 +254,7 @@ def test_coverage_breakdown(sample_store: ha.Store) -> None:
     )
     spec = charts.coverage_breakdown(frame).to_dict()
     enc = spec["spec"]["encoding"] if "spec" in spec else spec["encoding"]
-    assert enc["color"]["scale"]["domain"] == ["scored", "abstained"]
+    assert enc["color"]["scale"]["domain"] == ["scored", "episode errored"]
     assert enc["x"]["field"] == "n" and enc["x"]["aggregate"] == "sum"
     rows = pl.DataFrame(spec["data"]["values"])
     assert rows.height == frame.height == 18

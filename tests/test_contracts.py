@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hylo_analytics import (
+from hylo_analytics.contracts import (
     Benchmark,
     InitStateRef,
     Predicate,

@@ -14,7 +14,7 @@ import pytest
 import hylo_analytics as ha
 from hylo_analytics import store as store_mod
 from hylo_analytics.ingest import ingest_paths
-from hylo_analytics.synth import SynthConfig, write_dataset
+from hylo_analytics.testing import SynthConfig, write_dataset
 
 
 def _consistent(store: ha.Store) -> tuple[int, int, int]:

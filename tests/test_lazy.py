@@ -21,6 +21,6 @@ def test_lazy_module_behaves_like_the_module() -> None:
 
 
 def test_statistics_still_work_through_the_lazy_modules() -> None:
-    from hylo_analytics.compare import mcnemar_exact
+    from hylo_analytics.stats import mcnemar_exact
 
     assert mcnemar_exact(5, 0) == 1 / 32

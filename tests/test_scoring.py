@@ -433,7 +433,7 @@ def test_builtins_agree_with_the_plain_python_reference(tmp_path: Path, seed: in
     """The benchmark's plain-Python reference and the SQL agree on synthetic data."""
     import importlib.util
 
-    from hylo_analytics.synth import SynthConfig, write_dataset
+    from hylo_analytics.testing import SynthConfig, write_dataset
 
     bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scoring.py"
     spec = importlib.util.spec_from_file_location("bench_scoring", bench)

@@ -10,6 +10,7 @@ import pytest
 
 import hylo_analytics as ha
 from hylo_analytics import _schema
+from hylo_analytics.store import Tombstone
 
 
 def _samples(run_id: str, keys: list[str]) -> pa.Table:
@@ -35,7 +36,7 @@ def test_commit_is_one_folder_and_later_commits_supersede(tmp_path: Path) -> Non
     store = ha.open_store(tmp_path / "s")
     with store.lock():
         s1 = store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
-        s2 = store.commit({"samples": _samples("r1", ["a#3"])}, [ha.Tombstone("samples", "r1")])
+        s2 = store.commit({"samples": _samples("r1", ["a#3"])}, [Tombstone("samples", "r1")])
         store.commit({"samples": _samples("r2", ["a#1"])})
     assert s2 > s1
     assert sorted((store.root / "batches").iterdir())[-1].name.isdigit()
@@ -56,7 +57,7 @@ def test_score_tombstones_are_per_source(tmp_path: Path) -> None:
         store.commit(
             {"scores": pa.concat_tables([scores("evallog", 1.0), scores("scorer:m", 2.0)])}
         )
-        store.commit({"scores": scores("scorer:m", 3.0)}, [ha.Tombstone("scores", "r", "scorer:m")])
+        store.commit({"scores": scores("scorer:m", 3.0)}, [Tombstone("scores", "r", "scorer:m")])
     got = store.sql("SELECT source, value FROM stg_scores ORDER BY source").rows()
     assert got == [("evallog", 1.0), ("scorer:m", 3.0)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hylo_analytics.store import Store, open_store
+from hylo_analytics.api import Store, open_store
 
 __all__ = ["FORMATS", "add_format_args", "add_store_arg", "emit", "store_from"]
 

@@ -6,8 +6,10 @@ import argparse
 
 import polars as pl
 
-from hylo_analytics.aggregate import CI_METHODS, aggregate
+from hylo_analytics.aggregate import CI_METHODS, aggregate_scores
 from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
+from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,8 +28,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--by", default="run_id", help="comma-separated group columns (run_id)")
     p.add_argument("--metric", action="append", help="metric id or alias (repeatable)")
     p.add_argument("--ci", choices=CI_METHODS, default="auto", help="interval method (auto)")
-    p.add_argument("--level", type=float, default=0.95, help="interval coverage (0.95)")
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="interval coverage (0.95)")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     p.add_argument("--reduce", default="mean", help="epoch reducer: mean, median, max, min, "
                    "at_least(k), pass@k, or none")  # fmt: skip
@@ -39,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = aggregate(
+    out = aggregate_scores(
         store_from(args),
         by=[c.strip() for c in args.by.split(",") if c.strip()],
         metrics=args.metric,

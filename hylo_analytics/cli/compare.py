@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
-from hylo_analytics.verdicts import StatisticalRule
+from hylo_analytics.compare import StatisticalRule
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
+from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
 per --by group. Pairs where either side abstained are dropped and counted. Each row carries
@@ -88,7 +90,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="bootstrap",
         help="CI of the mean difference (default: seeded paired bootstrap)",
     )
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
+    )
+    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="CI coverage (0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
         "--threshold",
@@ -114,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         alternative="two-sided" if args.two_sided else "greater",
         mid_p=args.mid_p,
         ci=args.ci,
-        n_boot=args.n_boot,
+        n_resamples=args.resamples,
+        level=args.level,
         seed=args.seed,
         rule=StatisticalRule(threshold=args.threshold, alpha=args.alpha),
     )

@@ -8,10 +8,9 @@ from pathlib import Path
 import polars as pl
 
 from hylo_analytics import charts
-from hylo_analytics.aggregate import aggregate
+from hylo_analytics.api import open_store
 from hylo_analytics.cli._common import emit
 from hylo_analytics.report import write_report
-from hylo_analytics.store import open_store
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "sample"
 
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     runs = store.sql("SELECT run_id FROM stg_runs ORDER BY agent_version, run_id")["run_id"]
     parent, candidates = runs[0], runs[1:].to_list()
     _title("Success per run (preferred score per episode; Wilson 95% interval)")
-    agg = aggregate(store, by=["run_id"], metrics=["success", "steps", "latency_p95"])
+    agg = store.aggregate(by=["run_id"], metrics=["success", "steps", "latency_p95"])
     emit(
         agg.select("run_id", "metric", "n_total", "n_valid", "n_skipped", "mean",
                    "success_rate_errors_as_failures", "ci_low", "ci_high", "ci_method"),

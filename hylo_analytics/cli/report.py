@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.compare import StatisticalRule
 from hylo_analytics.report import write_report
-from hylo_analytics.verdicts import StatisticalRule
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

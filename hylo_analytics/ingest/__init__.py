@@ -34,7 +34,7 @@ from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
 from hylo_analytics.store import Tombstone
 
 if TYPE_CHECKING:
-    from hylo_analytics.store import Store
+    from hylo_analytics.store import ParquetStore
 
 __all__ = ["READERS", "IngestError", "IngestReport", "Problem", "Reader", "detect", "ingest_paths"]
 
@@ -70,7 +70,9 @@ class _Known:
     format: str | None = None
 
 
-def _known_files(store: Store) -> tuple[dict[str, _Known], dict[str, list[tuple[str, _Known]]]]:
+def _known_files(
+    store: ParquetStore,
+) -> tuple[dict[str, _Known], dict[str, list[tuple[str, _Known]]]]:
     rows = store.con.execute(
         "SELECT path, sha256, size, mtime_ns, outcome, run_id, role, format FROM stg_ingested_files"
     ).fetchall()
@@ -113,7 +115,7 @@ def _chunks(paths: list[Path], limit: int) -> list[list[Path]]:
 
 
 def ingest_paths(
-    store: Store,
+    store: ParquetStore,
     paths: Sequence[Path],
     *,
     strict: bool = False,
@@ -171,7 +173,7 @@ def ingest_paths(
 
 
 def _ingest_chunk(
-    store: Store,
+    store: ParquetStore,
     con: duckdb.DuckDBPyConnection,
     files: list[SourceFile],
     known_logs: dict[str, _Known],

@@ -184,6 +184,12 @@ def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Tab
         cols = ["run_id", "key", "task_id", "seed", "epoch", "episode_id"]
         scored = samples.select(cols).take(has)  # in this thread: the copy runs in parallel
         m = scored.num_rows
+        # an abstention of an errored episode says so, as the checked path and scorers do
+        reason = pc.if_else(
+            pc.equal(samples.column("status").take(has), "error"),
+            pa.scalar("episode errored"),
+            pa.scalar("abstained"),
+        ).fill_null("abstained")
         for i in range(scores.type.num_fields):
             value = scores.field(i).take(has).cast(pa.float64())
             valid = pc.is_valid(value)
@@ -193,7 +199,7 @@ def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Tab
                 .append_column("valid", valid)
                 .append_column(
                     "skip_reason",
-                    pc.if_else(valid, pa.scalar(None, pa.string()), pa.scalar("abstained")),
+                    pc.if_else(valid, pa.scalar(None, pa.string()), reason),
                 )
             )
     score_rows = pa.concat_tables(parts) if parts else _NO_SCORES

@@ -311,7 +311,7 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     scores = con.sql(
         f"""
         WITH smp AS (
-            SELECT file_idx, sample_idx, run_id, key, task_id, seed, epoch, scores,
+            SELECT file_idx, sample_idx, run_id, key, task_id, seed, epoch, scores, status,
                    coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id
             FROM _ok WHERE json_type(scores) = 'OBJECT'
         ), ent AS (
@@ -338,7 +338,9 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
                CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
                     WHEN json_type(v) IN {_NUMERIC} THEN CAST(v AS DOUBLE) END AS value,
                coalesce(json_type(v) IN {_NUMERIC}, false) AS valid,
-               CASE WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
+               CASE WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
+                    THEN 'episode errored'
+                    WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
                     WHEN json_type(v) NOT IN {_NUMERIC}
                     THEN 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
                explanation,

@@ -54,7 +54,7 @@ from hylo_analytics.scoring._python import (
 from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
 
 if TYPE_CHECKING:
-    from hylo_analytics.store import Store
+    from hylo_analytics.store import ParquetStore
 
 __all__ = [
     "BUILTIN_SCORERS",
@@ -115,7 +115,7 @@ def _source(s: Scorer) -> str:
 
 
 def compute_scores(
-    store: Store, scorers: ScorersArg = None, runs: Sequence[str] | None = None
+    store: ParquetStore, scorers: ScorersArg = None, runs: Sequence[str] | None = None
 ) -> tuple[pa.Table, list[str], dict[str, float], list[Scorer]]:
     """Evaluate ``scorers`` over the stored episodes of ``runs``; nothing is written.
 
@@ -195,7 +195,7 @@ def _exists(con: Any, name: str) -> bool:
 
 
 def score_store(
-    store: Store,
+    store: ParquetStore,
     scorers: ScorersArg = None,
     runs: Sequence[str] | None = None,
     *,

@@ -15,12 +15,8 @@ RUNS = ["run-octo-ft-1.0.0-0000", "run-octo-ft-1.1.0-0001", "run-octo-ft-1.2.0-r
 def test_mart_compare_equals_python(sample_store: ha.Store, parent: str) -> None:
     cands = [r for r in RUNS if r != parent]
     metrics = ["success", "steps", "safety_interventions"]
-    py = sample_store.compare(
-        cands, parent, metrics=metrics, by=["task_id"], pair_on_epoch=True, ci="none"
-    )
-    sql = sample_store.sql(
-        "SELECT * FROM mart_compare WHERE parent = $p AND source = 'evallog'", {"p": parent}
-    )
+    py = sample_store.compare(cands, parent, metrics=metrics, by=["task_id"], ci="none")
+    sql = sample_store.sql("SELECT * FROM mart_compare WHERE parent = $p", {"p": parent})
     keys = ["candidate", "metric", "level", "task_id"]
     a = py.select(*keys, *COUNTS, "mean_diff").sort(keys, nulls_last=True)
     b = sql.select(*keys, *COUNTS, "mean_diff").sort(keys, nulls_last=True)
@@ -30,7 +26,7 @@ def test_mart_compare_equals_python(sample_store: ha.Store, parent: str) -> None
 
 
 def test_int_paired_is_symmetric_and_direction_aware(sample_store: ha.Store) -> None:
-    p = sample_store.sql("SELECT * FROM int_paired WHERE source = 'evallog'")
+    p = sample_store.sql("SELECT * FROM int_paired")
     swapped = p.select(
         pl.col("parent").alias("candidate"),
         pl.col("candidate").alias("parent"),

@@ -7,13 +7,20 @@ from typing import Any
 import duckdb
 import pytest
 
-from hylo_analytics._sql import view_sql
+from hylo_analytics._sql import connect, view_sql
 
 COLS = "run_id, key, epoch, metric, value, source, source_kind"
 
 
-def _con(rows: list[tuple[Any, ...]]) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
+def _con(
+    rows: list[tuple[Any, ...]], samples: list[tuple[Any, ...]] = ()
+) -> duckdb.DuckDBPyConnection:
+    con = connect(threads=1)  # the macros the views share
+    con.execute(
+        "create table stg_samples (run_id varchar, key varchar, epoch bigint, status varchar)"
+    )
+    if samples:
+        con.executemany("insert into stg_samples values (?, ?, ?, ?)", list(samples))
     con.execute(
         "create table stg_scores (run_id varchar, key varchar, task_id varchar, seed bigint, "
         "epoch bigint, episode_id varchar, metric varchar, value double, valid boolean, "
@@ -71,8 +78,24 @@ def _row(key: str, value: float | None, source: str, kind: str) -> tuple[Any, ..
         ),
         pytest.param(
             [_row("a", None, "scorer:success", "score"), _row("a", None, "evallog", "imported")],
-            (None, "scorer:success", False, 2, 2),
-            id="all abstain: the top kind's abstention",
+            (None, "evallog", False, 2, 2),
+            id="all abstain: the log's own abstention over a re-scorer's",
+        ),
+        pytest.param(
+            [
+                _row("a", None, "scorer:success", "score"),
+                _row("a", None, "grade:op", "observation"),
+            ],
+            (None, "grade:op", False, 2, 2),
+            id="all abstain: a grader's abstention over a re-scorer's",
+        ),
+        pytest.param(
+            [
+                _row("a", float("nan"), "scorer:success", "score"),
+                _row("a", 0.0, "evallog", "imported"),
+            ],
+            (0.0, "evallog", False, 2, 1),
+            id="NaN is an abstention, never a value",
         ),
         pytest.param(
             [
@@ -123,4 +146,27 @@ def test_keys_epochs_metrics_are_separate() -> None:
         ("r", 1, "steps", 5.0),
         ("r", 1, "success", 1.0),
         ("r", 2, "success", 0.0),
+    ]
+
+
+def test_abstentions_get_a_reason_and_errors_are_marked() -> None:
+    rows = [
+        ("r", "a", 1, "success", None, "evallog", "imported"),
+        ("r", "b", 1, "success", None, "evallog", "imported"),
+        ("r", "c", 1, "success", float("nan"), "scorer:success", "score"),
+        ("r", "d", 1, "success", 1.0, "evallog", "imported"),
+    ]
+    samples = [("r", "a", 1, "error"), ("r", "b", 1, "success"), ("r", "d", 1, "error")]
+    got = (
+        _con(rows, samples)
+        .execute(
+            "select key, value, valid, skip_reason, errored from int_scores_preferred order by key"
+        )
+        .fetchall()
+    )
+    assert got == [
+        ("a", None, False, "abstained", True),  # the episode errored: a failure, if counted
+        ("b", None, False, "abstained", False),
+        ("c", None, False, "nan", False),
+        ("d", 1.0, True, None, False),  # a value is a value, whatever the sample status
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from hylo_analytics.aggregate import aggregate
+from hylo_analytics.aggregate import aggregate_scores
 
 COLS = ["n_total", "n_valid", "n_skipped", "coverage", "mean", "std", "stderr"]
 
@@ -17,7 +17,7 @@ COLS = ["n_total", "n_valid", "n_skipped", "coverage", "mean", "std", "stderr"]
 def test_sql_and_python_agree(sample_store, view, by):
     keys = [*by, "metric"]
     sql = sample_store.sql(f"select * from {view}").sort(keys)
-    py = aggregate(sample_store, by=by, reduce=None, ci="auto").sort(keys)
+    py = aggregate_scores(sample_store, by=by, reduce=None, ci="auto").sort(keys)
     assert sql.height == py.height > 0
     assert sql.select(keys).equals(py.select(keys))
     for col in COLS:
@@ -51,7 +51,7 @@ def test_after_scoring_each_episode_counts_once(tmp_path, sample_dir):
     store.score()
     sql = store.sql("select * from mart_aggregate_run where metric = 'success'").sort("run_id")
     assert sql["n_total"].to_list() == [200, 200, 200]
-    py = aggregate(store, by=["run_id"], metrics=["success"], reduce=None).sort("run_id")
+    py = aggregate_scores(store, by=["run_id"], metrics=["success"], reduce=None).sort("run_id")
     assert sql["n_valid"].to_list() == py["n_valid"].to_list()
     assert sql["mean"].to_list() == pytest.approx(py["mean"].to_list())
     assert sql["wilson_low"].to_list() == pytest.approx(py["ci_low"].to_list())

@@ -1,4 +1,4 @@
-"""mart_success_rates: harness errors count as failures in one rate and not in the other;
+"""mart_success_rates: errored episodes count as failures in one rate and not in the other;
 other abstentions are in neither."""
 
 from __future__ import annotations
@@ -29,10 +29,20 @@ def test_two_rates(tmp_path: Path) -> None:
         }
     )
     runs = pa.table({"run_id": ["r"], "agent_name": ["a"], "source_format": ["vla-eval"]})
+    # an error is an episode whose sample status is 'error', whatever its skip reason says
+    samples = pa.table(
+        {
+            "run_id": ["r"] * 6,
+            "key": [f"t#{i}" for i in range(6)],
+            "epoch": [1] * 6,
+            "status": ["success", "success", "failure", "error", "error", "success"],
+        }
+    )
+    scores = scores.append_column("epoch", pa.array([1] * 6, pa.int64()))
     with store.lock():
-        store.commit({"runs": runs, "scores": scores})
+        store.commit({"runs": runs, "samples": samples, "scores": scores})
     row = store.sql("SELECT * FROM mart_success_rates").row(0, named=True)
-    assert (row["n_total"], row["n_valid"], row["n_harness_errors"], row["n_skipped_other"]) == (
+    assert (row["n_total"], row["n_valid"], row["n_errors"], row["n_skipped_other"]) == (
         6,
         3,
         2,

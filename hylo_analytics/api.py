@@ -1,0 +1,84 @@
+"""The user-facing store: the Parquet store plus the pipeline's verbs.
+
+:class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
+SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
+user reaches for (``ingest``, ``score``, ``aggregate``, ``compare``, ``report``) as thin calls
+into the stages; it sits above all of them and nothing in the package imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from hylo_analytics.aggregate import aggregate_scores
+from hylo_analytics.compare import compare_runs
+from hylo_analytics.ingest import IngestReport, ingest_paths
+from hylo_analytics.scoring import ScorersArg, ScoringReport, score_store
+from hylo_analytics.store import ParquetStore
+
+if TYPE_CHECKING:
+    from hylo_analytics.report import ComparisonReport
+
+__all__ = ["Store", "open_store"]
+
+
+class Store(ParquetStore):
+    """A store you can ingest into, score, aggregate and compare (see the module docstring)."""
+
+    def ingest(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        strict: bool = False,
+        progress: bool = True,
+    ) -> IngestReport:
+        """Read EvalLogs (and their traces) from files and folders into the store."""
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+
+    def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
+        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
+        return score_store(self, scorers, runs)
+
+    def aggregate(self, by: Sequence[str] = ("run_id",), **options: Any) -> pl.DataFrame:
+        """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores."""
+        return aggregate_scores(self, by, **options)
+
+    def compare(
+        self,
+        candidates: Sequence[str] | str,
+        parent: str,
+        *,
+        metrics: Sequence[str] | None = ("success",),
+        by: Sequence[str] = (),
+        source: str | None = None,
+        force: bool = False,
+        **options: Any,
+    ) -> pl.DataFrame:
+        """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
+
+        See :func:`hylo_analytics.compare.compare_runs` for the options and the gate.
+        """
+        return compare_runs(
+            self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
+        )
+
+    def report(self, candidate: str, parent: str, **options: Any) -> ComparisonReport:
+        """The comparison report of ``candidate`` against ``parent`` (see ``build_report``)."""
+        from hylo_analytics.report import build_report  # altair is heavy: load it on demand
+
+        return build_report(self, candidate, parent, **options)
+
+
+def open_store(path: str | os.PathLike[str], *, threads: int | None = None) -> Store:
+    """Open (creating if needed) the store at ``path``.
+
+    ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
+    """
+    return Store(path, threads=threads)

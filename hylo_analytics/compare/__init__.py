@@ -1,0 +1,32 @@
+"""The compare stage: paired comparisons as joins on the key, and their verdicts.
+
+- :func:`compare_scores`: the engine, every candidate against one parent on a scores frame;
+- :func:`compare_runs` (``Store.compare``): the engine over the store's resolved scores,
+  behind the comparability gate (:class:`ComparabilityError`);
+- :func:`paired_compare`: the two-run case (:class:`PairedComparison`), same engine;
+- :mod:`~hylo_analytics.compare.verdicts`: ``improved | regressed | unchanged |
+  inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`.
+"""
+
+from hylo_analytics.compare.engine import COLUMNS, compare_scores
+from hylo_analytics.compare.paired import PairedComparison, paired_compare
+from hylo_analytics.compare.runs import ComparabilityError, compare_runs
+from hylo_analytics.compare.verdicts import (
+    VERDICTS,
+    RelativeNoiseRule,
+    StatisticalRule,
+    add_verdicts,
+)
+
+__all__ = [
+    "COLUMNS",
+    "VERDICTS",
+    "ComparabilityError",
+    "PairedComparison",
+    "RelativeNoiseRule",
+    "StatisticalRule",
+    "add_verdicts",
+    "compare_runs",
+    "compare_scores",
+    "paired_compare",
+]

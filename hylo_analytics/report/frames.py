@@ -1,0 +1,343 @@
+"""A one-file HTML report comparing a candidate run with its parent.
+
+The report is two steps so either can be replaced: :func:`report_frames` asks the store for
+a handful of small frames (headline, per task, runs, coverage, latency), and
+:func:`render_report` turns those frames into one self-contained HTML page (charts inlined as
+SVG, CSS inline, no network needed to view it). The frames follow the contracts of
+:mod:`hylo_analytics.charts`.
+
+No statistics live here: the paired numbers and verdicts are :func:`~hylo_analytics.compare.compare_runs`' (one
+call, overall and per task), success rates and their intervals are :func:`aggregate_scores`', both
+on the one score resolution (:mod:`hylo_analytics.resolution`). The page states the rule and
+thresholds its verdicts used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from hylo_analytics.aggregate import aggregate_scores
+from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
+from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
+from hylo_analytics.resolution import preferred_scores
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
+from hylo_analytics.store import ParquetStore
+
+__all__ = [
+    "ComparisonReport",
+    "build_report",
+    "describe_rule",
+    "render_report",
+    "report_frames",
+    "summary_sentence",
+    "write_report",
+]
+
+Rule = StatisticalRule | RelativeNoiseRule
+
+
+_VALUES = """
+select
+    count(*) as n,
+    count(*) filter (where value is not null and value not in (0, 1)) as n_not_binary
+from int_scores_preferred
+where metric = $metric and run_id in ($candidate, $parent)
+"""
+
+_RUNS = """
+with cost as (
+    select run_id, avg(inference_s) as mean_inference_s
+    from (
+        select run_id, episode_id, sum(latency_ms) / 1000.0 as inference_s
+        from stg_events
+        where type = 'step'
+        group by run_id, episode_id
+    ) as episodes
+    group by run_id
+)
+
+select
+    r.run_id as run,
+    r.agent_name,
+    r.agent_version,
+    r.n_samples,
+    r.n_errors,
+    c.mean_inference_s
+from mart_runs as r
+left join cost as c on c.run_id = r.run_id
+order by r.agent_version, r.run_id
+"""
+
+_COVERAGE = """
+select
+    run_id as run,
+    metric,
+    case when value is not null then 'scored'
+         else coalesce(skip_reason, 'no reason given') end as reason,
+    count(*) as n
+from int_scores_preferred
+where run_id in ($candidate, $parent)
+group by all
+order by run, metric, reason
+"""
+
+_LATENCY = """
+select
+    run_id as run,
+    count(latency_ms) as n,
+    avg(latency_ms) as mean,
+    quantile_cont(latency_ms, 0.05) as q05,
+    quantile_cont(latency_ms, 0.25) as q25,
+    quantile_cont(latency_ms, 0.5) as q50,
+    quantile_cont(latency_ms, 0.75) as q75,
+    quantile_cont(latency_ms, 0.95) as q95
+from stg_events
+where type = 'step' and run_id in ($candidate, $parent)
+group by run_id
+"""
+
+# Store.compare's columns under the names of the charts' paired contract
+_TASK_COLUMNS = {
+    "task_id": "task_id",
+    "n_pairs": "n_pairs",
+    "candidate_wins": "candidate_wins",
+    "parent_wins": "parent_wins",
+    "ties": "ties",
+    "n_dropped": "n_dropped",
+    "mean_candidate": "candidate_rate",
+    "mean_parent": "parent_rate",
+    "mean_diff": "diff",
+    "ci_low": "ci_low",
+    "ci_high": "ci_high",
+    "p_value": "p_value",
+    "p_verdict": "p_adjusted",
+    "verdict": "verdict",
+}
+
+
+def describe_rule(rule: Rule) -> str:
+    """The verdict rule and its thresholds in words, for the page (says what a badge means)."""
+    if isinstance(rule, StatisticalRule):
+        t = f"{rule.threshold * 100:g}"
+        return (
+            f"statistical rule (threshold \u00b1{t} points, alpha {rule.alpha:g}): improved when "
+            f"the 95% CI lies strictly above +{t} points and the Holm-adjusted p < {rule.alpha:g}, "
+            f"regressed when it lies strictly below \u2212{t} points and p < {rule.alpha:g}, "
+            f"unchanged when it lies within \u00b1{t} points, otherwise inconclusive"
+        )
+    noise = rule.noise if isinstance(rule.noise, str) else f"{rule.noise * 100:g}%"
+    return (
+        f"relative-noise rule (noise {noise}): improved when (candidate \u2212 parent) / "
+        f"|parent| exceeds +{noise}, regressed below \u2212{noise}, unchanged within, "
+        "inconclusive when the parent's rate is 0"
+    )
+
+
+def report_frames(
+    store: ParquetStore,
+    candidate: str,
+    parent: str,
+    *,
+    metric: str = "success",
+    rule: Rule | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    force: bool = False,
+) -> dict[str, pl.DataFrame]:
+    """The report's data: small frames keyed by section.
+
+    Keys: ``comparison`` (:func:`~hylo_analytics.compare.compare_runs`' frame as is: overall and per task, two-sided
+    McNemar, Holm across those rows, paired bootstrap CI, verdicts by ``rule``), ``tasks``
+    (its per-task rows renamed to the :func:`charts.paired_forest` contract: ``diff``,
+    ``p_adjusted`` = the p the verdict used, ``candidate_rate``/``parent_rate`` = means over
+    the pairs), ``headline`` (its overall row plus verdict counts per task and the rule in
+    words), ``task_success`` and ``runs`` (:func:`aggregate_scores`: success with Wilson CIs
+    per task of the two runs, and per run for every stored run, with the mean of the ``steps``
+    metric and inference seconds per episode), ``coverage`` (``run, metric, reason, n``), ``latency`` (step latency
+    quantiles). ``metric`` must be binary (0/1); ``rule`` defaults to
+    :class:`StatisticalRule` (Store.compare's default); ``force`` passes the comparability gate.
+    """
+    known = set(store.sql("select run_id from stg_runs")["run_id"].to_list())
+    for role, run in (("candidate", candidate), ("parent", parent)):
+        if run not in known:
+            raise ValueError(f"{role} run {run!r} is not in the store; runs: {sorted(known)}")
+    params = {"metric": metric, "candidate": candidate, "parent": parent}
+    n, n_not_binary = store.sql(_VALUES, params).row(0)
+    if n_not_binary:
+        raise ValueError(f"metric {metric!r} is not binary (values other than 0/1); use success")
+    if n == 0:
+        raise ValueError(f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}")
+    rule = rule or StatisticalRule()
+    comparison = compare_runs(
+        store,
+        candidate,
+        parent,
+        metrics=[metric],
+        by=["task_id"],
+        force=force,
+        alternative="two-sided",
+        rule=rule,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    overall = comparison.filter(pl.col("level") == "overall")
+    if overall["n_pairs"].sum() == 0:
+        raise ValueError(f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}")
+    tasks = (
+        comparison.filter(pl.col("level") != "overall")
+        .select(pl.col(list(_TASK_COLUMNS)).name.map(_TASK_COLUMNS.__getitem__))
+        .sort("task_id")
+    )
+    headline = _headline(overall, tasks, rule, n_resamples, seed)
+    scores = preferred_scores(store, metrics=[metric, "steps"])
+    pair = scores.filter(pl.col("run_id").is_in([candidate, parent]))
+    task_success = (
+        aggregate_scores(pair, by=["run_id", "task_id"], metrics=[metric], seed=seed)
+        .select(
+            pl.col("run_id").alias("run"),
+            "task_id",
+            pl.col("mean").alias("success_rate"),
+            "ci_low",
+            "ci_high",
+            "n_valid",
+            "n_skipped",
+        )
+        .sort(pl.col("run") != parent, "task_id")
+    )
+    steps = aggregate_scores(scores, by=["run_id"], metrics=["steps"], ci="none").select(
+        pl.col("run_id").alias("run"), pl.col("mean").alias("mean_steps")
+    )
+    per_run = aggregate_scores(scores, by=["run_id"], metrics=[metric], seed=seed).select(
+        pl.col("run_id").alias("run"),
+        "n_total",
+        pl.col("n_valid").alias("n_scored"),
+        (pl.col("mean") * pl.col("n_valid")).round().cast(pl.Int64).alias("successes"),
+        pl.col("mean").alias("success"),
+        "ci_low",
+        "ci_high",
+        "ci_method",
+    )
+    runs = (
+        store.sql(_RUNS)
+        .join(steps, on="run", how="left", maintain_order="left")
+        .join(per_run, on="run", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("run") == candidate)
+            .then(pl.lit("candidate"))
+            .when(pl.col("run") == parent)
+            .then(pl.lit("parent"))
+            .alias("role"),
+        )
+    )
+    pair_params = {"candidate": candidate, "parent": parent}
+    return {
+        "headline": headline,
+        "tasks": tasks,
+        "comparison": comparison,
+        "runs": runs,
+        "coverage": store.sql(_COVERAGE, pair_params),
+        "latency": store.sql(_LATENCY, pair_params),
+        "task_success": task_success,
+    }
+
+
+def _headline(
+    overall: pl.DataFrame, tasks: pl.DataFrame, rule: Rule, n_resamples: int, seed: int
+) -> pl.DataFrame:
+    counts = tasks.select(
+        pl.len().alias("n_tasks"),
+        *(
+            (pl.col("verdict") == v).sum().cast(pl.Int64).alias(f"tasks_{v}")
+            for v in ("improved", "regressed", "unchanged", "inconclusive")
+        ),
+    )
+    head = overall.select(
+        "candidate",
+        "parent",
+        "metric",
+        pl.col(list(_TASK_COLUMNS)[1:]).name.map(_TASK_COLUMNS.__getitem__),
+        "verdict_rule",
+        "forced",
+        "gate_note",
+        pl.lit(describe_rule(rule)).alias("rule_text"),
+        pl.lit(f"a paired bootstrap 95% interval ({n_resamples} resamples, seed {seed})").alias(
+            "ci_text"
+        ),
+    )
+    return pl.concat([head, counts], how="horizontal")
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """The report's frames, with a summary for the console and a table view for Jupyter.
+
+    ``frames`` is :func:`report_frames`' output; :meth:`to_html` renders the full page and
+    :meth:`save` writes it.
+    """
+
+    frames: Mapping[str, pl.DataFrame]
+
+    @property
+    def headline(self) -> dict[str, Any]:
+        """The pooled comparison as a dict (rates, difference and CI, wins, p, verdict)."""
+        row: dict[str, Any] = self.frames["headline"].row(0, named=True)
+        return row
+
+    @property
+    def tasks(self) -> pl.DataFrame:
+        """One row per task: paired counts, difference, CI, p, adjusted p, verdict."""
+        return self.frames["tasks"]
+
+    def __repr__(self) -> str:
+        h = self.headline
+        return (
+            f"ComparisonReport(candidate={h['candidate']!r}, parent={h['parent']!r}, "
+            f"metric={h['metric']!r}, n_pairs={h['n_pairs']}, "
+            f"diff={h['diff'] * 100:+.1f} pts [{h['ci_low'] * 100:+.1f}, "
+            f"{h['ci_high'] * 100:+.1f}], p={h['p_value']:.3g}, verdict={h['verdict']!r})"
+        )
+
+    def __str__(self) -> str:
+        return summary_sentence(self.headline)
+
+    def _repr_html_(self) -> str:
+        return report_fragment(dict(self.frames))
+
+    def to_html(self, *, title: str | None = None) -> str:
+        """The full self-contained page (charts inlined as SVG)."""
+        return render_report(dict(self.frames), title=title)
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_html` to ``path`` (parent folders are created)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_html())
+        return path
+
+
+def build_report(
+    store: ParquetStore, candidate: str, parent: str, *, metric: str = "success", **options: Any
+) -> ComparisonReport:
+    """Compare ``candidate`` with ``parent`` in ``store`` and keep the frames for display.
+
+    ``options`` go to :func:`report_frames` (``rule``, ``n_resamples``, ``seed``, ``force``).
+    """
+    return ComparisonReport(report_frames(store, candidate, parent, metric=metric, **options))
+
+
+def write_report(
+    store: ParquetStore,
+    candidate: str,
+    parent: str,
+    path: str | Path,
+    *,
+    metric: str = "success",
+    **options: Any,
+) -> Path:
+    """Compute the frames, render the page and write it to ``path``."""
+    return build_report(store, candidate, parent, metric=metric, **options).save(path)

@@ -1,0 +1,126 @@
+"""The one score resolution: the value of metric M for an episode, read from the store.
+
+The rule lives in SQL, in the view ``int_scores_preferred`` (and the macro ``score_rank``), and
+every reader (``aggregate``, ``compare``, policies, derivers, export, the report, charts, the
+``mart_*`` views) reads it through this module or the view itself:
+
+1. a valid value beats an abstention;
+2. among values, re-scored (``score``) > ``derived`` > ``observation`` (grades) > ``imported``
+   (the log's own), then source name;
+3. among abstentions, ``imported`` > ``observation`` > ``derived`` > ``score``: the log's own
+   reason is kept over a re-scorer's "no trace".
+
+``int_key_scores`` reduces the epochs of a key by their mean (the key is the unit of
+analysis). Asking for one ``source`` reads that source's rows through the same view (the rule
+then has one candidate per episode), so a source-specific answer is normalized the same way.
+Filters (runs, metrics, sources) are applied to ``stg_scores`` before the view's window, which
+is exact because the view partitions by run and metric.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import polars as pl
+import pyarrow as pa
+
+from hylo_analytics._sql import scores_overlay, view_query
+from hylo_analytics.store import ParquetStore
+
+__all__ = ["EPISODE_VIEW", "KEY_VIEW", "preferred_query", "preferred_scores"]
+
+EPISODE_VIEW = "int_scores_preferred"
+KEY_VIEW = "int_key_scores"
+
+
+def preferred_query(
+    view: str = EPISODE_VIEW,
+    *,
+    runs: bool = False,
+    metrics: bool = False,
+    sources: bool = False,
+    pending: str | None = None,
+    semantic_names: bool = False,
+) -> str:
+    """The SQL of ``view`` over filtered (or overlaid) scores.
+
+    The filters read the parameters ``$runs``, ``$metrics`` and ``$sources`` (lists);
+    ``pending`` names a registered relation of score rows not committed yet, read as if
+    committed (a dry run). With ``semantic_names`` a row whose metadata names a
+    ``semantic_type`` is also a candidate under that name (``money.cost`` for a derived
+    ``request_cost``), resolved by the same rule against the rows stored under it.
+    """
+    where = [
+        cond
+        for flag, cond in (
+            (runs, "list_contains($runs, run_id)"),
+            (metrics, "list_contains($metrics, metric)"),
+            (sources, "list_contains($sources, source)"),
+        )
+        if flag
+    ]
+    base = f"({scores_overlay(pending)})" if pending else "main.stg_scores"
+    if semantic_names:
+        named = "json_extract_string(metadata, '$.semantic_type')"
+        base = (
+            f"(select * from {base} union all by name select * replace ({named} as metric) "
+            f"from {base} where {named} is not null and {named} <> metric)"
+        )
+    scores = f"select * from {base} as s" + (f" where {' and '.join(where)}" if where else "")
+    overrides = {"stg_scores": scores}
+    if runs:
+        overrides["stg_samples"] = (
+            "select * from main.stg_samples where list_contains($runs, run_id)"
+        )
+    return view_query(view, overrides)
+
+
+@contextmanager
+def registered(store: ParquetStore, table: pa.Table | None) -> Iterator[str | None]:
+    """``table`` registered on the store's connection under a fresh name for the block."""
+    if table is None or table.num_rows == 0:
+        yield None
+        return
+    name = f"_pending_scores_{uuid.uuid4().hex[:8]}"
+    store.con.register(name, table)
+    try:
+        yield name
+    finally:
+        store.con.unregister(name)
+
+
+def preferred_scores(
+    store: ParquetStore,
+    *,
+    runs: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    source: str | Sequence[str] | None = None,
+    level: Literal["episode", "key"] = "episode",
+    pending: pa.Table | None = None,
+    semantic_names: bool = False,
+) -> pl.DataFrame:
+    """The resolved scores: one row per (run, key, epoch, metric), or per key with ``level="key"``.
+
+    ``source`` reads only that source (or those sources) instead of resolving across all.
+    """
+    params: dict[str, Any] = {}
+    if runs is not None:
+        params["runs"] = list(runs)
+    if metrics is not None:
+        params["metrics"] = list(metrics)
+    if source is not None:
+        params["sources"] = [source] if isinstance(source, str) else list(source)
+    view = EPISODE_VIEW if level == "episode" else KEY_VIEW
+    with registered(store, pending) as rel:
+        query = preferred_query(
+            view,
+            runs=runs is not None,
+            metrics=metrics is not None,
+            sources=source is not None,
+            pending=rel,
+            semantic_names=semantic_names,
+        )
+        return store.sql(query, params or None)

@@ -1,0 +1,68 @@
+"""The statistics engine: pure numpy/scipy functions, vectorized over groups.
+
+Every statistic the toolkit reports is computed here, once, and every caller (``aggregate``,
+``compare``, the report, the CLI) calls these functions; the SQL views take their interval
+constants from here too. One vocabulary throughout:
+
+- ``level``: two-sided coverage of an interval (default :data:`DEFAULT_LEVEL`, 0.95);
+- ``n_resamples``: bootstrap resamples (default :data:`DEFAULT_RESAMPLES`);
+- ``seed``: an int, ``None`` or a :class:`numpy.random.Generator`; the same seed and inputs
+  give the same result;
+- ``alternative``: ``"greater"`` (the candidate is better) or ``"two-sided"``.
+
+Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal, clustered
+standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
+means and paired differences alike), :mod:`~hylo_analytics.stats.significance` (McNemar,
+Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key).
+"""
+
+from hylo_analytics.stats.bootstrap import (
+    DEFAULT_RESAMPLES,
+    BootstrapMethod,
+    Seed,
+    bootstrap_ci,
+    bootstrap_means,
+)
+from hylo_analytics.stats.intervals import (
+    DEFAULT_LEVEL,
+    clopper_pearson,
+    clustered_stderr,
+    normal_ci,
+    wilson,
+    z_value,
+)
+from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
+from hylo_analytics.stats.significance import (
+    Alternative,
+    benjamini_hochberg,
+    holm,
+    mcnemar_exact,
+    mcnemar_p,
+    signed_rank_p,
+    wilcoxon_p,
+)
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_RESAMPLES",
+    "Alternative",
+    "BootstrapMethod",
+    "Reducer",
+    "Seed",
+    "at_least",
+    "benjamini_hochberg",
+    "bootstrap_ci",
+    "bootstrap_means",
+    "clopper_pearson",
+    "clustered_stderr",
+    "holm",
+    "mcnemar_exact",
+    "mcnemar_p",
+    "normal_ci",
+    "pass_at_k",
+    "reducer",
+    "signed_rank_p",
+    "wilcoxon_p",
+    "wilson",
+    "z_value",
+]

@@ -1,0 +1,275 @@
+"""compare_scores / Store.compare: many candidates against one parent as one join."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+import hylo_analytics as ha
+from hylo_analytics.compare import ComparabilityError, compare_scores, paired_compare
+
+PARENT = "P"
+
+
+def _frame() -> pl.DataFrame:
+    """Two tasks x 6 seeds; candidate A is better on task t1, B abstains twice."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for run in ("P", "A", "B"):
+        for task in ("t1", "t2"):
+            for seed in range(6):
+                v = float(rng.integers(0, 2))
+                if run == "A" and task == "t1":
+                    v = 1.0
+                if run == "B" and seed < 2 and task == "t2":
+                    v = None  # type: ignore[assignment]
+                rows.append((run, f"{task}#{seed}", task, 1, "success", v))
+                rows.append((run, f"{task}#{seed}", task, 1, "steps", float(rng.integers(5, 40))))
+    cols = ["run_id", "key", "task_id", "epoch", "metric", "value"]
+    return pl.DataFrame(rows, schema=cols, orient="row")
+
+
+def _one(frame: pl.DataFrame, run: str, metric: str, task: str | None) -> dict[str, float | None]:
+    f = frame.filter(pl.col("run_id") == run, pl.col("metric") == metric)
+    if task is not None:
+        f = f.filter(pl.col("task_id") == task)
+    return dict(zip(f["key"], f["value"], strict=True))
+
+
+def test_every_row_equals_paired_compare() -> None:
+    scores = _frame()
+    out = compare_scores(
+        scores,
+        candidates=["A", "B"],
+        parent=PARENT,
+        metrics=["success", "steps"],
+        by=["task_id"],
+        n_resamples=200,
+    )
+    assert out.height == 2 * 2 * 3  # candidates x metrics x (overall + 2 tasks)
+    for row in out.iter_rows(named=True):
+        pc = paired_compare(
+            _one(scores, row["candidate"], row["metric"], row["task_id"]),
+            _one(scores, PARENT, row["metric"], row["task_id"]),
+            metric=row["metric"],
+            n_resamples=200,
+        )
+        # a row's figures depend on its own pairs only, never on the other rows of the call
+        for field in ("n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped"):
+            assert row[field] == getattr(pc, field), field
+        for field in ("p_value", "p_two_sided", "wilcoxon_p", "ci_low", "ci_high"):
+            assert row[field] == pytest.approx(getattr(pc, field), rel=1e-12), field
+        assert row["mean_diff"] == pytest.approx(pc.mean_diff)
+        assert row["ci_low"] <= row["mean_diff"] <= row["ci_high"]
+    b = out.filter(pl.col("candidate") == "B", pl.col("metric") == "success")
+    assert b.filter(pl.col("level") == "overall")["n_dropped"].item() == 2
+
+
+def test_adjusted_p_values_across_the_call() -> None:
+    out = compare_scores(
+        _frame(),
+        candidates=["A", "B"],
+        parent=PARENT,
+        metrics=["success", "steps"],
+        by=["task_id"],
+        ci="none",
+    )
+    p = out["p_value"].to_numpy()
+    np.testing.assert_allclose(out["p_holm"].to_numpy(), multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(out["p_bh"].to_numpy(), multipletests(p, method="fdr_bh")[1])
+    assert (out["p_holm"] >= out["p_value"]).all()
+    np.testing.assert_allclose(
+        out["p_verdict"].to_numpy(), multipletests(out["p_two_sided"].to_numpy(), method="holm")[1]
+    )
+
+
+@pytest.mark.parametrize("alternative", ["greater", "two-sided"])
+def test_vectorized_wilcoxon_equals_scipy(alternative: str) -> None:
+    rng = np.random.default_rng(11)
+    n = 40
+    par = np.round(rng.normal(10, 2, n), 1)
+    cand = par + np.round(rng.normal(0.4, 1.0, n), 0)  # rounding makes ties and zeros
+    keys = [f"k#{i}" for i in range(n)]
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": keys * 2,
+            "metric": "return",
+            "value": np.concatenate([par, cand]),
+        }
+    )
+    out = compare_scores(frame, candidates="C", parent="P", ci="none", alternative=alternative)  # type: ignore[arg-type]
+    d = cand - par
+    want = stats.wilcoxon(
+        d, method="approx", zero_method="wilcox", correction=False, alternative=alternative
+    ).pvalue
+    assert out["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
+
+
+def test_vectorized_wilcoxon_per_group_and_pooled() -> None:
+    rng = np.random.default_rng(5)
+    n = 60
+    par = np.round(rng.normal(10, 2, n), 0)
+    cand = par + np.round(rng.normal(0.3, 1.5, n), 0)
+    group = np.where(np.arange(n) < 25, "g1", "g2")
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": [f"k#{i}" for i in range(n)] * 2,
+            "grp": np.concatenate([group, group]),
+            "metric": "steps",  # minimize: improvement is parent - candidate
+            "value": np.concatenate([par, cand]),
+        }
+    )
+    out = compare_scores(frame, candidates="C", parent="P", by=["grp"], ci="none")
+    better = par - cand
+    for level, mask in (
+        ("overall", np.ones(n, bool)),
+        ("g1", group == "g1"),
+        ("g2", group == "g2"),
+    ):
+        row = out.filter(pl.col("grp").is_null() if level == "overall" else pl.col("grp") == level)
+        want = stats.wilcoxon(
+            better[mask],
+            method="approx",
+            zero_method="wilcox",
+            correction=False,
+            alternative="greater",
+        ).pvalue
+        assert row["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
+        assert row["mean_diff"].item() == pytest.approx((cand - par)[mask].mean())
+
+
+def test_holm_and_bh_equal_statsmodels() -> None:
+    from hylo_analytics.stats import benjamini_hochberg, holm
+
+    p = np.array([0.01, 0.04, 0.03, 0.2, 0.04, 0.5, 1.0, 0.001, 0.0])
+    np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+
+
+def test_epochs_are_refused_or_reduced_never_last_wins() -> None:
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P", "P", "C", "C", "C", "C"],
+            "key": ["a", "b", "a", "a", "b", "b"],
+            "epoch": [1, 1, 1, 2, 1, 2],
+            "metric": "success",
+            "value": [0.0, 1.0, 1.0, 0.0, None, None],
+        }
+    )
+    with pytest.raises(ValueError, match=r"several rows \(epochs\).*run 'C'"):
+        compare_scores(frame, candidates="C", parent="P", reducer=None)
+    # the default is the key-level rule of int_key_scores: the mean of the valid epochs
+    default = compare_scores(frame, candidates="C", parent="P", ci="none")
+    assert default["mean_candidate"].item() == 0.5
+    with pytest.raises(ValueError, match="never first/last"):
+        compare_scores(frame, candidates="C", parent="P", reducer="first")  # type: ignore[arg-type]
+    mean = compare_scores(frame, candidates="C", parent="P", reducer="mean", ci="none")
+    assert mean["mean_candidate"].item() == 0.5  # key b: all epochs abstained -> dropped
+    assert (mean["n_pairs"].item(), mean["n_dropped"].item()) == (1, 1)
+    mx = compare_scores(frame, candidates="C", parent="P", reducer="max", ci="none")
+    mn = compare_scores(frame, candidates="C", parent="P", reducer="min", ci="none")
+    assert (mx["candidate_wins"].item(), mn["ties"].item()) == (1, 1)
+    by_epoch = compare_scores(frame, candidates="C", parent="P", pair_on_epoch=True, ci="none")
+    assert by_epoch["n_pairs"].item() == 1 and by_epoch["n_unmatched"].item() == 2
+
+
+def test_normal_ci_and_bad_arguments() -> None:
+    out = compare_scores(_frame(), candidates="A", parent=PARENT, metrics=["steps"], ci="normal")
+    row = out.row(0, named=True)
+    assert row["ci_low"] < row["mean_diff"] < row["ci_high"]
+    with pytest.raises(ValueError, match="also listed"):
+        compare_scores(_frame(), candidates=["A", "P"], parent=PARENT)
+    with pytest.raises(ValueError, match="no scores"):
+        compare_scores(_frame(), candidates=["Z"], parent=PARENT)
+    with pytest.raises(ValueError, match="lacks column"):
+        compare_scores(_frame(), candidates="A", parent=PARENT, by=["robot"])
+
+
+def _store_with_other_digest(sample_copy: Path, tmp_path: Path) -> ha.Store:
+    log = sample_copy / "run-octo-ft-1.2.0-rc1-0002" / "evallog.json"
+    log.write_text(log.read_text().replace("sha256:d2517fe5", "sha256:00000000", 1))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(sample_copy, progress=False)
+    return store
+
+
+def test_gate_refuses_a_different_digest_and_force_records_it(
+    sample_copy: Path, tmp_path: Path
+) -> None:
+    store = _store_with_other_digest(sample_copy, tmp_path)
+    good, bad, parent = (
+        "run-octo-ft-1.1.0-0001",
+        "run-octo-ft-1.2.0-rc1-0002",
+        "run-octo-ft-1.0.0-0000",
+    )
+    with pytest.raises(ComparabilityError, match=f"{bad}: benchmark_digest 'sha256:0000"):
+        store.compare([good, bad], parent)
+    out = store.compare([good, bad], parent, force=True, ci="none")
+    forced = dict(zip(out["candidate"], out["forced"], strict=True))
+    assert forced == {good: False, bad: True}
+    note = out.filter(pl.col("candidate") == bad)["gate_note"].item()
+    assert "benchmark_digest" in note
+    with pytest.raises(ValueError, match="no run"):
+        store.compare(["nope"], parent)
+
+
+def test_gate_refuses_different_scorer_versions(sample_copy: Path, tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(sample_copy, progress=False)
+    runs = {"run-octo-ft-1.0.0-0000": "1.0", "run-octo-ft-1.1.0-0001": "2.0"}
+    scores = store.sql("SELECT * FROM stg_scores WHERE metric = 'success'").filter(
+        pl.col("run_id").is_in(list(runs))
+    )
+    scores = scores.with_columns(
+        source=pl.lit("scorer:success"),
+        scorer_version=pl.col("run_id").replace_strict(runs),
+    ).drop("batch_seq")
+    with store.lock():
+        store.commit({"scores": scores.to_arrow()})
+    with pytest.raises(ComparabilityError, match=r"scorer_version of 'success' '2\.0'"):
+        store.compare("run-octo-ft-1.1.0-0001", "run-octo-ft-1.0.0-0000", source="scorer:success")
+    plain = store.compare("run-octo-ft-1.1.0-0001", "run-octo-ft-1.0.0-0000", ci="none")
+    assert not plain["forced"].any()
+
+
+def test_store_compare_on_sample(sample_store: ha.Store) -> None:
+    out = sample_store.compare(
+        ["run-octo-ft-1.1.0-0001", "run-octo-ft-1.2.0-rc1-0002"],
+        "run-octo-ft-1.0.0-0000",
+        metrics=["success", "steps"],
+        by=["task_id"],
+        n_resamples=200,
+    )
+    assert out.height == 2 * 2 * 11
+    assert set(out["verdict"]) <= {"improved", "regressed", "unchanged", "inconclusive"}
+    assert out.filter(pl.col("metric") == "steps")["direction"].unique().to_list() == ["minimize"]
+    overall = out.filter(pl.col("level") == "overall", pl.col("metric") == "success")
+    assert (overall["n_pairs"] + overall["n_dropped"] + overall["n_unmatched"] == 200).all()
+    # ids come back as plain strings (categoricals are internal), so they join with run tables
+    assert out.schema["candidate"] == pl.String and out.schema["task_id"] == pl.String
+
+
+def test_binary_wilcoxon_fast_path_equals_scipy() -> None:
+    rng = np.random.default_rng(2)
+    n = 50
+    par, cand = rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float)
+    frame = pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": [f"k#{i}" for i in range(n)] * 2,
+            "metric": "success",
+            "value": np.concatenate([par, cand]),
+        }
+    )
+    out = compare_scores(frame, candidates="C", parent="P", ci="none", alternative="two-sided")
+    want = stats.wilcoxon(
+        cand - par, method="approx", zero_method="wilcox", correction=False
+    ).pvalue
+    assert out["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)

@@ -1,0 +1,478 @@
+"""Ingest of hylo EvalLogs and traces: counts, idempotence, replacement and every bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import hylo_analytics as ha
+
+N_RUNS, N_SAMPLES = 3, 200
+
+
+def _log(run_dir: Path) -> dict:
+    return json.loads((run_dir / "evallog.json").read_text())
+
+
+def _write_log(run_dir: Path, log: dict) -> None:
+    (run_dir / "evallog.json").write_text(json.dumps(log, indent=1))
+
+
+def _runs(data: Path) -> list[Path]:
+    return sorted(p for p in data.iterdir() if p.is_dir())
+
+
+def _count(store: ha.Store, table: str) -> int:
+    return int(store.sql(f"SELECT count(*) AS n FROM stg_{table}")["n"][0])
+
+
+def _quarantine(store: ha.Store) -> list[dict]:
+    return store.sql(
+        "SELECT path, line, field, error FROM stg_quarantine ORDER BY path, line"
+    ).to_dicts()
+
+
+def test_sample_counts(sample_store: ha.Store, sample_dir: Path) -> None:
+    assert _count(sample_store, "runs") == N_RUNS
+    assert _count(sample_store, "samples") == N_RUNS * N_SAMPLES
+    assert _count(sample_store, "quarantine") == 0
+    lines = sum(
+        sum(1 for line in p.read_text().splitlines() if line.strip())
+        for p in sample_dir.glob("*/episodes/*.jsonl")
+    )
+    assert _count(sample_store, "events") == lines
+    # every score from the logs, abstentions included and visible
+    n_scores = sum(len(s["scores"]) for r in _runs(sample_dir) for s in _log(r)["samples"])
+    assert _count(sample_store, "scores") == n_scores
+    abstained = sample_store.sql(
+        "SELECT count(*) AS n FROM stg_scores WHERE value IS NULL AND NOT valid "
+        "AND skip_reason IN ('abstained', 'episode errored')"
+    )["n"][0]
+    expected = sum(
+        v is None
+        for r in _runs(sample_dir)
+        for s in _log(r)["samples"]
+        for v in s["scores"].values()
+    )
+    assert abstained == expected > 0
+
+
+def test_sample_fields_round_trip(sample_store: ha.Store, sample_dir: Path) -> None:
+    run_dir = _runs(sample_dir)[0]
+    log = _log(run_dir)
+    run = sample_store.sql("SELECT * FROM stg_runs WHERE run_id = ?", [log["run_id"]]).row(
+        0, named=True
+    )
+    assert run["benchmark_id"] == log["benchmark"]["id"]
+    assert run["benchmark_digest"] == log["benchmark"]["digest"]
+    assert run["agent_name"] == log["agent"]["name"]
+    assert json.loads(run["agent_components"]) == log["agent"]["components"]
+    assert json.loads(run["results"]) == log["results"]
+    s0 = log["samples"][0]
+    row = sample_store.sql(
+        "SELECT * FROM stg_samples WHERE run_id = ? AND key = ?", [log["run_id"], s0["key"]]
+    ).row(0, named=True)
+    assert (row["task_id"], row["seed"], row["episode_id"], row["status"], row["epoch"]) == (
+        s0["task_id"],
+        s0["seed"],
+        s0["episode_id"],
+        s0["status"],
+        1,
+    )
+    assert row["trace_status"] == "ok"
+    first = (run_dir / s0["trace"]).read_text().splitlines()
+    ev = sample_store.sql(
+        "SELECT idx, type, raw FROM stg_events WHERE run_id = ? AND episode_id = ? ORDER BY idx",
+        [log["run_id"], s0["episode_id"]],
+    )
+    assert ev["raw"].to_list() == first
+    assert ev["idx"].to_list() == list(range(1, len(first) + 1))
+    assert ev["type"][0] == "start" and ev["type"][-1] == "end"
+
+
+def test_unknown_event_types_and_fields_are_kept(tmp_path: Path, sample_copy: Path) -> None:
+    run_dir = _runs(sample_copy)[0]
+    log = _log(run_dir)
+    trace = run_dir / log["samples"][0]["trace"]
+    odd = {"type": "camera_frame", "t": 3, "uri": "frames/3.png", "exposure": [1, 2]}
+    trace.write_text(trace.read_text() + json.dumps(odd) + "\n")
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(run_dir, progress=False)
+    got = store.sql("SELECT raw FROM stg_events WHERE type = 'camera_frame'")
+    assert [json.loads(r) for r in got["raw"]] == [odd]
+
+
+def test_second_ingest_adds_nothing(tmp_path: Path, sample_dir: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    first = store.ingest(sample_dir, progress=False)
+    assert first.runs_added == N_RUNS
+    again = store.ingest(sample_dir, progress=False)
+    assert (again.files_unchanged, again.runs_added, again.samples_added, again.events_added) == (
+        N_RUNS,
+        0,
+        0,
+        0,
+    )
+    assert _count(store, "samples") == N_RUNS * N_SAMPLES
+    assert len(list((store.root / "batches").iterdir())) == 2  # the empty batch + one commit
+
+
+def test_touched_but_unchanged_file_is_not_reingested(tmp_path: Path, sample_copy: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_copy, progress=False)
+    log_path = _runs(sample_copy)[0] / "evallog.json"
+    os.utime(log_path, ns=(1, 1))
+    again = store.ingest(sample_copy, progress=False)
+    assert again.runs_added == 0 and again.files_unchanged == N_RUNS
+    third = store.ingest(sample_copy, progress=False)  # new mtime remembered: stat path again
+    assert third.files_read == 0
+
+
+def test_changed_evallog_replaces_its_run(tmp_path: Path, sample_copy: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_copy, progress=False)
+    run_dir = _runs(sample_copy)[1]
+    log = _log(run_dir)
+    log["agent"]["version"] = "9.9.9"
+    log["samples"] = log["samples"][:50]
+    _write_log(run_dir, log)
+    report = store.ingest(sample_copy, progress=False)
+    assert report.runs_added == 1 and report.files_unchanged == N_RUNS - 1
+    assert _count(store, "runs") == N_RUNS
+    assert _count(store, "samples") == (N_RUNS - 1) * N_SAMPLES + 50
+    per_run = store.sql("SELECT run_id, count(*) AS n FROM stg_samples GROUP BY run_id")
+    assert dict(zip(per_run["run_id"], per_run["n"], strict=True))[log["run_id"]] == 50
+    assert (
+        store.sql("SELECT agent_version FROM stg_runs WHERE run_id = ?", [log["run_id"]]).item()
+        == "9.9.9"
+    )
+    events = store.sql(
+        "SELECT count(DISTINCT episode_id) AS n FROM stg_events WHERE run_id = ?", [log["run_id"]]
+    ).item()
+    assert events == 50
+    dup = store.sql(
+        "SELECT count(*) AS n FROM (SELECT run_id, key, metric FROM stg_scores "
+        "GROUP BY ALL HAVING count(*) > 1)"
+    ).item()
+    assert dup == 0
+
+
+def test_changed_trace_reingests_the_run(tmp_path: Path, sample_copy: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_copy, progress=False)
+    run_dir = _runs(sample_copy)[0]
+    trace = run_dir / _log(run_dir)["samples"][3]["trace"]
+    trace.write_text(trace.read_text() + json.dumps({"type": "note", "t": 99}) + "\n")
+    report = store.ingest(sample_copy, progress=False)
+    assert report.runs_added == 1
+    assert _count(store, "samples") == N_RUNS * N_SAMPLES
+    assert store.sql("SELECT count(*) FROM stg_events WHERE type = 'note'").item() == 1
+
+
+# -- bad input: every kind is quarantined with file, line and field; good files still land -----
+
+
+def _ingest_with_one_bad(
+    tmp_path: Path, sample_copy: Path, spoil
+) -> tuple[ha.Store, Path, ha.IngestReport]:
+    bad_dir = _runs(sample_copy)[0]
+    spoil(bad_dir)
+    store = ha.open_store(tmp_path / "s")
+    report = store.ingest(sample_copy, progress=False)
+    return store, bad_dir, report
+
+
+def test_malformed_json(tmp_path: Path, sample_copy: Path) -> None:
+    def spoil(d: Path) -> None:
+        text = (d / "evallog.json").read_text().splitlines()
+        text[5] = text[5] + ",,"
+        (d / "evallog.json").write_text("\n".join(text))
+
+    store, bad, report = _ingest_with_one_bad(tmp_path, sample_copy, spoil)
+    q = _quarantine(store)
+    assert len(q) == 1 and q[0]["path"] == str(bad / "evallog.json")
+    assert q[0]["line"] == 6 and "malformed JSON" in q[0]["error"]
+    assert report.runs_added == N_RUNS - 1 == _count(store, "runs")
+
+
+def test_unknown_version(tmp_path: Path, sample_copy: Path) -> None:
+    def spoil(d: Path) -> None:
+        log = _log(d)
+        log["version"] = "hylo.evallog/v9"
+        _write_log(d, log)
+
+    store, _bad, _ = _ingest_with_one_bad(tmp_path, sample_copy, spoil)
+    (q,) = _quarantine(store)
+    assert q["field"] == "version" and "hylo.evallog/v9" in q["error"]
+    assert _count(store, "runs") == N_RUNS - 1
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "message"),
+    [
+        (lambda log: log["samples"][3].pop("seed"), "samples[3].seed", "missing required field"),
+        (
+            lambda log: log["samples"][7].update(seed="abc"),
+            "samples[7].seed",
+            "expected integer, got string",
+        ),
+        (lambda log: log.pop("run_id"), "run_id", "missing required field"),
+        (lambda log: log["agent"].update(name=3), "agent.name", "expected string, got integer"),
+        (lambda log: log.update(samples={}), "samples", "expected array, got object"),
+        (
+            lambda log: log["samples"][2].update(key="x#1"),
+            "samples[2].key",
+            "is not '<task_id>#<seed>'",
+        ),
+        (lambda log: log["samples"][4].update(scores=[1]), "samples[4].scores", "expected object"),
+    ],
+)
+def test_missing_or_mistyped_field(
+    tmp_path: Path, sample_copy: Path, mutate, field: str, message: str
+) -> None:
+    def spoil(d: Path) -> None:
+        log = _log(d)
+        mutate(log)
+        _write_log(d, log)
+
+    store, bad, _ = _ingest_with_one_bad(tmp_path, sample_copy, spoil)
+    q = _quarantine(store)
+    assert len(q) == 1, q
+    assert q[0]["path"] == str(bad / "evallog.json")
+    assert q[0]["field"] == field and message in q[0]["error"]
+    # the line is the field's own, or (missing field) the line opening the object that lacks it
+    text = (bad / "evallog.json").read_text().splitlines()[q[0]["line"] - 1]
+    last = field.rsplit(".", 1)[-1].split("[")[0]
+    assert f'"{last}"' in text if "missing" not in message else text.strip().startswith("{")
+    assert _count(store, "runs") == N_RUNS - 1
+    assert _count(store, "samples") == (N_RUNS - 1) * N_SAMPLES
+
+
+def test_non_utf8(tmp_path: Path, sample_copy: Path) -> None:
+    def spoil(d: Path) -> None:
+        data = (d / "evallog.json").read_bytes().split(b"\n")
+        data[2] = data[2] + b"\xff\xfe"
+        (d / "evallog.json").write_bytes(b"\n".join(data))
+
+    store, _, _ = _ingest_with_one_bad(tmp_path, sample_copy, spoil)
+    (q,) = _quarantine(store)
+    assert q["line"] == 3 and "not UTF-8" in q["error"]
+    assert _count(store, "runs") == N_RUNS - 1
+
+
+def test_missing_trace_file_keeps_the_run(tmp_path: Path, sample_copy: Path) -> None:
+    def spoil(d: Path) -> None:
+        (d / _log(d)["samples"][5]["trace"]).unlink()
+
+    store, bad, _ = _ingest_with_one_bad(tmp_path, sample_copy, spoil)
+    (q,) = _quarantine(store)
+    assert q["path"] == str(bad / "evallog.json") and q["field"] == "samples[5].trace"
+    assert "No such file" in q["error"]
+    assert _count(store, "runs") == N_RUNS
+    status = store.sql("SELECT trace_status, count(*) AS n FROM stg_samples GROUP BY 1 ORDER BY 1")
+    assert status.to_dicts() == [
+        {"trace_status": "missing", "n": 1},
+        {"trace_status": "ok", "n": N_RUNS * N_SAMPLES - 1},
+    ]
+
+
+def test_truncated_last_line_keeps_good_lines(tmp_path: Path, sample_copy: Path) -> None:
+    run_dir = _runs(sample_copy)[0]
+    trace = run_dir / _log(run_dir)["samples"][0]["trace"]
+    lines = trace.read_text().splitlines()
+    trace.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(run_dir, progress=False)
+    (q,) = _quarantine(store)
+    assert q["path"] == str(trace) and q["line"] == len(lines) and "truncated" in q["error"]
+    assert (
+        store.sql(
+            "SELECT count(*) FROM stg_events WHERE episode_id = ?",
+            [_log(run_dir)["samples"][0]["episode_id"]],
+        ).item()
+        == len(lines) - 1
+    )
+    assert (
+        store.sql("SELECT trace_status FROM stg_samples WHERE trace_status <> 'ok'").item()
+        == "partial"
+    )
+
+
+def test_bad_event_line_names_line_and_field(tmp_path: Path, sample_copy: Path) -> None:
+    run_dir = _runs(sample_copy)[0]
+    trace = run_dir / _log(run_dir)["samples"][0]["trace"]
+    lines = trace.read_text().splitlines()
+    lines[2] = json.dumps({"t": 2, "reward": 0.0})  # no type
+    trace.write_text("\n".join(lines) + "\n")
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(run_dir, progress=False)
+    (q,) = _quarantine(store)
+    assert (q["path"], q["line"], q["field"]) == (str(trace), 3, "type")
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink"])
+def test_trace_path_escaping_the_run_folder_is_refused(
+    tmp_path: Path, sample_copy: Path, kind: str
+) -> None:
+    run_dir = _runs(sample_copy)[0]
+    log = _log(run_dir)
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text(json.dumps({"type": "step", "t": 1}) + "\n")
+    if kind == "dotdot":
+        log["samples"][0]["trace"] = "../../secret.jsonl"
+    elif kind == "absolute":
+        log["samples"][0]["trace"] = str(outside)
+    else:
+        (run_dir / "episodes" / "link.jsonl").symlink_to(outside)
+        log["samples"][0]["trace"] = "episodes/link.jsonl"
+    _write_log(run_dir, log)
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(run_dir, progress=False)
+    (q,) = _quarantine(store)
+    assert q["field"] == "samples[0].trace" and (
+        "escapes" in q["error"] or "absolute" in q["error"]
+    )
+    assert (
+        store.sql("SELECT trace_status FROM stg_samples WHERE trace_status <> 'ok'").item()
+        == "refused"
+    )
+    assert store.sql("SELECT count(*) FROM stg_events WHERE raw LIKE '%\"t\": 1}'").item() == 0
+
+
+def test_unknown_format_is_quarantined(tmp_path: Path, sample_copy: Path) -> None:
+    (sample_copy / "notes.json").write_text('{"hello": "world"}')
+    store = ha.open_store(tmp_path / "s")
+    report = store.ingest(sample_copy, progress=False)
+    (q,) = _quarantine(store)
+    assert q["path"] == str(sample_copy / "notes.json") and "unknown format" in q["error"]
+    assert report.runs_added == N_RUNS
+
+
+def test_strict_raises_and_stores_nothing(tmp_path: Path, sample_copy: Path) -> None:
+    run_dir = _runs(sample_copy)[0]
+    log = _log(run_dir)
+    log["samples"][1]["seed"] = "x"
+    _write_log(run_dir, log)
+    store = ha.open_store(tmp_path / "s")
+    with pytest.raises(ha.IngestError) as err:
+        store.ingest(sample_copy, strict=True, progress=False)
+    assert str(run_dir / "evallog.json") in str(err.value) and "samples[1].seed" in str(err.value)
+    assert _count(store, "runs") == 0 and _count(store, "quarantine") == 0
+
+
+def test_quarantined_file_is_not_requarantined_until_it_changes(
+    tmp_path: Path, sample_copy: Path
+) -> None:
+    run_dir = _runs(sample_copy)[0]
+    (run_dir / "evallog.json").write_text("{not json")
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_copy, progress=False)
+    store.ingest(sample_copy, progress=False)
+    assert _count(store, "quarantine") == 1
+    shutil.copy(_runs(Path(__file__).parents[2] / "data" / "sample")[0] / "evallog.json", run_dir)
+    report = store.ingest(sample_copy, progress=False)
+    assert report.runs_added == 1 and _count(store, "runs") == N_RUNS
+
+
+def test_duplicate_run_id_in_one_ingest(tmp_path: Path, sample_copy: Path) -> None:
+    runs = _runs(sample_copy)
+    twin = sample_copy / "twin"
+    shutil.copytree(runs[0], twin)
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sample_copy, progress=False)
+    (q,) = _quarantine(store)
+    assert q["field"] == "run_id" and "also in" in q["error"]
+    assert _count(store, "samples") == N_RUNS * N_SAMPLES
+
+
+# -- the fast path and the checked path agree --------------------------------------------
+
+
+def _sorted(t, keys):  # type: ignore[no-untyped-def]
+    import polars as pl
+
+    frame = pl.from_arrow(t)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.sort(keys).select(sorted(frame.columns))
+
+
+def test_fast_and_checked_paths_give_the_same_tables(tmp_path: Path, sample_copy: Path) -> None:
+    import duckdb
+
+    from hylo_analytics.ingest import hylo
+    from hylo_analytics.ingest._files import read_files
+
+    # one extra log exercising omitted metrics, explicit nulls, booleans and repeated keys
+    doc = {
+        "version": "hylo.evallog/v0.1", "run_id": "odd", "benchmark": {"id": "b"},
+        "agent": {"name": "a", "version": "1"},
+        "samples": [
+            {"key": "t#1", "task_id": "t", "seed": 1, "status": "success",
+             "scores": {"success": True, "steps": 3}},
+            {"key": "t#1", "task_id": "t", "seed": 1, "status": "failure", "scores": {"success": 0}},
+            {"key": "t#2", "task_id": "t", "seed": 2, "status": "error", "scores": {"success": None}},
+            {"key": "t#3", "task_id": "t", "seed": 3, "status": "error"},
+        ],
+    }  # fmt: skip
+    (sample_copy / "odd.json").write_text(json.dumps(doc))
+    paths = sorted(sample_copy.rglob("*.json"))
+    files = list(read_files(paths))
+    con = duckdb.connect()
+    fast = hylo.parse_evallogs(con, files)
+    checked = hylo._parse_checked(con, files)
+    assert not fast.problems and not checked.problems
+    for name, keys in (
+        ("runs", ["run_id"]),
+        ("samples", ["run_id", "sample_idx"]),
+        ("scores", ["run_id", "key", "epoch", "metric"]),
+    ):
+        a = _sorted(getattr(fast, name), keys)
+        b = _sorted(getattr(checked, name), keys)
+        if name == "runs":  # JSON text of nested objects may differ in spacing only
+            for col in ("agent_components", "results"):
+                assert [json.loads(x) if x else x for x in a[col]] == [
+                    json.loads(x) if x else x for x in b[col]
+                ]
+            a, b = a.drop("agent_components", "results"), b.drop("agent_components", "results")
+        assert a.dtypes == b.dtypes or a.shape == b.shape
+        assert a.to_dicts() == b.to_dicts(), name
+    odd = _sorted(fast.scores, ["key", "epoch", "metric"]).filter(
+        __import__("polars").col("run_id") == "odd"
+    )
+    assert odd.select("key", "epoch", "metric", "value", "skip_reason").rows() == [
+        ("t#1", 1, "steps", 3.0, None),
+        ("t#1", 1, "success", 1.0, None),
+        ("t#1", 2, "steps", None, "abstained"),
+        ("t#1", 2, "success", 0.0, None),
+        # an errored episode's abstention says so (both paths, like the built-in scorers)
+        ("t#2", 1, "steps", None, "episode errored"),
+        ("t#2", 1, "success", None, "episode errored"),
+    ]
+
+
+def test_traces_parsed_in_batches_give_the_same_rows(
+    tmp_path: Path, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hylo_analytics.ingest import traces
+
+    run_dir = _runs(sample_copy)[0]
+    trace = run_dir / _log(run_dir)["samples"][150]["trace"]
+    trace.write_text(trace.read_text() + "{broken")  # a problem in a later batch
+    whole = ha.open_store(tmp_path / "whole")
+    whole.ingest(sample_copy, progress=False)
+    monkeypatch.setattr(traces, "_BATCH", 64)
+    batched = ha.open_store(tmp_path / "batched")
+    batched.ingest(sample_copy, progress=False)
+    for q in (
+        "SELECT run_id, episode_id, idx, type, raw FROM stg_events ORDER BY ALL",
+        "SELECT run_id, key, trace_status FROM stg_samples ORDER BY ALL",
+        "SELECT path, line, field, error FROM stg_quarantine ORDER BY ALL",
+    ):
+        assert whole.sql(q).equals(batched.sql(q)), q
+    assert (
+        batched.sql("SELECT count(*) FROM stg_samples WHERE trace_status = 'partial'").item() == 1
+    )
