@@ -168,7 +168,18 @@ def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:
 
     if not depends(name) and name not in overrides:
         return f"SELECT * FROM {name}"
-    order = [v for v in view_names() if v in overrides or depends(v) or v == name]
+    # a CTE can only name the CTEs before it: inline the views in dependency order
+    order: list[str] = []
+
+    def visit(view: str) -> None:
+        if view in order or not (view in overrides or depends(view) or view == name):
+            return
+        if view not in overrides:
+            for ref in sorted(view_references(view)):
+                visit(ref)
+        order.append(view)
+
+    visit(name)
     ctes = [
         f"{v} AS ({overrides[v]})" if v in overrides else f"{v} AS (\n{view_sql(v)}\n)"
         for v in order

@@ -9,7 +9,7 @@ with stats as (
 final as (
     select
         run_id, metric,
-        n_total, n_valid, n_skipped, skip_breakdown, coverage,
+        n_total, n_valid, n_skipped, n_errors, skip_breakdown, coverage,
         mean, success_rate_errors_as_failures, std, stderr,
         is_binary, wilson_low, wilson_high, ci_level
     from stats

@@ -108,9 +108,12 @@ def aggregate_scores(
     frame = _validity(frame)
     how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
     if how is not None:
-        # Scores of one key from two sources are not epochs: keep them apart (visible in the
-        # counts) rather than average two scorers; pass source= to choose one.
+        # Scores of one episode from two sources are not epochs: keep them apart (visible in
+        # the counts) rather than average two scorers; pass source= to choose one. Resolved
+        # scores have one per episode, and the epochs of a key may come from two sources.
         unit = [c for c in ("run_id", "source", "key") if c in frame.columns]
+        if "source" in unit and _one_per_episode(frame):
+            unit.remove("source")
         keys = list(dict.fromkeys([*by, *unit, "metric", *(c for c in (stratify, cluster) if c)]))
         frame = reduce_epochs(frame, keys, how)
     specs = _specs(frame, reg)
@@ -133,7 +136,8 @@ def _load(
     extra: Sequence[str],
 ) -> pl.DataFrame:
     if isinstance(scores, ParquetStore):
-        # one resolved score per (run, key, epoch, metric), of one source when asked for
+        # one resolved score per (run, key, epoch, metric), of one source when asked for;
+        # the epochs of a key may then come from different sources: they are still epochs
         frame = preferred_scores(scores, source=source)
         source = None
     elif isinstance(scores, pl.LazyFrame):
@@ -156,6 +160,11 @@ def _load(
             pl.col("source").is_in([source] if isinstance(source, str) else source)
         )
     return frame.with_columns(pl.col("value").cast(pl.Float64))
+
+
+def _one_per_episode(frame: pl.DataFrame) -> bool:
+    episode = [c for c in ("run_id", "key", "epoch", "metric") if c in frame.columns]
+    return "epoch" in episode and frame.select(pl.struct(episode).is_unique().all()).item()
 
 
 def _validity(frame: pl.DataFrame) -> pl.DataFrame:

@@ -82,7 +82,10 @@ def _gate(
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions).
 
-    Scorer versions are those of the valid values: an abstention has no scorer to disagree.
+    Scorer versions are compared per metric and source, over the valid values: the same
+    scorer at two versions measures two things, while an abstention has no scorer to
+    disagree and a source only one run has (a grader that judged only some episodes) is no
+    version conflict.
     """
     par = meta.filter(pl.col("run_id") == parent)
     cand = meta.filter(pl.col("run_id").is_in(cands))
@@ -98,15 +101,17 @@ def _gate(
         )
     versions = (
         scores.filter(pl.col("valid"))
-        .group_by("run_id", "metric")
+        .group_by("run_id", "metric", "source")
         .agg(v=pl.col("scorer_version").fill_null("").unique().sort().str.join(","))
     )
-    pv = versions.filter(pl.col("run_id") == parent).select("metric", pv="v")
-    vd = versions.filter(pl.col("run_id") != parent).join(pv, on="metric")
+    pv = versions.filter(pl.col("run_id") == parent).select("metric", "source", pv="v")
+    vd = versions.filter(pl.col("run_id") != parent).join(pv, on=["metric", "source"])
     found.append(
         vd.filter(pl.col("v") != pl.col("pv")).select(
             "run_id",
-            why=pl.format("scorer_version of '{}' '{}' != parent's '{}'", "metric", "v", "pv"),
+            why=pl.format(
+                "scorer_version of '{}' ({}) '{}' != parent's '{}'", "metric", "source", "v", "pv"
+            ),
         )
     )
     problems = pl.concat(found).sort("run_id", "why").group_by("run_id", maintain_order=True)

@@ -230,16 +230,17 @@ class PolicyEvaluation:
 def metrics_from_store(
     store: ParquetStore, *, runs: Sequence[str] | None = None, pending: pa.Table | None = None
 ) -> pl.DataFrame:
-    """Current metric values (run_id, key, epoch, metric, value), one per episode and metric.
+    """Current metric values (run_id, key, metric, value), one per key and metric.
 
-    The one score resolution picks the value (:mod:`hylo_analytics.resolution`). A row whose
+    The one score resolution picks each episode's value and the epochs of a key are reduced
+    by their mean (``int_key_scores``: the key is the unit a sample policy checks). A row whose
     metadata names a ``semantic_type`` is also visible under that name, so a policy can say
     ``metric: money.cost`` of a derived ``request_cost``. ``pending``: score rows not
     committed yet (a dry run), read as if they were.
     """
-    frame = preferred_scores(store, runs=runs, pending=pending, semantic_names=True)
-    return frame.select("run_id", "key", "epoch", "metric", "value").sort(
-        "run_id", "key", "epoch", "metric", nulls_last=True
+    frame = preferred_scores(store, runs=runs, pending=pending, semantic_names=True, level="key")
+    return frame.select("run_id", "key", "metric", "value").sort(
+        "run_id", "key", "metric", nulls_last=True
     )
 
 
@@ -254,6 +255,13 @@ def evaluate_policies(
     missing = {"run_id", "key", "metric", "value"} - set(frame.columns)
     if missing:
         raise ValueError(f"metrics frame lacks columns {sorted(missing)}")
+    dup = frame.filter(pl.struct("run_id", "key", "metric").is_duplicated())
+    if dup.height:
+        ex = dup.row(0, named=True)
+        raise ValueError(
+            f"metrics frame has several rows for run {ex['run_id']!r} key {ex['key']!r} metric "
+            f"{ex['metric']!r} (epochs or sources?): give one value per (run_id, key, metric)"
+        )
     if runs is not None:
         frame = frame.filter(pl.col("run_id").is_in(list(runs)))
     # A loop over the handful of policies; each is one vectorized pass over its metric's rows.

@@ -233,7 +233,9 @@ def test_gate_refuses_different_scorer_versions(sample_copy: Path, tmp_path: Pat
     ).drop("batch_seq")
     with store.lock():
         store.commit({"scores": scores.to_arrow()})
-    with pytest.raises(ComparabilityError, match=r"scorer_version of 'success' '2\.0'"):
+    with pytest.raises(
+        ComparabilityError, match=r"scorer_version of 'success' \(scorer:success\) '2\.0'"
+    ):
         store.compare("run-octo-ft-1.1.0-0001", "run-octo-ft-1.0.0-0000", source="scorer:success")
     plain = store.compare("run-octo-ft-1.1.0-0001", "run-octo-ft-1.0.0-0000", ci="none")
     assert not plain["forced"].any()

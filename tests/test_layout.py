@@ -1,0 +1,110 @@
+"""The package layout matches the module map of docs/architecture.md, and data flows one way.
+
+Every module of the package belongs to exactly one stage of the map, and no module imports a
+module of a later stage (function-level and type-checking imports included: a backwards
+import is a backwards dependency however it is spelt). The public API is small, in verb
+families, and ``import hylo_analytics.<stage>`` gives the module.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "hylo_analytics"
+PREFIX = "hylo_analytics"
+
+
+def _module_map() -> dict[str, int]:
+    """Top-level module or package name -> stage number, read from the doc's table."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    stages: dict[str, int] = {}
+    for line in section.splitlines():
+        m = re.match(r"\|\s*(\d+)\s*\|[^|]*\|([^|]*)\|", line)
+        if m:
+            for name in re.findall(r"`([\w.]+)`", m.group(2)):
+                assert name not in stages, f"{name} is in two stages of the module map"
+                stages[name] = int(m.group(1))
+    assert stages, "no module map table in docs/architecture.md"
+    return stages
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _top(module: str) -> str:
+    """The map's name for a module: its first component below the package (or the package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else PREFIX
+
+
+def _imports(module: str, path: Path, known: set[str]) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith(PREFIX)}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith(PREFIX):
+                continue
+            for alias in node.names:  # `from hylo_analytics import _schema` names a module
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+    return found
+
+
+def test_every_module_is_on_the_map() -> None:
+    stages = _module_map()
+    tops = {_top(m) for m in _modules()}
+    assert tops - set(stages) == set(), "modules missing from the module map"
+    assert set(stages) - tops == set(), "the module map names modules that do not exist"
+
+
+def test_no_module_imports_a_later_stage() -> None:
+    stages = _module_map()
+    modules = _modules()
+    bad = []
+    for module, path in sorted(modules.items()):
+        own = stages[_top(module)]
+        bad += [
+            f"{module} (stage {own}) imports {dep} (stage {stages[_top(dep)]})"
+            for dep in _imports(module, path, set(modules))
+            if stages[_top(dep)] > own
+        ]
+    assert bad == []
+
+
+def test_the_store_is_persistence_only() -> None:
+    deps = _imports("hylo_analytics.store", PACKAGE / "store.py", set(_modules()))
+    assert {_top(d) for d in deps} <= {"_schema", "_sql", "metrics"}
+
+
+@pytest.mark.parametrize(
+    "stage", ["aggregate", "compare", "derive", "ingest", "report", "scoring", "stats", "testing"]
+)
+def test_import_of_a_stage_gives_the_module(stage: str) -> None:
+    module = importlib.import_module(f"{PREFIX}.{stage}")
+    import hylo_analytics
+
+    assert getattr(hylo_analytics, stage, module) is module
+    assert module.__name__ == f"{PREFIX}.{stage}"
+
+
+def test_public_api_is_small_and_sorted() -> None:
+    import hylo_analytics as ha
+
+    assert len(ha.__all__) <= 45
+    assert ha.__all__ == sorted(ha.__all__, key=lambda n: (not n[0].isupper(), n))
+    for name in ha.__all__:
+        assert getattr(ha, name) is not None, name
