@@ -5,16 +5,17 @@ paired difference is just another input (the per-pair differences). What is resa
 empirical distribution of each group (or of each stratum inside a group), and the cheapest
 exact way to draw a resampled sum is chosen from the data:
 
-- 0/1 data: a resampled sum is Binomial(n, k/n), drawn directly (nothing per value);
-- few distinct values (at most ``_DISCRETE_MAX``, e.g. paired differences of a 0/1 metric,
-  which are -1, 0 or 1): a resampled sum depends only on how often each value is drawn, a
-  Multinomial(n, observed frequencies), drawn as a chain of binomials; groups with the same
-  counts share their draws;
+- 0/1 data, and paired differences of it (-1, 0 or 1): a resampled sum depends only on how
+  often each value is drawn, a Multinomial(n, observed frequencies), drawn as a binomial (two
+  chained binomials for three values), nothing per value. Groups with the same counts are
+  bootstrapped once, each from a generator seeded by its counts, so a group's interval
+  depends only on its own values and the seed, never on the other groups of the call;
 - anything else: ``x @ w`` with ``w ~ Multinomial(n, 1/n)``; one weight matrix per distinct
-  group size is shared by every group of that size (common random numbers), which turns the
-  bootstrap into a matrix product. Each group's interval is an exact bootstrap interval; only
-  the Monte-Carlo noise is correlated across groups of equal size, so do not difference two
-  groups' resamples.
+  group size (seeded by the size) is shared by every group of that size (common random
+  numbers), which turns the bootstrap into a matrix product. Each group's interval is an exact
+  bootstrap interval that again depends only on its values and the seed; only the Monte-Carlo
+  noise is correlated across groups of equal size, so do not difference two groups' resamples.
+- stratified (``strata_sizes``): 0/1 strata are drawn as binomials, others by the weights.
 
 Parameters are named as everywhere in :mod:`hylo_analytics.stats`: ``level``,
 ``n_resamples``, ``seed`` (an int, ``None`` or a :class:`numpy.random.Generator`; the same seed
@@ -24,7 +25,6 @@ and inputs give the same interval).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -75,9 +75,9 @@ def bootstrap_means(
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     plain = len(ssize) == len(gsize)
-    # Without strata each stratum is a group; a group with few distinct values is drawn as
-    # counts of those values, any other by the shared weights.
-    runs = _group_runs(x, gsize) if plain else None
+    # Without strata each stratum is a group; 0/1 data and paired differences of it are
+    # drawn as counts of their values, anything else by the shared weights.
+    levels, codes = _small_levels(x) if plain else (None, None)
     rng = np.random.default_rng(seed)
     base = int(rng.integers(2**62))
     s_start = np.concatenate([[0], np.cumsum(ssize)])
@@ -95,15 +95,10 @@ def bootstrap_means(
         limit = g_first[g0] + rows_per_chunk
         g1 = max(g0 + 1, int(np.searchsorted(strata_of_group, limit, side="right")))
         s0, s1 = int(g_first[g0]), int(strata_of_group[g1 - 1])
-        if runs is not None:
-            sums = np.empty((g1 - g0, n_resamples))
-            few = runs.n_levels[g0:g1] <= _DISCRETE_MAX
-            if few.any():
-                sums[few] = _discrete_means(runs, np.flatnonzero(few) + g0, n_resamples, base)
-            if not few.all():
-                sums[~few] = _multinomial_sums(
-                    x, s_start, (s0, s1), ssize, n_resamples, (base, max_bytes), weights, True, ~few
-                )
+        if levels is not None and codes is not None:
+            span = slice(int(s_start[s0]), int(s_start[s1]))
+            counts = _value_counts(codes[span], ssize[s0:s1], len(levels))
+            sums = _discrete_means(levels, counts, n_resamples, base)
         elif binary:
             sums = _binomial_sums(s_sum[s0:s1], ssize[s0:s1], n_resamples, rng, plain)
         else:
@@ -157,27 +152,38 @@ def bootstrap_ci(
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     if strata_sizes is None:
-        # A group's resampling distribution depends only on how often it holds each value when
-        # it holds few distinct ones (0/1 data: on (n, k)): bootstrap each distinct count
-        # vector once and hand its interval to every group that has it.
-        levels, codes = _discrete(x)
-        if levels is not None and codes is not None:
-            counts = _value_counts(codes, kept_sizes, len(levels))
-            rows, inverse = np.unique(counts, axis=0, return_inverse=True)
-            if len(rows) < len(kept_sizes):
-                n_u = rows.sum(axis=1)
-                lo_u, hi_u = bootstrap_ci(
-                    np.repeat(np.tile(levels, len(rows)), rows.ravel()),
-                    n_u,
+        # groups of 0/1 values or of their paired differences go by counts, group by group,
+        # so that the path a group takes does not depend on the other groups of the call
+        small = np.logical_and.reduceat((x == -1) | (x == 0) | (x == 1), starts)
+        if small.any():
+            kept = np.flatnonzero(keep)
+            base = int(np.random.default_rng(seed).integers(2**62))  # as bootstrap_means
+            in_small = None if small.all() else np.repeat(small, kept_sizes)
+            xs = x if in_small is None else x[in_small]
+            st = (
+                starts
+                if in_small is None
+                else np.concatenate([[0], np.cumsum(kept_sizes[small])[:-1]])
+            )
+            ones = np.add.reduceat(xs == 1, st) if len(xs) else np.zeros(0, np.int64)
+            minus = np.add.reduceat(xs == -1, st) if len(xs) else np.zeros(0, np.int64)
+            counts = np.stack([minus, kept_sizes[small] - ones - minus, ones], axis=1)
+            levels = _SMALL_LEVELS[1]
+            lo_s, hi_s = _counts_ci(levels, counts, method, level, n_resamples, base, max_bytes)
+            low[kept[small]], high[kept[small]] = lo_s, hi_s
+            if in_small is not None:
+                lo_o, hi_o = bootstrap_ci(
+                    x[~in_small],
+                    kept_sizes[~small],
                     method=method,
                     level=level,
                     n_resamples=n_resamples,
                     seed=seed,
-                    binary=binary,
+                    binary=False,
                     max_bytes=max_bytes,
                 )
-                low[keep], high[keep] = lo_u[inverse.ravel()], hi_u[inverse.ravel()]
-                return low, high
+                low[kept[~small]], high[kept[~small]] = lo_o, hi_o
+            return low, high
     mean = np.add.reduceat(x, starts) / kept_sizes
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
@@ -320,17 +326,22 @@ def _row_quantiles(means: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatA
     return out[:, 0], out[:, 1]
 
 
-_DISCRETE_MAX = 32
+_SMALL_LEVELS = (np.array([0.0, 1.0]), np.array([-1.0, 0.0, 1.0]))
 
 
-def _discrete(x: FloatArray) -> tuple[FloatArray | None, npt.NDArray[np.int64] | None]:
-    """The distinct values of ``x`` and each value's code, when there are few of them."""
+def _small_levels(x: FloatArray) -> tuple[FloatArray | None, npt.NDArray[np.int64] | None]:
+    """0/1 data, or paired differences of it (-1, 0, 1), as codes into those levels.
+
+    These are drawn as counts (a binomial or two per resample); anything else is cheaper as a
+    matrix product. A linear check, not a sort: a million values cost a millisecond.
+    """
     if len(x) == 0:
         return None, None
-    levels, codes = np.unique(x, return_inverse=True)
-    if len(levels) > _DISCRETE_MAX:
-        return None, None
-    return levels, np.asarray(codes, dtype=np.int64).ravel()
+    for levels in _SMALL_LEVELS:
+        codes = x - levels[0]
+        if np.all((codes == 0) | (codes == 1) | (codes == 2)) and codes.max() < len(levels):
+            return levels, codes.astype(np.int64)
+    return None, None
 
 
 def _value_counts(
@@ -341,54 +352,71 @@ def _value_counts(
     return np.bincount(g * k + codes, minlength=len(sizes) * k).reshape(len(sizes), k)
 
 
-@dataclass(frozen=True)
-class _Runs:
-    """The distinct values of every group and how often each occurs (groups back to back)."""
+def _counts_ci(
+    levels: FloatArray,
+    counts: npt.NDArray[np.int64],
+    method: BootstrapMethod,
+    level: float,
+    n_resamples: int,
+    base: int,
+    max_bytes: int,
+) -> tuple[FloatArray, FloatArray]:
+    """The bootstrap interval of groups given as counts of ``levels`` (shape (G, k)).
 
-    value: FloatArray
-    count: npt.NDArray[np.int64]
-    first: npt.NDArray[np.int64]  # index of each group's first distinct value
-    n_levels: npt.NDArray[np.int64]
-
-
-def _group_runs(x: FloatArray, sizes: npt.NDArray[np.int64]) -> _Runs:
-    g = np.repeat(np.arange(len(sizes)), sizes)
-    order = np.lexsort((x, g))
-    xs, gs = x[order], g[order]
-    new = np.ones(len(xs), dtype=bool)
-    new[1:] = (xs[1:] != xs[:-1]) | (gs[1:] != gs[:-1])
-    start = np.flatnonzero(new)
-    count = np.diff(np.append(start, len(xs)))
-    n_levels = np.bincount(gs[start], minlength=len(sizes))
-    first = np.concatenate([[0], np.cumsum(n_levels)[:-1]]).astype(np.int64)
-    return _Runs(xs[start], count, first, n_levels)
+    A group's resampling distribution depends only on its counts, so each distinct count
+    vector is bootstrapped once and its interval handed to every group that has it; the mean
+    and the BCa acceleration come from the counts too, so nothing is done per value.
+    """
+    rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+    n = rows.sum(axis=1).astype(np.float64)
+    mean = rows @ levels / n
+    d = levels[None, :] - mean[:, None]
+    m2 = (rows * d**2).sum(axis=1)
+    m3 = (rows * d**3).sum(axis=1)
+    flat = (rows > 0).sum(axis=1) == 1
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        accel = np.where(flat | (m2 <= 0), 0.0, m3 / (6 * m2**1.5))
+    alpha = 1 - level
+    lo, hi = np.empty(len(rows)), np.empty(len(rows))
+    step = max(1, max_bytes // (8 * n_resamples))
+    for r0 in range(0, len(rows), step):
+        r1 = min(len(rows), r0 + step)
+        means = _discrete_means(levels, rows[r0:r1], n_resamples, base)
+        if method == "percentile":
+            q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (r1 - r0, 2))
+        else:
+            q = _bca_levels(means, mean[r0:r1], accel[r0:r1], alpha)
+        lo[r0:r1], hi[r0:r1] = _row_quantiles(means, q)
+    lo[flat], hi[flat] = mean[flat], mean[flat]
+    inv = inverse.ravel()
+    return lo[inv], hi[inv]
 
 
 def _discrete_means(
-    runs: _Runs, groups: npt.NDArray[np.int64], n_resamples: int, base: int
+    levels: FloatArray, counts: npt.NDArray[np.int64], n_resamples: int, base: int
 ) -> FloatArray:
-    """Resampled means of ``groups``, each drawn as counts of its distinct values.
+    """Resampled means of groups holding ``counts`` of each of ``levels``, shape (G, B).
 
     Multinomial(n, counts / n) as a chain of binomials: X_j ~ Bin(n - X_1 - ... - X_{j-1},
     c_j / (n - c_1 - ... - c_{j-1})). Each group's draws come from a generator seeded by
-    ``base`` and its counts, so a group's resamples (and interval) depend only on its own
-    values and the seed, never on the other groups of the call.
+    ``base`` and its own counts (of the values it holds), so a group's resamples (and
+    interval) depend only on its values and the seed, never on the other groups of the call.
     """
-    out = np.empty((len(groups), n_resamples))
-    for i, g in enumerate(groups):
-        cut = slice(int(runs.first[g]), int(runs.first[g] + runs.n_levels[g]))
-        values, counts = runs.value[cut], runs.count[cut]
-        order = np.argsort(-counts, kind="stable")  # big classes first: fewer draws left
-        n = int(counts.sum())
-        rng = np.random.default_rng([base, *counts[order].tolist()])
+    out = np.empty((len(counts), n_resamples))
+    for g, row in enumerate(counts):
+        held = row > 0
+        values, cnt = levels[held], row[held]
+        order = np.argsort(-cnt, kind="stable")  # big classes first: fewer draws left
+        n = int(cnt.sum())
+        rng = np.random.default_rng([base, *cnt[order].tolist()])
         left = np.full(n_resamples, n, dtype=np.int64)
         total = np.zeros(n_resamples)
         remaining = n
         for j in order[:-1]:
-            draw = rng.binomial(left, counts[j] / remaining)
+            draw = rng.binomial(left, cnt[j] / remaining)
             total += draw * values[j]
             left -= draw
-            remaining -= int(counts[j])
+            remaining -= int(cnt[j])
         total += left * values[order[-1]]
-        out[i] = total / n
+        out[g] = total / n
     return out

@@ -1,0 +1,71 @@
+"""The macros the views share equal the Python they stand for; threads are configurable."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hylo_analytics as ha
+from hylo_analytics._sql import connect, duckdb_threads, view_query
+from hylo_analytics.stats import wilson, z_value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 5000))
+def test_sql_wilson_equals_python(k: int, extra: int) -> None:
+    n = k + extra
+    con = connect(threads=1)
+    low, high = con.execute("select wilson_low($k, $n, ci_z()), wilson_high($k, $n, ci_z())",
+                            {"k": k, "n": n}).fetchone()  # fmt: skip
+    if n == 0:
+        assert low is None and high is None
+        return
+    lo, hi = wilson([k], [n])
+    assert low == pytest.approx(lo[0], rel=1e-12, abs=1e-15)
+    assert high == pytest.approx(hi[0], rel=1e-12, abs=1e-15)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+    if k == 0:
+        assert low == 0.0  # exact at the boundary (not 4.9e-17)
+    if k == n:
+        assert high == 1.0
+
+
+def test_sql_constants_come_from_the_stats_engine() -> None:
+    con = connect(threads=1)
+    z, level = con.execute("select ci_z(), ci_level()").fetchone()
+    assert level == 0.95 and z == z_value(0.95)
+
+
+def test_score_validity_macro() -> None:
+    con = connect(threads=1)
+    rows = con.execute(
+        "select score_is_valid(v, ok) from (values (1.0, true), (1.0, null), (1.0, false), "
+        "(null, true), ('nan'::double, true)) as t(v, ok)"
+    ).fetchall()
+    assert [r[0] for r in rows] == [True, True, False, False, False]
+
+
+def test_view_query_reads_a_view_over_other_rows(sample_store: ha.Store) -> None:
+    query = view_query(
+        "mart_success_rates",
+        {"stg_scores": "select * from main.stg_scores where key like 'tabletop/pick_cube#%'"},
+    )
+    got = sample_store.sql(query)
+    assert set(got["n_total"]) == {20}  # one task of 20 seeds per run
+    assert set(sample_store.sql("select n_total from mart_success_rates")["n_total"]) == {200}
+
+
+def test_duckdb_threads(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("HYLO_ANALYTICS_THREADS", "1")
+    assert duckdb_threads() == 1
+    store = ha.open_store(tmp_path / "s")
+    assert store.sql("select current_setting('threads') as t")["t"].item() == 1
+    assert ha.open_store(tmp_path / "s", threads=2).threads == 2
+    monkeypatch.setenv("HYLO_ANALYTICS_THREADS", "many")
+    with pytest.raises(ValueError, match="HYLO_ANALYTICS_THREADS"):
+        duckdb_threads()
+    monkeypatch.delenv("HYLO_ANALYTICS_THREADS")
+    import os
+
+    assert duckdb_threads() == (os.cpu_count() or 1)
