@@ -16,6 +16,8 @@ exact way to draw a resampled sum is chosen from the data:
   bootstrap interval that again depends only on its values and the seed; only the Monte-Carlo
   noise is correlated across groups of equal size, so do not difference two groups' resamples.
 - stratified (``strata_sizes``): 0/1 strata are drawn as binomials, others by the weights.
+  Known limit (issue 12): strata of one group with equal size (or equal (n, k)) share their
+  draws, which inflates the stratified interval; the unstratified paths are unaffected.
 
 Parameters are named as everywhere in :mod:`hylo_analytics.stats`: ``level``,
 ``n_resamples``, ``seed`` (an int, ``None`` or a :class:`numpy.random.Generator`; the same seed
