@@ -76,9 +76,13 @@ class Store(ParquetStore):
         return build_report(self, candidate, parent, **options)
 
 
-def open_store(path: str | os.PathLike[str], *, threads: int | None = None) -> Store:
-    """Open (creating if needed) the store at ``path``.
+def open_store(
+    path: str | os.PathLike[str], *, threads: int | None = None, create: bool = True
+) -> Store:
+    """Open the store at ``path``, creating it unless ``create=False``.
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
+    With ``create=False`` a folder that holds no store raises
+    :class:`~hylo_analytics.store.StoreNotFoundError` and nothing is created.
     """
-    return Store(path, threads=threads)
+    return Store(path, threads=threads, create=create)

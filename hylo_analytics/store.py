@@ -20,6 +20,7 @@ subclass that sits above every stage; :func:`hylo_analytics.open_store` returns 
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import os
 import shutil
@@ -39,7 +40,28 @@ from hylo_analytics import _schema
 from hylo_analytics._sql import duckdb_threads, load_views
 from hylo_analytics.metrics import default_registry
 
-__all__ = ["ParquetStore", "Tombstone", "commit_scores"]
+__all__ = [
+    "RUN_FIELDS",
+    "ParquetStore",
+    "RunSelectionError",
+    "StoreNotFoundError",
+    "Tombstone",
+    "commit_scores",
+]
+
+# The natural names are the current rows; raw history keeps its ``raw_`` prefix.
+FRIENDLY_NAMES = (
+    "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
+)  # fmt: skip
+
+
+class RunSelectionError(ValueError):
+    """A run id or selector names no run, or several."""
+
+
+class StoreNotFoundError(FileNotFoundError):
+    """A command that reads a store was pointed at a folder that holds none."""
+
 
 _BATCHES = "batches"
 _STAGING = "_staging"
@@ -59,10 +81,19 @@ class ParquetStore:
     """A folder of Parquet files with a DuckDB connection whose views read them.
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
+    ``create=False`` opens an existing store only (:class:`StoreNotFoundError` otherwise), so a
+    typo in a path never leaves an empty store behind.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, threads: int | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, threads: int | None = None, create: bool = True
+    ) -> None:
         self.root = Path(root).resolve()
+        if not create and not (self.root / _BATCHES).is_dir():
+            raise StoreNotFoundError(
+                f"no store at {self.root} (ingest into it first: "
+                f"hylo-analytics ingest PATH --store {root})"
+            )
         (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
         self._ensure_empty_batch()
         self.con = duckdb.connect(":memory:")
@@ -88,6 +119,43 @@ class ParquetStore:
     def runs(self) -> pl.DataFrame:
         """One row per run with its sample counts, newest first."""
         return self.sql("SELECT * FROM mart_runs ORDER BY ingested_at DESC, run_id")
+
+    def resolve_run(self, spec: str) -> str:
+        """The one run ``spec`` names: a run id, a unique id prefix, or a selector.
+
+        A selector is ``field=value`` pairs joined by commas, each field one of
+        :data:`RUN_FIELDS` (``agent=xvla,benchmark=libero_spatial``; ``benchmark`` also
+        matches the split, the name a suite usually goes by). No match or several are errors
+        that list what the store holds.
+        """
+        runs = self.sql(
+            "SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format "
+            "FROM stg_runs ORDER BY run_id"
+        )
+        ids = runs["run_id"].to_list()
+        if spec in ids:
+            return spec
+        if "=" in spec:
+            hits = runs.filter(_selector(spec))
+        else:
+            hits = runs.filter(pl.col("run_id").str.starts_with(spec))
+        if hits.height == 1:
+            return str(hits["run_id"].item())
+        if hits.height == 0:
+            near = difflib.get_close_matches(spec, ids, n=3, cutoff=0.4)
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise RunSelectionError(
+                f"no run matches {spec!r}{hint} (the store holds {len(ids)} run(s): "
+                "see 'hylo-analytics runs'; select by agent=, version=, benchmark=, split=)"
+            )
+        listed = ", ".join(
+            f"{r['run_id']} (agent {r['agent_name']}, version {r['agent_version']}, "
+            f"benchmark {r['benchmark_id']}, split {r['split']})"
+            for r in hits.head(5).iter_rows(named=True)
+        )
+        raise RunSelectionError(
+            f"{spec!r} matches {hits.height} runs, add a field to pick one: {listed}"
+        )
 
     # -- writing -------------------------------------------------------------------------
 
@@ -173,6 +241,10 @@ class ParquetStore:
         ]
         statements.append(f"CREATE OR REPLACE VIEW metric_specs AS {_metric_specs_sql()}")
         statements += load_views(self.con, prelude=statements)
+        for name in FRIENDLY_NAMES:
+            stmt = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM stg_{name}"
+            self.con.execute(stmt)
+            statements.append(stmt)
         _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
 
     def __repr__(self) -> str:
@@ -202,6 +274,30 @@ def _metric_specs_sql() -> str:
         "SELECT * FROM (VALUES " + ", ".join(rows) + ") AS t(metric, metric_id, display_name, "
         "unit, higher_is_better, kind)"
     )
+
+
+RUN_FIELDS: dict[str, tuple[str, ...]] = {
+    "run": ("run_id",),
+    "agent": ("agent_name",),
+    "version": ("agent_version",),
+    "benchmark": ("benchmark_id", "split"),
+    "split": ("split",),
+    "format": ("source_format",),
+}
+
+
+def _selector(spec: str) -> pl.Expr:
+    cond = pl.lit(True)
+    for part in spec.split(","):
+        field, sep, value = part.partition("=")
+        field, value = field.strip(), value.strip()
+        if not sep or field not in RUN_FIELDS or not value:
+            raise ValueError(
+                f"run selector {spec!r}: expected field=value pairs joined by commas, fields "
+                f"{', '.join(RUN_FIELDS)}; got {part.strip()!r}"
+            )
+        cond &= pl.any_horizontal(pl.col(c) == value for c in RUN_FIELDS[field])
+    return cond
 
 
 def commit_scores(store: ParquetStore, scores: pa.Table) -> int:

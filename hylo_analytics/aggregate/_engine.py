@@ -47,6 +47,9 @@ STATISTICS: tuple[str, ...] = (
     "normalized_mean",
 )  # fmt: skip
 _BINARY_ONLY = ("wilson", "clopper_pearson")
+_RUN_COLUMNS = (
+    "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
+)  # fmt: skip
 _REASON = pl.List(pl.Struct({"reason": pl.String, "count": pl.Int64}))
 
 
@@ -73,7 +76,9 @@ def aggregate_scores(
     ----------
     scores
         A frame with ``metric``, ``value`` and the ``by`` columns (optionally ``valid``,
-        ``skip_reason``, ``errored``, ``key``, ``run_id``), or a store (its resolved scores).
+        ``skip_reason``, ``errored``, ``key``, ``run_id``), or a store (its resolved scores;
+        ``by`` may then also name a run's ``agent_name``, ``agent_version``,
+        ``benchmark_id``, ``split`` or ``source_format``).
     metrics
         Metric ids or aliases to keep (default: every metric in the data).
     statistics
@@ -103,7 +108,13 @@ def aggregate_scores(
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
     if metrics is not None:
         present = set(frame["metric"].unique().to_list())
-        keep = [reg.resolve(m) if m in reg or m not in present else m for m in metrics]
+        keep = [reg.resolve(m) if m in reg else m for m in metrics]
+        absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
+        if absent:
+            raise ValueError(
+                f"aggregate: no scores of metric(s) {absent}; the scores hold "
+                f"{', '.join(sorted(present)) or 'none'}"
+            )
         frame = frame.filter(pl.col("metric").is_in(keep))
     frame = _validity(frame)
     how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
@@ -140,6 +151,11 @@ def _load(
         # the epochs of a key may then come from different sources: they are still epochs
         frame = preferred_scores(scores, source=source)
         source = None
+        # group by what a run is (agent, version, benchmark, split) as well as by its id
+        wanted = [c for c in (*by, *extra) if c not in frame.columns and c in _RUN_COLUMNS]
+        if wanted:
+            runs = scores.sql(f"SELECT run_id, {', '.join(wanted)} FROM stg_runs")
+            frame = frame.join(runs, on="run_id", how="left")
     elif isinstance(scores, pl.LazyFrame):
         frame = scores.collect()
     elif isinstance(scores, pl.DataFrame):

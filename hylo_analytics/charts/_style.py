@@ -43,6 +43,34 @@ def _require(frame: pl.DataFrame, columns: Sequence[str], chart: str) -> pl.Data
     return frame.select(columns)
 
 
+def _comparison_rows(frame: pl.DataFrame, chart: str) -> pl.DataFrame:
+    """A ``compare_runs`` / ``compare_scores`` frame as the per-task rows the charts draw.
+
+    Its per-group rows (``level`` not ``overall``) of one candidate and one metric, with the
+    engine's names mapped to the charts' (``mean_diff`` -> ``diff``, the p the verdict used,
+    ``p_verdict``, -> ``p_adjusted``). Frames already in the charts' shape pass unchanged.
+    """
+    if "level" not in frame.columns:
+        return frame
+    rows = frame.filter(pl.col("level") != "overall")
+    for col in ("candidate", "metric"):
+        if col in rows.columns and rows[col].n_unique() > 1:
+            raise ValueError(
+                f"{chart}: the comparison holds {rows[col].n_unique()} {col}s "
+                f"({', '.join(map(str, rows[col].unique().sort().to_list()[:5]))}); "
+                f"filter it to one first, e.g. frame.filter(pl.col({col!r}) == ...)"
+            )
+    renames = {"mean_diff": "diff", "p_verdict": "p_adjusted"}
+    return rows.rename({a: b for a, b in renames.items() if a in rows and b not in rows})
+
+
+def _labels(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Missing labels (a run with no agent version) drawn as "(none)", never a crash."""
+    if frame.schema[column] == pl.String:
+        return frame.with_columns(pl.col(column).fill_null("(none)"))
+    return frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)"))
+
+
 def _data(frame: pl.DataFrame) -> alt.Data:
     """Inline the (small, aggregated) rows; decimals become floats, which JSON can carry."""
     plain = frame.with_columns(pl.col(pl.Decimal).cast(pl.Float64))

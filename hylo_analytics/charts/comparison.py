@@ -10,7 +10,9 @@ from hylo_analytics.charts._style import (
     _RUN_COLORS,
     _VERDICT_SHAPES,
     VERDICT_COLORS,
+    _comparison_rows,
     _data,
+    _labels,
     _order,
     _require,
     _styled,
@@ -24,17 +26,27 @@ def success_rate_by_task(
     run_label: str = "run",
     title: str = "Success rate per task",
     full_scale: bool = True,
+    metric: str = "success",
 ) -> alt.LayerChart:
     """Success rate per task (rows) for several runs (colour), with CI bars.
 
     ``full_scale=False`` zooms the axis onto the data (for rates all near 0 or 1).
 
     ``frame``: one row per (task, run) with ``task_id, success_rate, ci_low, ci_high,
-    n_valid`` and the ``run_label`` column (e.g. ``mart_task_success`` plus a label).
-    Tasks are sorted by name; runs keep the frame's row order.
+    n_valid`` and the ``run_label`` column (e.g. ``mart_task_success`` plus a label), or
+    ``aggregate_scores(..., by=["run_id", "task_id"])`` as it is (its ``metric`` rows, its
+    ``mean``; ``run_label`` falls back to ``run_id``). Tasks are sorted by name; runs keep
+    the frame's row order; a missing label is drawn as "(none)".
     """
+    if "success_rate" not in frame.columns and "mean" in frame.columns:
+        rows = frame.filter(pl.col("metric") == metric) if "metric" in frame.columns else frame
+        frame = rows.rename({"mean": "success_rate"})
+    if run_label not in frame.columns and "run_id" in frame.columns:
+        run_label = "run_id"
     cols = ["task_id", run_label, "success_rate", "ci_low", "ci_high", "n_valid"]
     data = _require(frame, cols, "success_rate_by_task").sort("task_id", maintain_order=True)
+    data = _labels(data, run_label)
+    frame = data
     runs = _order(frame, run_label)
     base = alt.Chart(_data(data))
     y = alt.Y("task_id:N", title=None, sort=sorted(set(data["task_id"].to_list())))
@@ -77,7 +89,7 @@ def success_rate_by_task(
 def paired_forest(
     frame: pl.DataFrame,
     *,
-    title: str = "Candidate \u2212 parent, per task",
+    title: str | None = None,
     metric_label: str = "success rate",
 ) -> alt.LayerChart:
     """Forest plot of the paired difference candidate - parent per task, coloured by verdict.
@@ -85,8 +97,12 @@ def paired_forest(
     ``frame``: one row per task with ``task_id, diff, ci_low, ci_high, verdict, p_value,
     p_adjusted, n_pairs, candidate_wins, parent_wins, ties``; ``verdict`` is one of
     improved / regressed / unchanged / inconclusive and ``p_value`` / ``p_adjusted`` are the
-    (exact McNemar) p and its multiplicity-adjusted value. Tasks are sorted by ``diff``.
+    (exact McNemar) p and its multiplicity-adjusted value. ``compare_runs(..., by=["task_id"])``
+    works as it is (one candidate and metric). Tasks are sorted by ``diff``. The default title
+    names the runs when the frame has ``candidate`` and ``parent``.
     """
+    title = title or _pair_title(frame, "per task")
+    frame = _comparison_rows(frame, "paired_forest")
     cols = [
         "task_id",
         "diff",
@@ -168,8 +184,10 @@ def win_loss_bars(frame: pl.DataFrame, *, title: str = "Paired outcomes per task
     """Diverging bars per task: candidate wins right, parent wins left, ties centred.
 
     ``frame``: one row per task with ``task_id, candidate_wins, parent_wins, ties`` (counts of
-    paired keys). Tasks are sorted by net wins (candidate - parent), best first.
+    paired keys), or ``compare_runs(..., by=["task_id"])`` as it is. Tasks are sorted by net
+    wins (candidate - parent), best first.
     """
+    frame = _comparison_rows(frame, "win_loss_bars")
     cols = ["task_id", "candidate_wins", "parent_wins", "ties"]
     # counts may arrive unsigned (a polars boolean sum): subtracting those would wrap around
     data = (
@@ -236,4 +254,9 @@ def win_loss_bars(frame: pl.DataFrame, *, title: str = "Paired outcomes per task
     return _styled(chart)  # type: ignore[no-any-return]
 
 
-# -- per run ------------------------------------------------------------------------------
+def _pair_title(frame: pl.DataFrame, what: str) -> str:
+    if {"candidate", "parent"} <= set(frame.columns) and frame.height:
+        cand, par = frame["candidate"].unique().to_list(), frame["parent"].unique().to_list()
+        if len(cand) == 1 and len(par) == 1:
+            return f"{cand[0]} \u2212 {par[0]}, {what}"
+    return f"Candidate \u2212 parent, {what}"

@@ -11,19 +11,23 @@ import polars as pl
 
 from hylo_analytics.api import Store, open_store
 
-__all__ = ["FORMATS", "add_format_args", "add_store_arg", "emit", "store_from"]
+__all__ = ["FORMATS", "add_format_args", "add_store_arg", "emit", "store_from", "table_text"]
 
 FORMATS = ("table", "csv", "json", "parquet")
+TEXT_WIDTH = 60
+_ID_COLUMNS = {"run", "candidate", "parent", "key", "source", "metric", "path"}
 
 
-def add_store_arg(parser: argparse.ArgumentParser) -> None:
+def add_store_arg(parser: argparse.ArgumentParser, *, create: bool = False) -> None:
+    """``--store DIR``; only commands that write new runs (``create``) may create a store."""
     parser.add_argument(
         "--store",
         required=True,
         metavar="DIR",
         type=Path,
-        help="the store folder (created if it does not exist)",
+        help="the store folder" + (" (created if it does not exist)" if create else ""),
     )
+    parser.set_defaults(store_create=create)
 
 
 def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) -> None:
@@ -34,14 +38,24 @@ def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) ->
     parser.add_argument(
         "-o", "--output", metavar="FILE", type=Path, help="write to FILE instead of standard output"
     )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help=f"tables: show long text in full (default: cut at {TEXT_WIDTH} characters; "
+        "ids are never cut)",
+    )
 
 
 def store_from(args: argparse.Namespace) -> Store:
-    return open_store(args.store)
+    return open_store(args.store, create=getattr(args, "store_create", False))
 
 
-def emit(df: pl.DataFrame, fmt: str, output: Path | None) -> None:
-    """Print or write ``df`` in ``fmt``; parquet needs an output file."""
+def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False) -> None:
+    """Print or write ``df`` in ``fmt``; parquet needs an output file.
+
+    Tables never cut an identifier (a run id is what the next command needs); other long text
+    is cut at :data:`TEXT_WIDTH` characters unless ``wide``.
+    """
     if fmt == "parquet":
         if output is None:
             raise ValueError("--format parquet needs -o FILE")
@@ -52,19 +66,46 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None) -> None:
     elif fmt == "json":
         text = df.write_json()
     else:
-        # wide enough that long run ids and task names are truncated, not wrapped per character
-        width = max(shutil.get_terminal_size((240, 40)).columns, 240)
-        with pl.Config(
-            tbl_rows=200,
-            tbl_cols=30,
-            fmt_str_lengths=32,
-            tbl_width_chars=width,
-            tbl_hide_dataframe_shape=True,
-            tbl_hide_column_data_types=True,
-            float_precision=4,
-        ):
-            text = str(df) + "\n"
+        text = table_text(df, wide=wide)
     if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def is_identifier(column: str) -> bool:
+    return column in _ID_COLUMNS or column.endswith("_id")
+
+
+def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
+    """``df`` as a terminal table: ids whole, other text cut at TEXT_WIDTH unless ``wide``."""
+    text_cols = [c for c, t in df.schema.items() if t == pl.String and not is_identifier(c)]
+    if not wide and text_cols:
+        cut = pl.col(text_cols)
+        df = df.with_columns(
+            pl.when(cut.str.len_chars() > TEXT_WIDTH)
+            .then(cut.str.slice(0, TEXT_WIDTH - 1) + "\u2026")
+            .otherwise(cut)
+            .name.keep()
+        )
+    longest = max([_longest(df[c]) for c, t in df.schema.items() if t == pl.String], default=0)
+    # wide enough that every cell is shown on one line, never wrapped
+    need = sum(max(len(c), _longest(df[c])) + 3 for c in df.columns) + 1
+    width = max(shutil.get_terminal_size((240, 40)).columns, 240, need)
+    with pl.Config(
+        tbl_rows=200,
+        tbl_cols=30,
+        fmt_str_lengths=max(longest, 8),
+        tbl_width_chars=width,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        float_precision=4,
+    ):
+        return str(df) + "\n"
+
+
+def _longest(column: pl.Series) -> int:
+    """The widest cell of ``column`` as printed (strings by length, others by their text)."""
+    text = column if column.dtype == pl.String else column.cast(pl.String, strict=False)
+    n = text.str.len_chars().max() if text.dtype == pl.String else None
+    return int(n) if isinstance(n, int) else 12

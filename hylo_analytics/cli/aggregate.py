@@ -73,5 +73,5 @@ def run(args: argparse.Namespace) -> int:
             *by, "metric", "n_total", "n_valid", "coverage", "mean", "stderr",
             "ci_low", "ci_high", "ci_method", "skip_breakdown",
         )  # fmt: skip
-    emit(out, args.format, args.output)
+    emit(out, args.format, args.output, wide=args.wide)
     return 0

@@ -51,9 +51,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         required=True,
         metavar="RUN",
-        help="a candidate run id (repeat for several)",
+        help="a candidate run: its id, a unique id prefix, or a selector such as "
+        "agent=xvla,benchmark=libero_spatial (fields: run, agent, version, benchmark, split, "
+        "format); repeat for several",
     )
-    p.add_argument("--parent", required=True, metavar="RUN", help="the run to compare against")
+    p.add_argument(
+        "--parent",
+        required=True,
+        metavar="RUN",
+        help="the run to compare against (an id, prefix or selector, as --candidate)",
+    )
     p.add_argument(
         "--metric",
         action="append",
@@ -129,5 +136,5 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.format == "table":
         result = result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:])
-    emit(result, args.format, args.output)
+    emit(result, args.format, args.output, wide=args.wide)
     return 0

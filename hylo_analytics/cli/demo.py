@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="ingest the bundled data, score, compare agents, write charts and a report",
         description=(
             "The main job on the bundled data: ingest data/sample into a store, re-score every "
-            "trace with the built-in scorers, print the runs, success with 95%% intervals, and "
+            "trace with the built-in scorers, print the runs, success with 95% intervals, and "
             "a paired comparison of every newer agent version against the oldest (overall and "
             "per task, McNemar p, Holm-adjusted, verdicts); write charts (PNG and HTML) and a "
             "self-contained HTML report to --out."

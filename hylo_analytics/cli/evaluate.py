@@ -52,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
     status = report.run_status()
     if "failed_policies" in status.columns:
         status = status.with_columns(pl.col("failed_policies").list.join(", "))
-    emit(status, args.format, args.output)
+    emit(status, args.format, args.output, wide=args.wide)
     failed = status.filter(pl.col("final_status") == "failed_policy").height
     return 1 if args.fail_on_policy and failed else 0

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files or folders")
-    add_store_arg(p)
+    add_store_arg(p, create=True)
     p.add_argument(
         "--strict",
         action="store_true",

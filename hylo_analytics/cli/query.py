@@ -21,10 +21,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "sql",
         help="run a SQL query against the store's views",
         description=(
-            "Run a DuckDB SQL query against the store. Tables: stg_runs, stg_samples, "
-            "stg_events, stg_scores, stg_quarantine, stg_ingested_files, plus the int_* and "
-            "mart_* views (see sql/). Example: hylo-analytics sql --store out/store "
-            '"select agent_name, count(*) from stg_runs group by 1"'
+            "Run a DuckDB SQL query against the store. Tables (the current rows): runs, "
+            "samples, events, scores, quarantine, ingested_files, policy_results (also as "
+            "stg_*; raw_* keeps superseded rows), plus the int_* and mart_* views (see sql/; "
+            "int_scores_preferred is the one score per episode). Example: hylo-analytics sql "
+            '--store out/store "select agent_name, count(*) from runs group by 1"'
         ),
     )
     q.add_argument("query", metavar="QUERY", help="a SQL query")
@@ -34,10 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_runs(args: argparse.Namespace) -> int:
-    emit(store_from(args).runs(), args.format, args.output)
+    emit(store_from(args).runs(), args.format, args.output, wide=args.wide)
     return 0
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    emit(store_from(args).sql(args.query), args.format, args.output)
+    emit(store_from(args).sql(args.query), args.format, args.output, wide=args.wide)
     return 0

@@ -23,8 +23,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     add_store_arg(p)
-    p.add_argument("--candidate", required=True, metavar="RUN", help="the new run (run_id)")
-    p.add_argument("--parent", required=True, metavar="RUN", help="the run it is compared with")
+    p.add_argument(
+        "--candidate",
+        required=True,
+        metavar="RUN",
+        help="the new run: id or selector (agent=X,benchmark=Y)",
+    )
+    p.add_argument(
+        "--parent", required=True, metavar="RUN", help="the run it is compared with: id or selector"
+    )
     p.add_argument(
         "--metric", default="success", help="a binary (0/1) metric to compare (default: success)"
     )

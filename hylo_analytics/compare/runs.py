@@ -42,6 +42,9 @@ def compare_runs(
     in ``gate_note``.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
+    # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
+    cands = [store.resolve_run(c) for c in cands]
+    parent = store.resolve_run(parent)
     runs = [*cands, parent]
     scores = preferred_scores(
         store, runs=runs, metrics=None if metrics is None else list(metrics), source=source

@@ -128,6 +128,11 @@ def ingest_paths(
     loses at most the chunk in flight, and the next ingest redoes exactly that.
     """
     t0 = time.perf_counter()
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"no such file or folder: {', '.join(missing)} (nothing was ingested)"
+        )
     report = IngestReport()
     with store.lock():
         store.clean_staging()
@@ -154,7 +159,7 @@ def ingest_paths(
                 todo.append(p)
         bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
         con = duckdb.connect(":memory:")
-        con.execute("SET threads TO 2")
+        con.execute(f"SET threads TO {int(store.threads)}")
         try:
             for chunk in _chunks(todo, chunk_bytes):
                 files = list(read_files(chunk, on_done=bar.update))

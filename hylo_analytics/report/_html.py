@@ -150,7 +150,7 @@ def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
     return [
         [
             html.escape(r["run"]) + (f"<br><b>{r['role']}</b>" if r["role"] else ""),
-            html.escape(f"{r['agent_name']} {r['agent_version']}"),
+            html.escape(r["label"]),
             str(r["n_samples"]),
             f"{r['n_scored']} / {r['n_total']}",
             _pct(r["success"]),
@@ -253,7 +253,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
             _task_rows(tasks),
         ),
         _method_note(h),
-        _svg(charts.paired_forest(tasks)),
+        _svg(charts.paired_forest(tasks, title=f"{h['candidate']} \u2212 {h['parent']}, per task")),
         _svg(charts.win_loss_bars(tasks)),
         _svg(success),
         "<h2>Runs, coverage and cost</h2>",
@@ -275,7 +275,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(
             charts.cost_vs_success(
                 runs.select(
-                    pl.col("agent_version").alias("run"),
+                    pl.col("label").alias("run"),
                     pl.col("mean_inference_s").alias("cost"),
                     "success",
                     "ci_low",
@@ -288,7 +288,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(
             charts.metric_trend(
                 runs.select(
-                    "agent_version",
+                    pl.col("label").alias("agent_version"),
                     pl.col("success").alias("value"),
                     "ci_low",
                     "ci_high",

@@ -164,8 +164,10 @@ def report_frames(
     """
     known = set(store.sql("select run_id from stg_runs")["run_id"].to_list())
     for role, run in (("candidate", candidate), ("parent", parent)):
-        if run not in known:
+        if run not in known and "=" not in run:
             raise ValueError(f"{role} run {run!r} is not in the store; runs: {sorted(known)}")
+    # a run id or a selector such as "agent=xvla,benchmark=libero_spatial"
+    candidate, parent = store.resolve_run(candidate), store.resolve_run(parent)
     params = {"metric": metric, "candidate": candidate, "parent": parent}
     n, n_not_binary = store.sql(_VALUES, params).row(0)
     if n_not_binary:
@@ -232,6 +234,12 @@ def report_frames(
             .when(pl.col("run") == parent)
             .then(pl.lit("parent"))
             .alias("role"),
+            # what a person calls the run: agent and version, whatever of them the log has
+            pl.coalesce(
+                pl.concat_str("agent_name", "agent_version", separator=" "),
+                pl.col("agent_name"),
+                pl.col("run"),
+            ).alias("label"),
         )
     )
     pair_params = {"candidate": candidate, "parent": parent}

@@ -130,6 +130,7 @@ def compute_scores(
         ]
     else:
         known = {r[0] for r in con.execute("select run_id from stg_runs").fetchall()}
+        runs = [store.resolve_run(r) if "=" in r else r for r in runs]  # selectors
         missing = [r for r in runs if r not in known]
         if missing:
             raise KeyError(f"runs not in the store: {missing}")

@@ -175,7 +175,7 @@ def test_metrics_filter_resolves_aliases_and_rejects_unknown_names():
     df = SCORES.with_columns(metric=pl.lit("success_rate"))
     out = aggregate_scores(df, metrics=["success"])
     assert out["metric"].unique().to_list() == ["success"]
-    with pytest.raises(KeyError, match=r"known metrics: .*success"):
+    with pytest.raises(ValueError, match=r"no scores of metric\(s\) \['sucess'\]; .* success"):
         aggregate_scores(SCORES, metrics=["sucess"])
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import hylo_analytics as ha
 from hylo_analytics.cli import build_parser, main
 
 
@@ -58,6 +59,7 @@ def test_bad_query_is_an_error_not_a_traceback(
 
 
 def test_parquet_needs_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ha.open_store(tmp_path / "s")
     assert main(["sql", "select 1", "--store", str(tmp_path / "s"), "--format", "parquet"]) == 2
     assert "needs -o" in capsys.readouterr().err
 

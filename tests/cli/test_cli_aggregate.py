@@ -25,4 +25,4 @@ def test_aggregate_command_writes_csv(sample_store, tmp_path, capsys):
 def test_aggregate_command_reports_bad_options(sample_store, capsys):
     code = main(["aggregate", "--store", str(sample_store.root), "--metric", "nope"])
     assert code == 2
-    assert "unknown metric 'nope'" in capsys.readouterr().err
+    assert "no scores of metric(s) ['nope']" in capsys.readouterr().err

@@ -76,4 +76,5 @@ def test_unknown_run_is_an_error(
 ) -> None:
     argv = ["compare", "--store", str(sample_store.root), "--candidate", "nope", "--parent", PARENT]
     assert main(argv) == 2
-    assert "no run(s) ['nope']" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no run matches 'nope'" in err and "hylo-analytics runs" in err
