@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -36,8 +37,21 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
     return store
 
 
+# CI sets this, so that the tests on real files can never be skipped there unnoticed.
+REQUIRE_REAL = os.environ.get("HYLO_REQUIRE_REAL_DATA", "") == "1"
+
+
+def require_real_data() -> Path:
+    """``../shared/data/real``, or skip (fail when ``HYLO_REQUIRE_REAL_DATA=1``) without it."""
+    if REAL.is_dir():
+        return REAL
+    why = f"the real data files are expected at {REAL} (next to the repository)"
+    if REQUIRE_REAL:
+        pytest.fail(f"{why}; HYLO_REQUIRE_REAL_DATA=1 makes their absence a failure")
+    pytest.skip(f"{why}; not found here (CI sets HYLO_REQUIRE_REAL_DATA=1 and fails instead)")
+
+
 @pytest.fixture(scope="session")
 def real_dir() -> Path:
     """``../shared/data/real``: real harness files, never copied into the repo."""
-    assert REAL.is_dir(), f"the real data files are expected at {REAL}"
-    return REAL
+    return require_real_data()

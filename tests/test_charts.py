@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -330,3 +331,38 @@ def test_unsigned_counts_do_not_wrap() -> None:
 def test_success_rate_zoom(task_success: pl.DataFrame) -> None:
     spec = charts.success_rate_by_task(task_success, run_label="agent", full_scale=False).to_dict()
     assert spec["layer"][1]["encoding"]["x"]["scale"] == {"zero": False}
+
+
+def test_charts_take_the_packages_own_frames(sample_store: ha.Store) -> None:
+    parent, cand = "run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"
+    comparison = sample_store.compare(cand, parent, by=["task_id"], n_resamples=200)
+    forest = charts.paired_forest(comparison).to_dict()
+    assert forest["title"]["text"] == f"{cand} \u2212 {parent}, per task"
+    drawn = pl.DataFrame(forest["layer"][-1]["data"]["values"])  # the points: one per task
+    per_task = comparison.filter(pl.col("level") != "overall")
+    assert drawn.height == 10
+    assert sorted(drawn["diff"]) == sorted(per_task["mean_diff"])
+    charts.win_loss_bars(comparison).to_dict()
+    tasks = ha.aggregate_scores(sample_store, by=["run_id", "task_id"])  # every metric
+    spec = charts.success_rate_by_task(tasks).to_dict()
+    rows = pl.DataFrame(spec["data"]["values"])
+    assert rows.height == 30 and set(rows["run_id"]) == set(tasks["run_id"])
+    both = sample_store.compare([cand, "run-octo-ft-1.1.0-0001"], parent, by=["task_id"], ci="none")
+    with pytest.raises(ValueError, match="holds 2 candidates"):
+        charts.paired_forest(both)
+
+
+def test_a_missing_label_is_drawn_not_a_crash() -> None:
+    frame = pl.DataFrame(
+        {
+            "run": ["a", None],
+            "task_id": ["t", "t"],
+            "success_rate": [0.5, 0.7],
+            "ci_low": [0.1, 0.3],
+            "ci_high": [0.9, 0.9],
+            "n_valid": [4, 5],
+        }
+    )
+    spec = charts.success_rate_by_task(frame).to_dict()
+    assert {r["run"] for r in spec["data"]["values"]} == {"a", "(none)"}
+    charts.save(charts.success_rate_by_task(frame), Path(tempfile.mkdtemp()) / "x.svg")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import require_real_data
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
@@ -30,6 +31,8 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path) -> None:
     book = nbformat.read(path, as_version=4)
+    if any("shared/data/real" in "".join(c.source) for c in book.cells):
+        require_real_data()
     client = NotebookClient(
         book,
         timeout=120,

@@ -37,14 +37,15 @@ h2 { font-size: 19px; margin: 40px 0 12px; padding-bottom: 6px; border-bottom: 1
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 12px 14px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .card .value { font-size: 24px; font-weight: 600; margin-top: 2px; }
-.card .sub { color: var(--muted); font-size: 12px; }
+.card .sub { color: var(--muted); font-size: 12px; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 13.5px; margin: 8px 0; }
 th, td { padding: 6px 8px; border-bottom: 1px solid var(--line); text-align: right;
          font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: var(--bg); font-weight: 600; white-space: normal; vertical-align: bottom; }
 td:last-child, th:last-child { text-align: center; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child { text-align: left; white-space: normal; min-width: 14em;
+                                 overflow-wrap: anywhere; }
 tbody tr:hover { background: #fafbfc; }
 .verdict { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
            font-weight: 600; color: #fff; }
@@ -89,10 +90,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def summary_sentence(headline: dict[str, Any]) -> str:
     """One sentence a reader can quote: rates, difference with CI, p, per-task verdicts."""
     h = headline
+    cand, par = h.get("candidate_label") or h["candidate"], h.get("parent_label") or h["parent"]
     return (
-        f"Candidate {h['candidate']} succeeded on {_pct(h['candidate_rate'])} of "
+        f"Candidate {cand} succeeded on {_pct(h['candidate_rate'])} of "
         f"{h['n_pairs']} paired episodes versus {_pct(h['parent_rate'])} for parent "
-        f"{h['parent']}: a difference of {_pct(h['diff'], True)} points "
+        f"{par}: a difference of {_pct(h['diff'], True)} points "
         f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
         f"McNemar p = {_p(h['p_value'])}), {h['verdict']} overall. Per task: "
         f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
@@ -101,10 +103,16 @@ def summary_sentence(headline: dict[str, Any]) -> str:
     )
 
 
+def _who(h: dict[str, Any], role: str) -> str:
+    label = h.get(f"{role}_label")
+    run = html.escape(h[role])
+    return f"<b>{html.escape(label)}</b><br>{run}" if label and label != h[role] else run
+
+
 def _cards(h: dict[str, Any]) -> str:
     cards = [
-        ("candidate", _pct(h["candidate_rate"]), html.escape(h["candidate"])),
-        ("parent", _pct(h["parent_rate"]), html.escape(h["parent"])),
+        ("candidate", _pct(h["candidate_rate"]), _who(h, "candidate")),
+        ("parent", _pct(h["parent_rate"]), _who(h, "parent")),
         (
             "difference",
             f"{_pct(h['diff'], True)} pts",
@@ -228,23 +236,56 @@ def _runs_ci_header(runs: pl.DataFrame) -> str:
     return f"95% CI ({label})" if label else "95% CI"
 
 
+def _cost_chart(runs: pl.DataFrame) -> str:
+    costed = runs.select(
+        pl.col("label").alias("run"),
+        pl.col("mean_inference_s").alias("cost"),
+        "success",
+        "ci_low",
+        "ci_high",
+    ).drop_nulls("cost")
+    if costed.is_empty():  # a log without step latencies has no cost to draw
+        return '<p class="note">Cost vs success: no run has step latencies to cost.</p>'
+    return _svg(
+        charts.cost_vs_success(
+            costed, cost_label="mean inference time per episode (s)", title="Cost vs success"
+        )
+    )
+
+
+def _latency_chart(latency: pl.DataFrame) -> str:
+    if "n" not in latency.columns or not (latency["n"].fill_null(0) > 0).any():
+        return '<p class="note">Step latency: neither run has step events with latencies.</p>'
+    return _svg(
+        charts.metric_distribution(latency, value_label="step latency (ms)", title="Step latency")
+    )
+
+
 def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) -> str:
     """One self-contained HTML page from :func:`report_frames`' output."""
     h = frames["headline"].row(0, named=True)
     tasks, runs = frames["tasks"], frames["runs"]
     pair = runs.filter(pl.col("role").is_not_null())
-    title = title or f"{h['candidate']} vs {h['parent']}"
+    suite = " · ".join(str(x) for x in dict.fromkeys((h.get("benchmark_id"), h.get("split"))) if x)
+    title = title or f"{h.get('candidate_label') or h['candidate']} vs " + (
+        f"{h.get('parent_label') or h['parent']}" + (f" on {suite}" if suite else "")
+    )
     success = charts.success_rate_by_task(
         frames["task_success"],
-        run_label="run",
+        run_label="label",
         title="Success rate per task",
     )
-    latency_order = pair.select("run").join(frames["latency"], on="run", how="left")
+    latency_order = (
+        pair.select("run")
+        .join(frames["latency"], on="run", how="left")
+        .with_columns(pl.col("label").alias("run"))
+    )
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         f'<div class="meta">hylo_analytics report · metric <code>{html.escape(h["metric"])}'
-        f"</code> · generated {now}</div>",
+        f"</code> · candidate <code>{html.escape(h['candidate'])}</code> · parent "
+        f"<code>{html.escape(h['parent'])}</code> · generated {now}</div>",
         f'<div class="summary {html.escape(h["verdict"])}">{html.escape(summary_sentence(h))}</div>',
         _cards(h),
         "<h2>Per task</h2>",
@@ -272,19 +313,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
             _run_rows(runs),
         ),
         '<div class="grid2">',
-        _svg(
-            charts.cost_vs_success(
-                runs.select(
-                    pl.col("label").alias("run"),
-                    pl.col("mean_inference_s").alias("cost"),
-                    "success",
-                    "ci_low",
-                    "ci_high",
-                ).drop_nulls("cost"),
-                cost_label="mean inference time per episode (s)",
-                title="Cost vs success (all runs)",
-            )
-        ),
+        _cost_chart(runs),
         _svg(
             charts.metric_trend(
                 runs.select(
@@ -294,16 +323,12 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
                     "ci_high",
                     pl.col("n_scored").alias("n"),
                 ),
-                title="Success across versions (all runs)",
+                title=f"Success across runs{' of ' + suite if suite else ''}",
             )
         ),
         "</div>",
-        _svg(charts.coverage_breakdown(frames["coverage"])),
-        _svg(
-            charts.metric_distribution(
-                latency_order, value_label="step latency (ms)", title="Step latency"
-            )
-        ),
+        _svg(charts.coverage_breakdown(frames["coverage"].with_columns(run=pl.col("label")))),
+        _latency_chart(latency_order),
     ]
     body = "\n".join(parts)
     return (

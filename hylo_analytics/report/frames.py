@@ -65,6 +65,8 @@ select
     r.run_id as run,
     r.agent_name,
     r.agent_version,
+    r.benchmark_id,
+    r.split,
     r.n_samples,
     r.n_errors,
     c.mean_inference_s
@@ -242,15 +244,46 @@ def report_frames(
             ).alias("label"),
         )
     )
+    # the runs the pair can be set against: the parent's benchmark and split
+    par = runs.filter(pl.col("run") == parent).row(0, named=True)
+    runs = runs.filter(
+        pl.col("benchmark_id").eq_missing(par["benchmark_id"]),
+        pl.col("split").eq_missing(par["split"]),
+    )
+    labels = _distinct_labels(runs.select("run", "label"))
+    headline = headline.with_columns(
+        candidate_label=pl.lit(labels[candidate]),
+        parent_label=pl.lit(labels[parent]),
+        benchmark_id=pl.lit(par["benchmark_id"], pl.String),
+        split=pl.lit(par["split"], pl.String),
+    )
+    runs = runs.with_columns(label=pl.col("run").replace_strict(labels, return_dtype=pl.String))
+
+    def labelled(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.with_columns(
+            label=pl.col("run").replace_strict(
+                labels, default=pl.col("run"), return_dtype=pl.String
+            )
+        )
+
     pair_params = {"candidate": candidate, "parent": parent}
     return {
         "headline": headline,
         "tasks": tasks,
         "comparison": comparison,
         "runs": runs,
-        "coverage": store.sql(_COVERAGE, pair_params),
-        "latency": store.sql(_LATENCY, pair_params),
-        "task_success": task_success,
+        "coverage": labelled(store.sql(_COVERAGE, pair_params)),
+        "latency": labelled(store.sql(_LATENCY, pair_params)),
+        "task_success": labelled(task_success),
+    }
+
+
+def _distinct_labels(runs: pl.DataFrame) -> dict[str, str]:
+    """Run -> its label; labels two runs share get the run id appended (never ambiguous)."""
+    shared = runs.filter(pl.col("label").is_duplicated())["run"].to_list()
+    return {
+        run: f"{label} ({run})" if run in shared else label
+        for run, label in runs.select("run", "label").iter_rows()
     }
 
 

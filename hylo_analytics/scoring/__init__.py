@@ -147,8 +147,14 @@ def compute_scores(
         )
         names = [s for s in resolved if isinstance(s, str) and s in BUILTINS]
         if names:
+            # A run with no trace at all has nothing to re-score: a built-in would only write
+            # "no trace" abstentions beside the log's own scores. Such runs are left alone.
             t0 = time.perf_counter()
-            parts.append(con.sql(builtin_sql(names, ep_rel)).to_arrow_table())
+            traced = (
+                f"(select * from {ep_rel} where run_id in "
+                f"(select run_id from {ep_rel} group by run_id having bool_or(has_trace)))"
+            )
+            parts.append(con.sql(builtin_sql(names, traced)).to_arrow_table())
             seconds.update({f"scorer:{n}": (time.perf_counter() - t0) / len(names) for n in names})
         if GRADES in resolved:
             t0 = time.perf_counter()
@@ -215,7 +221,8 @@ def score_store(
     if not write:
         rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
         report = _report(rows, run_ids, seconds, resolved, None, time.perf_counter() - t0)
-        return replace(report, rows_written=0, rows=_committed(rows))
+        untraced = _untraced(store, run_ids) if _uses_traces(resolved) else ()
+        return replace(report, rows_written=0, rows=_committed(rows), untraced_runs=untraced)
     with store.lock():
         rows, run_ids, seconds, resolved = compute_scores(store, scorers, runs)
         sources = set(pc.unique(rows.column("source")).to_pylist())
@@ -227,10 +234,32 @@ def score_store(
                 ).fetchall()
             }
         sources |= {_source(s) for s in resolved if s != GRADES}
-        tombstones = [Tombstone("scores", r, s) for r in run_ids for s in sorted(sources)]
+        untraced = _untraced(store, run_ids) if _uses_traces(resolved) else ()
+        builtin = {f"scorer:{n}" for n in BUILTINS}
+        # an untraced run keeps whatever built-in rows it has: none were computed for it
+        tombstones = [
+            Tombstone("scores", r, s)
+            for r in run_ids
+            for s in sorted(sources)
+            if not (r in untraced and s in builtin)
+        ]
         seq = store.commit({"scores": _committed(rows)}, tombstones)
     report = _report(rows, run_ids, seconds, resolved, seq, time.perf_counter() - t0)
-    return replace(report, rows=_committed(rows))
+    return replace(report, rows=_committed(rows), untraced_runs=untraced)
+
+
+def _uses_traces(resolved: list[Scorer]) -> bool:
+    return any(isinstance(s, str) and s in BUILTINS for s in resolved)
+
+
+def _untraced(store: ParquetStore, run_ids: list[str]) -> tuple[str, ...]:
+    """The runs none of whose samples has a usable trace (what the built-ins skip)."""
+    rows = store.sql(
+        "select run_id from stg_samples where list_contains($runs, run_id) group by run_id "
+        "having not bool_or(coalesce(trace_status in ('ok', 'partial'), false)) order by 1",
+        {"runs": run_ids},
+    )
+    return tuple(rows["run_id"].to_list())
 
 
 def _committed(rows: pa.Table) -> pa.Table:

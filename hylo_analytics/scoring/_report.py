@@ -55,6 +55,8 @@ class ScoringReport:
     seconds: float = 0.0
     # the score rows computed (as the scores table holds them); None when not kept
     rows: pa.Table | None = field(default=None, repr=False, compare=False)
+    # runs with no trace at all: the built-in scorers left them (and their logged scores) alone
+    untraced_runs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "failed_runs", MappingProxyType(dict(self.failed_runs)))
@@ -80,6 +82,11 @@ class ScoringReport:
             )
         for run, srcs in sorted(self.failed_runs.items()):
             lines.append(f"  run {run} failed: required scorer errors in {', '.join(srcs)}")
+        if self.untraced_runs:
+            lines.append(
+                f"  {len(self.untraced_runs)} run(s) have no traces: the built-in scorers left "
+                "them and their logged scores alone"
+            )
         lines.extend(f"  error {e.source} {e.run_id} {e.key}: {e.reason}" for e in self.errors[:5])
         n_errors = sum(s.errors for s in self.scorers)
         if n_errors > 5:
@@ -104,4 +111,10 @@ class ScoringReport:
             f"{self.seconds:.2f}s</p><table><tr><th>source</th><th>rows</th><th>valid</th>"
             f"<th>abstained</th><th>errors</th></tr>{rows}</table>"
             + (f"<ul>{failed}</ul>" if failed else "")
+            + (
+                f"<p>{len(self.untraced_runs)} run(s) have no traces: the built-in scorers "
+                "left them and their logged scores alone.</p>"
+                if self.untraced_runs
+                else ""
+            )
         )

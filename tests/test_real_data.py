@@ -1,0 +1,143 @@
+"""Every real dataset end to end: ingest -> score -> aggregate -> compare -> report -> export.
+
+The files are the real results in ``../shared/data/real`` (vla-eval LIBERO, inspect-robots),
+never copied into the repository. The report is rendered by headless Chromium to a PNG
+(``HYLO_SCREENSHOT_DIR`` keeps a copy to look at); CI installs Chromium and sets
+``HYLO_REQUIRE_BROWSER=1`` so the screenshot can never be skipped there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import hylo_analytics as ha
+
+SPATIAL = "benchmark=libero_spatial"
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("HYLO_REQUIRE_BROWSER", "") == "1":
+        pytest.fail("no Chromium on PATH; HYLO_REQUIRE_BROWSER=1 makes that a failure")
+    pytest.skip("no Chromium on PATH (apt-get install chromium); CI requires it")
+
+
+def screenshot(page: Path, png: Path, tmp: Path) -> Path:
+    """``page`` rendered by headless Chromium to ``png`` (a tall window: the whole report)."""
+    args = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp / 'chromium-profile'}",
+        f"--screenshot={png}",
+        "--window-size=1280,5200",
+        page.resolve().as_uri(),
+    ]
+    subprocess.run(args, check=True, capture_output=True, timeout=180)
+    keep = os.environ.get("HYLO_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(keep) / png.name)
+    return png
+
+
+def _looks_drawn(png: Path) -> None:
+    from PIL import Image
+
+    image = Image.open(png).convert("RGB")
+    assert image.size == (1280, 5200)
+    colours = image.resize((320, 1300)).getcolors(maxcolors=1 << 16)
+    # a blank or error page has a handful of colours; charts and tables have hundreds
+    assert colours is not None and len(colours) > 100
+
+
+@pytest.fixture(scope="module")
+def vla(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
+    store = ha.open_store(tmp_path_factory.mktemp("vla") / "store")
+    report = store.ingest(real_dir / "vla-eval-harness", progress=False)
+    assert dict(report.formats) == {"vla-eval": 12}
+    # the leaderboard files are another format: kept out, and said so
+    assert store.sql("select count(*) from quarantine").item() == 2
+    return store
+
+
+def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> None:
+    scored = vla.score()
+    # no run has traces: the built-ins leave the logged scores alone instead of abstaining
+    assert len(scored.untraced_runs) == 12 and "have no traces" in str(scored)
+    assert vla.sql("select count(*) from scores where source like 'scorer:%'").item() == 0
+
+    per_suite = vla.aggregate(by=["agent_name", "split"], metrics=["success"])
+    assert per_suite.height == 12
+    for row in per_suite.iter_rows(named=True):
+        doc = json.loads(
+            (real_dir / "vla-eval-harness" / f"{row['agent_name']}_{row['split']}.json").read_text()
+        )
+        # the harness counts a timeout as a failure: that is our errors-as-failures rate
+        assert row["success_rate_errors_as_failures"] == pytest.approx(doc["overall_success_rate"])
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"]
+
+    comparison = vla.compare(f"agent=pi05,{SPATIAL}", f"agent=xvla,{SPATIAL}", by=["task_id"])
+    overall = comparison.filter(pl.col("level") == "overall").row(0, named=True)
+    assert (overall["n_pairs"], overall["n_dropped"]) == (470, 30)
+    assert (overall["candidate_wins"], overall["parent_wins"]) == (9, 7)
+    assert comparison.filter(pl.col("level") != "overall").height == 10
+
+    # charts take the package's own frames as they are
+    ha.charts.save(ha.charts.paired_forest(comparison), tmp_path / "forest.svg")
+    tasks = vla.aggregate(by=["run_id", "task_id"], metrics=["success"])
+    ha.charts.save(
+        ha.charts.success_rate_by_task(tasks.filter(pl.col("run_id").str.contains("spatial"))),
+        tmp_path / "tasks.svg",
+    )
+
+    report = ha.build_report(vla, f"agent=pi05,{SPATIAL}", f"agent=xvla,{SPATIAL}")
+    page = report.save(tmp_path / "libero_spatial_report.html")
+    text = page.read_text()
+    assert "pi05" in text and "xvla" in text and "None" not in text  # no version: not "None"
+    _looks_drawn(screenshot(page, tmp_path / "libero_spatial_report.png", tmp_path))
+
+    pi05 = vla.resolve_run(f"agent=pi05,{SPATIAL}")
+    exported = ha.export_evallog(vla, pi05, tmp_path / "out" / "pi05.json")
+    again = ha.open_store(tmp_path / "again")
+    again.ingest(exported, progress=False)
+    a = vla.aggregate(metrics=["success"]).filter(pl.col("run_id") == pi05)
+    b = again.aggregate(metrics=["success"])
+    assert (b["n_total"].item(), b["n_valid"].item()) == (a["n_total"].item(), 470)
+    assert b["mean"].item() == pytest.approx(a["mean"].item())
+
+
+def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "store")
+    assert dict(store.ingest(real_dir / "inspect-robots", progress=False).formats) == {
+        "inspect-robots/v1": 2
+    }
+    assert store.score().untraced_runs == tuple(
+        sorted(store.sql("select run_id from runs")["run_id"])
+    )
+    agg = store.aggregate(by=["run_id"]).sort("metric")
+    # the real-robot trial succeeded at the end; the faulted one abstains, with its reason
+    assert agg.filter(pl.col("metric") == "success_at_end")["mean"].to_list() == [1.0]
+    failed = agg.filter(pl.col("metric") == "success").row(0, named=True)
+    assert failed["n_valid"] == 0 and failed["n_errors"] == 1
+    assert failed["skip_breakdown"][0]["reason"].startswith("sample error: EmbodimentFault")
+    for run in store.sql("select run_id from runs")["run_id"]:
+        path = ha.export_evallog(store, run, tmp_path / "out" / f"{run.split(':')[-1]}.json")
+        assert json.loads(path.read_text())["run_id"] == run
