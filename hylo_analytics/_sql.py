@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from hylo_analytics._resources import resource_dir
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
 
 __all__ = [
@@ -43,11 +44,7 @@ _LAYERS = ("stg_", "int_", "mart_")
 
 def sql_dir() -> Path:
     """Where the ``.sql`` files are: inside the wheel, or the repo's ``sql/`` when editable."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "sql", here.parent / "sql"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no sql/ folder next to {here}")
+    return resource_dir("sql")
 
 
 @cache

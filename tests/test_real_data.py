@@ -141,3 +141,18 @@ def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
     for run in store.sql("select run_id from runs")["run_id"]:
         path = ha.export_evallog(store, run, tmp_path / "out" / f"{run.split(':')[-1]}.json")
         assert json.loads(path.read_text())["run_id"] == run
+
+
+def test_demo_on_real_logs(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``demo --data`` on logs without traces or latency: one comparison per benchmark and split."""
+    from hylo_analytics.cli import main
+
+    assert main(["demo", "--data", str(real_dir / "vla-eval-harness"), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Paired comparison on success, LIBEROBenchmark_") == 4
+    assert "latency_p95" not in out  # no run has it: not asked for
+    assert "vla-eval:xvla:LIBEROBenchmark_libero_10" in out  # ids whole
+    for name in ("success_by_task.png", "paired_forest.png", "report.html"):
+        assert (tmp_path / name).stat().st_size > 10_000

@@ -196,6 +196,7 @@ DECL_EXPECTED: dict[str, dict[str, float | str]] = {
         "t2#2": 0.0,
         "t3#1": 2.0,
         "t3#2": 0.0,
+        **NO_TRACE,  # an untraced episode abstains, as the built-ins do: not an error
     },
     "first_item": {"t1#1": 1.0, "t1#2": 2.0, "t1#3": "missing path: output.queue.0"},
     "shape": {"t1#1": 1.0, "t1#2": 1.0, "t1#3": 0.0},
@@ -234,12 +235,17 @@ def test_declarative_kinds(store: ha.Store) -> None:
         "scorer:coverage",
         "scorer:obj_right",
         "scorer:ok",
-        "scorer:trace_steps",  # the samples without a trace have no trace.steps
     )
+    assert summary_of(report, "scorer:trace_steps") == (2, 0)  # abstained, errors
     summary = {s.source: s for s in report.scorers}
     assert summary["scorer:coverage"].abstained == 1  # the JSON null
     assert summary["scorer:coverage"].errors == 7
     assert summary["scorer:queue_right"].optional
+
+
+def summary_of(report: Any, source: str) -> tuple[int, int]:
+    (s,) = [s for s in report.scorers if s.source == source]
+    return s.abstained, s.errors
 
 
 def test_declarative_schema_explains_failure(store: ha.Store) -> None:
@@ -466,3 +472,17 @@ def test_builtins_agree_with_the_plain_python_reference(tmp_path: Path, seed: in
         if v is not None:
             assert math.isclose(v, got[k], abs_tol=1e-9), k
     assert any(v is None for v in ref.values()) and any(v == 1.0 for v in ref.values())
+
+
+@pytest.mark.parametrize(
+    ("path", "expected", "reads"),
+    [
+        ("trace.steps", None, True),
+        ("sample.status", "trace.end_status", True),
+        ("sample.trace_status", None, False),  # a sample field, not the trace
+        ("output.trace", None, False),
+    ],
+)
+def test_reads_trace(path: str, expected: str | None, reads: bool) -> None:
+    kind = "exact" if expected else "value"
+    assert DeclarativeScorer("x", kind, path, expected).reads_trace is reads

@@ -8,11 +8,10 @@ from pathlib import Path
 import polars as pl
 
 from hylo_analytics import charts
+from hylo_analytics._resources import sample_data_dir
 from hylo_analytics.api import open_store
 from hylo_analytics.cli._common import emit
-from hylo_analytics.report import write_report
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "sample"
+from hylo_analytics.report import run_labels, write_report
 
 _COMPARE_COLUMNS = (
     "candidate", "level", "n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped",
@@ -35,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--data",
         type=Path,
-        default=DEFAULT_DATA,
+        default=None,
         metavar="DIR",
         help="EvalLogs to ingest (default: the bundled data/sample)",
     )
@@ -53,48 +52,84 @@ def _title(text: str) -> None:
     print(f"\n{text}\n{'-' * len(text)}")
 
 
-def run(args: argparse.Namespace) -> int:
-    store = open_store(args.out / "store")
-    print(store.ingest(args.data, progress=False))
-    print(store.score())
-    _title("Runs")
-    emit(store.runs().drop("ingested_at"), "table", None)
+_METRICS = ("success", "steps", "latency_p95")
 
-    runs = store.sql("SELECT run_id FROM stg_runs ORDER BY agent_version, run_id")["run_id"]
-    parent, candidates = runs[0], runs[1:].to_list()
-    _title("Success per run (preferred score per episode; Wilson 95% interval)")
-    agg = store.aggregate(by=["run_id"], metrics=["success", "steps", "latency_p95"])
+
+def run(args: argparse.Namespace) -> int:
+    data = args.data if args.data is not None else sample_data_dir()
+    store = open_store(args.out / "store")
+    print(store.ingest(data, progress=False))
+    print(store.score())
+    runs = store.runs()
+    if runs.is_empty():
+        raise ValueError(f"no run was ingested from {data}: nothing to analyse")
+    _title("Runs")
+    emit(runs.drop("ingested_at"), "table", None)
+
+    present = set(store.sql("SELECT DISTINCT metric FROM scores")["metric"])
+    metrics = [m for m in _METRICS if m in present] or sorted(present)[:3]
+    _title("Per run (preferred score per episode; 95% interval)")
+    agg = store.aggregate(by=["run_id"], metrics=metrics)
     emit(
         agg.select("run_id", "metric", "n_total", "n_valid", "n_skipped", "mean",
                    "success_rate_errors_as_failures", "ci_low", "ci_high", "ci_method"),
         "table", None,
     )  # fmt: skip
+    if "success" not in present:
+        print("\nno success scores: nothing to compare")
+        return 0
 
-    _title(
-        f"Paired comparison on success against the parent {parent} "
-        "(one-sided exact McNemar p, Holm-adjusted; statistical verdict rule)"
-    )
-    overall = store.compare(candidates, parent, metrics=["success"])
-    emit(overall.select(_COMPARE_COLUMNS), "table", None)
+    # only runs of one benchmark and split are paired: one comparison per group
+    groups = _groups(runs)
+    if not groups:
+        print("\nno two runs share a benchmark and split: nothing to compare")
+        return 0
+    for (benchmark, split), (parent, candidates) in groups.items():
+        _title(
+            f"Paired comparison on success, {benchmark} · {split}: every run against "
+            f"the parent {parent} (one-sided exact McNemar p, Holm-adjusted; statistical rule)"
+        )
+        overall = store.compare(candidates, parent, metrics=["success"])
+        emit(overall.select(_COMPARE_COLUMNS), "table", None)
+
+    # the detail, the charts and the report: the first group's newest run against its parent
+    (benchmark, split), (parent, candidates) = next(iter(groups.items()))
     newest = candidates[-1]
     _title(f"Per task: {newest} vs {parent}")
     per_task = store.compare([newest], parent, metrics=["success"], by=["task_id"])
     tasks = per_task.filter(pl.col("level") != "overall")
     emit(tasks.select("task_id", *_COMPARE_COLUMNS[2:]), "table", None)
 
-    task_success = store.sql("SELECT * FROM mart_task_success").with_columns(
-        (pl.col("agent_name") + " " + pl.col("agent_version")).alias("agent")
-    )
-    forest = tasks.select(
-        "task_id", "n_pairs", "candidate_wins", "parent_wins", "ties", "ci_low", "ci_high",
-        "verdict", "p_value", diff="mean_diff", p_adjusted="p_holm",
+    group = [parent, *candidates]
+    labels = run_labels(runs.filter(pl.col("run_id").is_in(group)))
+    task_success = (
+        store.sql("SELECT * FROM mart_task_success WHERE list_contains($runs, run_id)",
+                  {"runs": group})
+        .with_columns(run=pl.col("run_id").replace_strict(labels, return_dtype=pl.String))
     )  # fmt: skip
     outputs = [
-        (charts.success_rate_by_task(task_success, run_label="agent"), "success_by_task"),
-        (charts.paired_forest(forest), "paired_forest"),
+        (charts.success_rate_by_task(task_success), "success_by_task"),
+        (charts.paired_forest(per_task), "paired_forest"),
     ]
     for chart, name in outputs:
         for suffix in (".png", ".html"):
             print(f"wrote {charts.save(chart, args.out / f'{name}{suffix}')}")
     print(f"wrote {write_report(store, newest, parent, args.out / 'report.html')}")
     return 0
+
+
+def _groups(runs: pl.DataFrame) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """(benchmark, split) -> (parent, candidates) for every group of two runs or more.
+
+    The parent is the oldest version (then the first agent name, then id): in the bundled
+    sample, the first release of the agent.
+    """
+    ordered = runs.sort(
+        "benchmark_id", "split", "agent_version", "agent_name", "run_id", nulls_last=True
+    )
+    out: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    for (benchmark, split), frame in ordered.group_by("benchmark_id", "split", maintain_order=True):
+        ids = frame["run_id"].to_list()
+        if len(ids) >= 2:
+            out[(str(benchmark), str(split))] = (ids[0], ids[1:])
+    return out

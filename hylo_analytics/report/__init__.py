@@ -11,6 +11,7 @@ from hylo_analytics.report.frames import (
     describe_rule,
     render_report,
     report_frames,
+    run_labels,
     summary_sentence,
     write_report,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "describe_rule",
     "render_report",
     "report_frames",
+    "run_labels",
     "summary_sentence",
     "write_report",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "describe_rule",
     "render_report",
     "report_frames",
+    "run_labels",
     "summary_sentence",
     "write_report",
 ]
@@ -236,12 +237,6 @@ def report_frames(
             .when(pl.col("run") == parent)
             .then(pl.lit("parent"))
             .alias("role"),
-            # what a person calls the run: agent and version, whatever of them the log has
-            pl.coalesce(
-                pl.concat_str("agent_name", "agent_version", separator=" "),
-                pl.col("agent_name"),
-                pl.col("run"),
-            ).alias("label"),
         )
     )
     # the runs the pair can be set against: the parent's benchmark and split
@@ -250,7 +245,7 @@ def report_frames(
         pl.col("benchmark_id").eq_missing(par["benchmark_id"]),
         pl.col("split").eq_missing(par["split"]),
     )
-    labels = _distinct_labels(runs.select("run", "label"))
+    labels = run_labels(runs, id_column="run")
     headline = headline.with_columns(
         candidate_label=pl.lit(labels[candidate]),
         parent_label=pl.lit(labels[parent]),
@@ -278,13 +273,23 @@ def report_frames(
     }
 
 
-def _distinct_labels(runs: pl.DataFrame) -> dict[str, str]:
-    """Run -> its label; labels two runs share get the run id appended (never ambiguous)."""
-    shared = runs.filter(pl.col("label").is_duplicated())["run"].to_list()
-    return {
-        run: f"{label} ({run})" if run in shared else label
-        for run, label in runs.select("run", "label").iter_rows()
-    }
+def run_labels(runs: pl.DataFrame, *, id_column: str = "run_id") -> dict[str, str]:
+    """Run id -> what a person calls the run: agent name and version, whatever the log has.
+
+    A run without an agent name is its id; two runs that would share a label get their id
+    appended, so a label never names two runs. The report, the demo and the charts' callers
+    all label runs with this one rule.
+    """
+    frame = runs.select(
+        pl.col(id_column).alias("run"),
+        pl.coalesce(
+            pl.concat_str("agent_name", "agent_version", separator=" "),
+            pl.col("agent_name"),
+            pl.col(id_column),
+        ).alias("label"),
+    )
+    shared = frame.filter(pl.col("label").is_duplicated())["run"].to_list()
+    return {run: f"{label} ({run})" if run in shared else label for run, label in frame.iter_rows()}
 
 
 def _headline(

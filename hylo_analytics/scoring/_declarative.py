@@ -14,7 +14,9 @@ A dotted path (``output.coverage``, ``sample.scores.steps``, ``case.expected.que
 ``sample.scores`` holds only the log's own scores, so a declarative scorer never reads another
 scorer's output and the result does not depend on the order scorers run in. Paths resolve for
 all samples at once with ``json_extract``; a path that does not resolve is a per-row error
-(``missing path: <path>``), a JSON ``null`` is an abstention. ``schema`` validation and the
+(``missing path: <path>``), a JSON ``null`` is an abstention, and a scorer reading ``trace.``
+abstains on an episode without a usable trace (``no trace (trace_status=...)``, as the
+built-ins do) instead of failing it. ``schema`` validation and the
 comparison of objects in ``exact`` run in Python once per *distinct* value.
 """
 
@@ -70,6 +72,12 @@ class DeclarativeScorer:
     expected: str | None = None  # exact: the expected path
     schema: Mapping[str, Any] | None = None  # schema: the JSON Schema
     declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
+
+    @property
+    def reads_trace(self) -> bool:
+        """Whether a path reads ``trace``: such a scorer abstains on an untraced episode."""
+        paths = (self.path, self.expected or "")
+        return any(p == "trace" or p.startswith(("trace.", "trace[")) for p in paths)
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -294,6 +302,13 @@ def _select(
     err: str,
     explanation: str = "cast(null as varchar)",
 ) -> str:
+    if scorer.reads_trace:
+        # like the built-ins: an episode without a usable trace abstains, it is not an error
+        untraced = """json_extract(record, '$.trace') is null"""
+        why = f"""case when {untraced} then 'no trace (trace_status='
+                  || coalesce(json_extract_string(record, '$.sample.trace_status'), 'none')
+                  || ')' else {why} end"""
+        err = f"(not {untraced} and {err})"
     return f"""
     select run_id, key, task_id, seed, epoch, episode_id, {sql_str(scorer.name)} as metric,
            cast(case when why is null then {value} end as double) as value, why is null as valid,

@@ -78,3 +78,19 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     report = (tmp_path / "report.html").read_text()
     assert "<html" in report.lower() and 'src="http' not in report
     assert "improved" in res.stdout and "regressed" in res.stdout
+
+
+def test_demo_on_one_run_says_there_is_nothing_to_compare(
+    tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = next(sample_dir.iterdir())
+    assert main(["demo", "--data", str(one), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "no two runs share a benchmark and split: nothing to compare" in out
+    assert "Per run" in out and not (tmp_path / "report.html").exists()
+
+
+def test_demo_on_nothing_fails_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["demo", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
+    assert "no run was ingested from" in capsys.readouterr().err
