@@ -68,6 +68,7 @@ from hylo_analytics.scoring import (
     VectorizedScorer,
     load_scorers,
 )
+from hylo_analytics.store import RunSelectionError, StoreNotFoundError
 
 if TYPE_CHECKING:  # loaded on first use: altair and vl-convert take a second to import
     from hylo_analytics import charts
@@ -88,11 +89,13 @@ __all__ = [
     "Policy",
     "Predicate",
     "RelativeNoiseRule",
+    "RunSelectionError",
     "Score",
     "ScoringCall",
     "ScoringReport",
     "StatisticalRule",
     "Store",
+    "StoreNotFoundError",
     "TaskInstance",
     "TaskSpec",
     "VectorizedScorer",

@@ -252,6 +252,8 @@ def run_analysis(
     A dry run computes every section as a real run would: the rows it would write are kept as
     ``pending`` score rows that later sections read in place of the stored rows they replace.
     """
+    if runs is not None:
+        runs = store.resolve_runs(runs)  # ids, unique prefixes or selectors, once for all
     pending: list[pa.Table] = []
     scoring = None
     if spec.score:

@@ -157,6 +157,10 @@ class ParquetStore:
             f"{spec!r} matches {hits.height} runs, add a field to pick one: {listed}"
         )
 
+    def resolve_runs(self, specs: Sequence[str]) -> list[str]:
+        """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats."""
+        return list(dict.fromkeys(self.resolve_run(spec) for spec in specs))
+
     # -- writing -------------------------------------------------------------------------
 
     @contextmanager

@@ -140,8 +140,10 @@ def test_runs_filter_and_unknown_run(store: ha.Store, tmp_path: Path) -> None:
     assert store.sql(
         "select distinct run_id from stg_scores where source = 'scorer:steps'"
     ).rows() == [("run-other-0002",)]
-    with pytest.raises(KeyError, match="runs not in the store"):
+    with pytest.raises(ha.RunSelectionError, match="no run matches 'nope'"):
         store.score(["steps"], runs=["nope"])
+    # a unique prefix or a selector names the same run
+    assert store.score(["steps"], runs=["run-other"]).runs == ("run-other-0002",)
 
 
 def test_unknown_builtin_is_an_error(store: ha.Store) -> None:

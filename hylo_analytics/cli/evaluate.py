@@ -31,7 +31,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_store_arg(p)
     p.add_argument("--spec", required=True, metavar="FILE", type=Path, help="the analysis spec")
     p.add_argument(
-        "--run", action="append", dest="runs", metavar="RUN_ID", help="only this run (repeatable)"
+        "--run",
+        action="append",
+        dest="runs",
+        metavar="RUN",
+        help="only this run: id, prefix or selector (repeatable)",
     )
     p.add_argument("--dry-run", action="store_true", help="compute and print; write nothing")
     p.add_argument(

@@ -22,7 +22,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_arg(p)
-    p.add_argument("--run", required=True, metavar="RUN", help="the run_id to export")
+    p.add_argument(
+        "--run",
+        required=True,
+        metavar="RUN",
+        help="the run to export: an id, a unique prefix or a selector (agent=X,split=Y)",
+    )
     p.add_argument("-o", "--output", required=True, metavar="PATH", type=Path, help="log file")
     p.add_argument("--version", choices=("v0.1", "v0.2"), default="v0.1", help="layout")
     p.add_argument("--no-traces", action="store_true", help="write the log only")

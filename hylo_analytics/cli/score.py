@@ -37,7 +37,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"a built-in scorer to run (repeatable): {', '.join(BUILTIN_SCORERS)}",
     )
     p.add_argument(
-        "--run", action="append", metavar="RUN", dest="runs", help="score only RUN (repeatable)"
+        "--run",
+        action="append",
+        metavar="RUN",
+        dest="runs",
+        help="score only RUN: id, prefix or selector (repeatable)",
     )
     p.set_defaults(func=run)
 

@@ -212,11 +212,7 @@ def _candidates(
     store: ParquetStore, baseline: str, runs: Sequence[str] | None, key_path: str
 ) -> list[str]:
     if runs is not None:
-        known = set(store.sql("select run_id from stg_runs")["run_id"].to_list())
-        missing = [r for r in runs if r not in known]
-        if missing:
-            raise KeyError(f"runs not in the store: {missing}")
-        chosen = list(dict.fromkeys(runs))
+        chosen = store.resolve_runs(runs)
     else:
         chosen = store.sql(
             "select run_id from stg_runs where benchmark_id is not distinct from "

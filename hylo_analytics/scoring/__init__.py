@@ -129,12 +129,7 @@ def compute_scores(
             r[0] for r in con.execute("select run_id from stg_runs order by run_id").fetchall()
         ]
     else:
-        known = {r[0] for r in con.execute("select run_id from stg_runs").fetchall()}
-        runs = [store.resolve_run(r) if "=" in r else r for r in runs]  # selectors
-        missing = [r for r in runs if r not in known]
-        if missing:
-            raise KeyError(f"runs not in the store: {missing}")
-        run_ids = list(dict.fromkeys(runs))
+        run_ids = store.resolve_runs(runs)  # ids, unique prefixes or selectors
     tag = uuid.uuid4().hex[:8]
     runs_rel, ep_rel, rec_rel = f"_score_runs_{tag}", f"_score_ep_{tag}", f"_score_rec_{tag}"
     id_list(con, runs_rel, run_ids)

@@ -41,4 +41,4 @@ def test_score_yaml_failing_required_scorer(
 
 def test_score_unknown_run(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", "--store", str(store_dir), "--run", "nope"]) == 2
-    assert "runs not in the store: ['nope']" in capsys.readouterr().err
+    assert "no run matches 'nope'" in capsys.readouterr().err
