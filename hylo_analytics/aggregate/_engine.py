@@ -21,6 +21,7 @@ twice (visibly, in ``n_total``) rather than averaging two scorers.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
@@ -166,8 +167,13 @@ def _load(
         )
     missing = [c for c in ("metric", "value", *by, *extra) if c not in frame.columns]
     if missing:
+        known = [*frame.columns, *(c for c in _RUN_COLUMNS if c not in frame.columns)]
+        if not isinstance(scores, ParquetStore):
+            known = list(frame.columns)
+        near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
+        hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
         raise ValueError(
-            f"aggregate: scores have no column(s) {missing}; columns: {', '.join(frame.columns)}"
+            f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
         )
     if source is not None:
         if "source" not in frame.columns:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hylo_analytics as ha
 from hylo_analytics import stats as iv
 from hylo_analytics.aggregate import STATISTICS, aggregate_scores
 
@@ -302,3 +303,8 @@ def test_two_sources_of_one_key_are_not_averaged_as_epochs():
 def test_metric_in_by_is_not_grouped_twice():
     out = aggregate_scores(SCORES, by=["metric", "run_id", "run_id"])
     assert out.columns[:2] == ["run_id", "metric"] and out.height == 2
+
+
+def test_a_misspelt_column_gets_the_nearest_run_or_score_column(sample_store: ha.Store) -> None:
+    with pytest.raises(ValueError, match="did you mean 'agent_version' for 'agent_versio'"):
+        sample_store.aggregate(by=["agent_versio"])
