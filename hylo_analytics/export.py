@@ -104,12 +104,8 @@ def export_evallog(
     if version not in ("v0.1", "v0.2"):
         raise ValueError(f"version {version!r}: expected 'v0.1' or 'v0.2'")
     con = store.con
-    if "=" in run_id:  # a selector such as "agent=xvla,benchmark=libero_spatial"
-        run_id = store.resolve_run(run_id)
+    run_id = store.resolve_run(run_id)  # an id, a unique prefix or a selector
     row = con.execute("SELECT * FROM stg_runs WHERE run_id = ?", [run_id]).fetchall()
-    if not row:
-        known = [r[0] for r in con.execute("SELECT run_id FROM stg_runs LIMIT 5").fetchall()]
-        raise KeyError(f"run {run_id!r} is not in the store {store.root} (e.g. {known})")
     cols = [d[0] for d in con.execute("SELECT * FROM stg_runs LIMIT 0").description]
     run = dict(zip(cols, row[0], strict=True))
     source = run["source_path"] or ""

@@ -93,7 +93,7 @@ def test_v02_layout(sample_store: ha.Store, tmp_path: Path) -> None:
 
 
 def test_unknown_run_and_version(sample_store: ha.Store, tmp_path: Path) -> None:
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(ha.RunSelectionError, match="no run matches 'nope'"):
         ha.export_evallog(sample_store, "nope", tmp_path / "x.json")
     with pytest.raises(ValueError, match=r"v0\.3"):
         ha.export_evallog(sample_store, "x", tmp_path / "x.json", version="v0.3")  # type: ignore[arg-type]

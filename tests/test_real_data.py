@@ -138,6 +138,13 @@ def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
     failed = agg.filter(pl.col("metric") == "success").row(0, named=True)
     assert failed["n_valid"] == 0 and failed["n_errors"] == 1
     assert failed["skip_breakdown"][0]["reason"].startswith("sample error: EmbodimentFault")
+    # the two trials share no metric (the faulted log names its metric 'success'), so there
+    # is nothing to pair: the compare and the report say so in one line
+    ok = store.resolve_run("inspect-robots:molmoact2:adhoc:41")
+    faulted = store.resolve_run("inspect-robots:molmoact2:adhoc:f7")
+    assert store.sql("select n_errors from mart_runs where run_id = ?", [faulted]).item() == 1
+    with pytest.raises(ValueError, match=r"parent '.*' has no scores for \['success_at_end'\]"):
+        ha.build_report(store, ok, faulted, metric="success_at_end")
     for run in store.sql("select run_id from runs")["run_id"]:
         path = ha.export_evallog(store, run, tmp_path / "out" / f"{run.split(':')[-1]}.json")
         assert json.loads(path.read_text())["run_id"] == run

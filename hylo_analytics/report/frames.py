@@ -165,11 +165,7 @@ def report_frames(
     quantiles). ``metric`` must be binary (0/1); ``rule`` defaults to
     :class:`StatisticalRule` (Store.compare's default); ``force`` passes the comparability gate.
     """
-    known = set(store.sql("select run_id from stg_runs")["run_id"].to_list())
-    for role, run in (("candidate", candidate), ("parent", parent)):
-        if run not in known and "=" not in run:
-            raise ValueError(f"{role} run {run!r} is not in the store; runs: {sorted(known)}")
-    # a run id or a selector such as "agent=xvla,benchmark=libero_spatial"
+    # a run id, a unique prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
     candidate, parent = store.resolve_run(candidate), store.resolve_run(parent)
     params = {"metric": metric, "candidate": candidate, "parent": parent}
     n, n_not_binary = store.sql(_VALUES, params).row(0)

@@ -165,7 +165,7 @@ def test_report_frames_runs_coverage_latency(frames: dict[str, pl.DataFrame]) ->
 
 
 def test_report_frames_errors_name_the_problem(sample_store: ha.Store) -> None:
-    with pytest.raises(ValueError, match=r"candidate run 'nope' is not in the store"):
+    with pytest.raises(ValueError, match=r"no run matches 'nope'"):
         report.report_frames(sample_store, "nope", PARENT)
     with pytest.raises(ValueError, match=r"metric 'steps' is not binary"):
         report.report_frames(sample_store, CANDIDATE, PARENT, metric="steps")
@@ -238,7 +238,7 @@ def test_report_cli_unknown_run_exits_2(
         ]
     )
     assert code == 2
-    assert "candidate run 'nope' is not in the store" in capsys.readouterr().err
+    assert "no run matches 'nope'" in capsys.readouterr().err
 
 
 def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> None:
