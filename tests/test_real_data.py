@@ -112,6 +112,7 @@ def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> N
     page = report.save(tmp_path / "libero_spatial_report.html")
     text = page.read_text()
     assert "pi05" in text and "xvla" in text and "None" not in text  # no version: not "None"
+    assert "pi05 \u2212 xvla, per task" in text  # the forest names the runs by their labels
     _looks_drawn(screenshot(page, tmp_path / "libero_spatial_report.png", tmp_path))
 
     pi05 = vla.resolve_run(f"agent=pi05,{SPATIAL}")

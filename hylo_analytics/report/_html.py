@@ -103,6 +103,11 @@ def summary_sentence(headline: dict[str, Any]) -> str:
     )
 
 
+def _label(h: dict[str, Any], role: str) -> str:
+    """What the page calls the candidate or the parent: its label, else its id."""
+    return str(h.get(f"{role}_label") or h[role])
+
+
 def _who(h: dict[str, Any], role: str) -> str:
     label = h.get(f"{role}_label")
     run = html.escape(h[role])
@@ -267,12 +272,12 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
     tasks, runs = frames["tasks"], frames["runs"]
     pair = runs.filter(pl.col("role").is_not_null())
     suite = " · ".join(str(x) for x in dict.fromkeys((h.get("benchmark_id"), h.get("split"))) if x)
-    title = title or f"{h.get('candidate_label') or h['candidate']} vs " + (
-        f"{h.get('parent_label') or h['parent']}" + (f" on {suite}" if suite else "")
+    title = title or f"{_label(h, 'candidate')} vs {_label(h, 'parent')}" + (
+        f" on {suite}" if suite else ""
     )
     success = charts.success_rate_by_task(
-        frames["task_success"],
-        run_label="label",
+        frames["task_success"].drop("run").rename({"label": "run"}),  # legend: "run"
+        run_label="run",
         title="Success rate per task",
     )
     latency_order = (
@@ -294,7 +299,11 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
             _task_rows(tasks),
         ),
         _method_note(h),
-        _svg(charts.paired_forest(tasks, title=f"{h['candidate']} \u2212 {h['parent']}, per task")),
+        _svg(
+            charts.paired_forest(
+                tasks, title=f"{_label(h, 'candidate')} \u2212 {_label(h, 'parent')}, per task"
+            )
+        ),
         _svg(charts.win_loss_bars(tasks)),
         _svg(success),
         "<h2>Runs, coverage and cost</h2>",
