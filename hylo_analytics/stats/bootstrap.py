@@ -15,9 +15,11 @@ exact way to draw a resampled sum is chosen from the data:
   numbers), which turns the bootstrap into a matrix product. Each group's interval is an exact
   bootstrap interval that again depends only on its values and the seed; only the Monte-Carlo
   noise is correlated across groups of equal size, so do not difference two groups' resamples.
-- stratified (``strata_sizes``): 0/1 strata are drawn as binomials, others by the weights.
-  Known limit (issue 12): strata of one group with equal size (or equal (n, k)) share their
-  draws, which inflates the stratified interval; the unstratified paths are unaffected.
+- stratified (``strata_sizes``): each stratum is resampled on its own, 0/1 strata as
+  binomials, others by weights. The draws of a stratum are seeded by its position in its
+  group (and its size, or its (n, k)), so the strata of one group are independent (sharing
+  draws between equal strata would correlate them and inflate the interval several times),
+  while the i-th strata of two groups share common random numbers as above.
 
 Parameters are named as everywhere in :mod:`hylo_analytics.stats`: ``level``,
 ``n_resamples``, ``seed`` (an int, ``None`` or a :class:`numpy.random.Generator`; the same seed
@@ -89,8 +91,10 @@ def bootstrap_means(
     g_end = np.cumsum(gsize)
     strata_of_group = np.searchsorted(s_start[1:], g_end, side="left") + 1
     g_first = np.concatenate([[0], strata_of_group[:-1]])
+    # each stratum's position inside its group: the strata of one group never share draws
+    position = np.arange(len(ssize)) - np.repeat(g_first, np.diff([0, *strata_of_group]))
     rows_per_chunk = max(1, max_bytes // (8 * n_resamples))
-    weights: dict[tuple[int, int], FloatArray] = {}
+    weights: dict[tuple[int, int, int], FloatArray] = {}
     g0 = 0
     while g0 < len(gsize):
         # Strata, not groups, bound the memory: pick as many groups as fit.
@@ -102,11 +106,14 @@ def bootstrap_means(
             counts = _value_counts(codes[span], ssize[s0:s1], len(levels))
             sums = _discrete_means(levels, counts, n_resamples, base)
         elif binary:
-            sums = _binomial_sums(s_sum[s0:s1], ssize[s0:s1], n_resamples, rng, plain)
+            sums = _binomial_sums(
+                s_sum[s0:s1], ssize[s0:s1], position[s0:s1], n_resamples, base, plain
+            )
         else:
             sums = _multinomial_sums(
-                x, s_start, (s0, s1), ssize, n_resamples, (base, max_bytes), weights, plain
-            )
+                x, s_start, (s0, s1), (ssize, position), n_resamples, (base, max_bytes),
+                weights, plain,
+            )  # fmt: skip
         if plain:
             yield g0, g1, sums
         else:
@@ -222,19 +229,26 @@ def bootstrap_ci(
 def _binomial_sums(
     k: FloatArray,
     n: npt.NDArray[np.int64],
+    position: npt.NDArray[np.int64],
     n_resamples: int,
-    rng: np.random.Generator,
+    base: int,
     as_means: bool,
 ) -> FloatArray:
-    # Strata with equal (n, k) have equal resampling distributions: draw once per distinct pair.
-    pairs, inverse = np.unique(
-        np.stack([n, np.rint(k).astype(np.int64)]), axis=1, return_inverse=True
+    """Resampled sums of 0/1 strata; one generator per distinct (n, k, position).
+
+    Strata with equal (n, k) at the same position of their groups have equal resampling
+    distributions and are drawn once; two strata of one group differ in position, so they
+    are always independent.
+    """
+    keys, inverse = np.unique(
+        np.stack([n, np.rint(k).astype(np.int64), position]), axis=1, return_inverse=True
     )
-    draws = rng.binomial(
-        pairs[0][:, None], (pairs[1] / pairs[0])[:, None], size=(pairs.shape[1], n_resamples)
-    ).astype(np.float64)
+    draws = np.empty((keys.shape[1], n_resamples))
+    for j, (nj, kj, pos) in enumerate(keys.T.tolist()):
+        rng = np.random.default_rng([base, nj, kj, pos])
+        draws[j] = rng.binomial(nj, kj / nj, size=n_resamples)
     if as_means:
-        draws /= pairs[0][:, None]
+        draws /= keys[0][:, None]
     return draws[inverse.ravel()]
 
 
@@ -242,37 +256,42 @@ def _multinomial_sums(
     x: FloatArray,
     s_start: npt.NDArray[np.int64],
     span: tuple[int, int],
-    ssize: npt.NDArray[np.int64],
+    strata: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
     n_resamples: int,
     seeding: tuple[int, int],
-    cache: dict[tuple[int, int], FloatArray],
+    cache: dict[tuple[int, int, int], FloatArray],
     as_means: bool,
-    rows: npt.NDArray[np.bool_] | None = None,
 ) -> FloatArray:
-    """Resampled sums (means when ``as_means``) of strata ``span`` (those of ``rows``)."""
+    """Resampled sums (means when ``as_means``) of strata ``span``.
+
+    ``strata`` holds every stratum's size and its position in its group; the weights are
+    seeded by (size, position), so the strata of one group are resampled independently.
+    """
     s0, s1 = span
     base, max_bytes = seeding
-    sizes = ssize[s0:s1] if rows is None else ssize[s0:s1][rows]
-    starts = s_start[s0:s1] if rows is None else s_start[s0:s1][rows]
-    unique = np.unique(sizes)
-    out = None if len(unique) == 1 else np.empty((len(sizes), n_resamples))
-    for n in (int(u) for u in unique):
-        idx = np.flatnonzero(sizes == n)
+    sizes, positions = strata[0][s0:s1], strata[1][s0:s1]
+    starts = s_start[s0:s1]
+    kinds, kind_of = np.unique(np.stack([sizes, positions]), axis=1, return_inverse=True)
+    kind_of = kind_of.ravel()
+    out = None if kinds.shape[1] == 1 else np.empty((len(sizes), n_resamples))
+    for kind, (n, pos) in enumerate(kinds.T.tolist()):
+        idx = np.flatnonzero(kind_of == kind)
         block = x[starts[idx][:, None] + np.arange(n)]
-        # The weights depend only on (seed, n, chunk), so every group chunk sees the same ones;
-        # they are cached while they fit in the memory budget.
+        # The weights depend only on (seed, n, position, chunk), so every group chunk sees the
+        # same ones; they are cached while they fit in the memory budget.
         step = max(1, max_bytes // (8 * n))
         parts = []
         for j in range(0, n_resamples, step):
-            w = cache.get((n, j))
+            w = cache.get((n, pos, j))
             if w is None:
                 b = min(step, n_resamples - j)
-                counts = np.random.default_rng([base, n, j]).multinomial(n, np.full(n, 1 / n), b)
+                gen = np.random.default_rng([base, n, j] if pos == 0 else [base, n, j, pos])
+                counts = gen.multinomial(n, np.full(n, 1 / n), b)
                 w = np.ascontiguousarray(counts.T, dtype=np.float64)
                 if as_means:
                     w /= n
                 if n * n_resamples * 8 <= max_bytes:
-                    cache[(n, j)] = w
+                    cache[(n, pos, j)] = w
             parts.append(block @ w)
         result = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         if out is None:

@@ -19,6 +19,7 @@ are oriented so that positive is an improvement) or ``"two-sided"``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Literal
 
@@ -180,21 +181,60 @@ def _exact_p(ranks2: tuple[int, ...], observed2: int, alternative: Alternative) 
     return min(2.0 * min(upper, lower), 1.0)
 
 
-def holm(p: npt.ArrayLike) -> FloatArray:
-    """Holm step-down adjusted p-values (equal to statsmodels' ``multipletests(p, "holm")``)."""
+def holm(p: npt.ArrayLike, families: npt.ArrayLike | None = None) -> FloatArray:
+    """Holm step-down adjusted p-values (equal to statsmodels' ``multipletests(p, "holm")``).
+
+    ``families`` (one label per p-value) adjusts each family on its own, in one pass: the
+    overall row of a comparison is its own family, its per-task rows another.
+    """
     p = np.asarray(p, dtype=np.float64)
-    order = np.argsort(p, kind="stable")
-    steps = (p.size - np.arange(p.size)) * p[order]
+    fam, size, rank, order = _family_ranks(p, families)
+    steps = np.minimum(1.0, (size - rank) * p[order])
     out = np.empty_like(p)
-    out[order] = np.minimum(1.0, np.maximum.accumulate(steps))
+    out[order] = _per_family(steps, fam, np.maximum.accumulate)
     return out
 
 
-def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
-    """Benjamini-Hochberg adjusted p-values (statsmodels' ``fdr_bh``)."""
+def benjamini_hochberg(p: npt.ArrayLike, families: npt.ArrayLike | None = None) -> FloatArray:
+    """Benjamini-Hochberg adjusted p-values (statsmodels' ``fdr_bh``), per family as :func:`holm`."""
     p = np.asarray(p, dtype=np.float64)
-    order = np.argsort(p, kind="stable")[::-1]
-    ranks = p.size - np.arange(p.size)
+    fam, size, rank, order = _family_ranks(p, families)
+    steps = np.minimum(1.0, p[order] * size / (rank + 1))
     out = np.empty_like(p)
-    out[order] = np.minimum(1.0, np.minimum.accumulate(p[order] * p.size / ranks))
+    out[order] = _per_family(steps, fam, lambda x: np.minimum.accumulate(x[::-1])[::-1])
     return out
+
+
+def _per_family(
+    steps: FloatArray, fam: npt.NDArray[np.int64], running: Callable[[FloatArray], FloatArray]
+) -> FloatArray:
+    """``running`` (a cumulative max or min) applied to each family's contiguous slice.
+
+    A loop over families, not values: an offset trick would be one pass but would round
+    p-values below 1e-16 to 0.
+    """
+    out = np.empty_like(steps)
+    bounds = np.flatnonzero(np.diff(fam)) + 1
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), steps.size], strict=True):
+        out[lo:hi] = running(steps[lo:hi])
+    return out
+
+
+def _family_ranks(
+    p: FloatArray, families: npt.ArrayLike | None
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """Sorted by (family, p): each entry's family code, family size and rank in it."""
+    if families is None:
+        codes = np.zeros(p.size, dtype=np.int64)
+    else:
+        codes = np.unique(np.asarray(families), return_inverse=True)[1].astype(np.int64).ravel()
+        if codes.size != p.size:
+            raise ValueError("families must give one label per p-value")
+    order = np.lexsort((p, codes))
+    fam = codes[order]
+    counts = np.bincount(fam, minlength=int(fam.max(initial=-1)) + 1)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(p.size) - first[fam]
+    return fam, counts[fam], rank, order

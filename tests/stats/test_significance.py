@@ -138,3 +138,21 @@ def test_holm_and_bh_equal_statsmodels() -> None:
     p = np.random.default_rng(3).uniform(0, 0.2, 40)
     np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
     np.testing.assert_allclose(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1, allow_nan=False), st.integers(0, 4)), min_size=1, max_size=40
+    )
+)
+def test_family_wise_adjustment_equals_statsmodels_per_family(
+    rows: list[tuple[float, int]],
+) -> None:
+    """Each family is adjusted on its own: the overall row never depends on the task rows."""
+    p = np.array([r[0] for r in rows])
+    fam = np.array([r[1] for r in rows])
+    for fn, method in ((holm, "holm"), (benjamini_hochberg, "fdr_bh")):
+        got = fn(p, fam)
+        for f in np.unique(fam):
+            np.testing.assert_allclose(got[fam == f], multipletests(p[fam == f], method=method)[1])
