@@ -21,6 +21,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.score",
     "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.compare",
+    "hylo_analytics.cli.plan",
     "hylo_analytics.cli.evaluate",
     "hylo_analytics.cli.report",
     "hylo_analytics.cli.export",
