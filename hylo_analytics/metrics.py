@@ -26,6 +26,7 @@ __all__ = [
     "default_registry",
     "get_metric",
     "normalize_expr",
+    "resolve_directions",
 ]
 
 METRIC_SPEC_SCHEMA_VERSION = "worldfoundry.metric_spec/v1"
@@ -291,3 +292,37 @@ def normalize_expr(spec: MetricSpec, col: str = "value") -> pl.Expr | None:
     kind, lo, hi = parsed
     x = pl.col(col)
     return (x - lo) / (hi - lo) if kind == "minmax" else (hi - x) / (hi - lo)
+
+
+DirectionSource = Literal["argument", "scores", "registry"]
+
+
+def resolve_directions(
+    metrics: Iterable[str],
+    *,
+    explicit: Mapping[str, str] | None = None,
+    declared: Mapping[str, str] | None = None,
+    registry: MetricRegistry | None = None,
+) -> dict[str, tuple[Direction, DirectionSource]]:
+    """metric -> (direction, where it came from), for the metrics whose direction is known.
+
+    The one rule every comparison uses: an ``explicit`` direction (``directions=``,
+    ``--direction``) first, then what the scores declare (a declarative scorer's
+    ``goal``/``direction``, a derived output's ``direction``, stored in ``metadata``), then
+    the registry (aliases included). A metric in none of them is absent from the result: its
+    direction is unknown, and no comparison may call it improved or regressed.
+    """
+    reg = (registry or default_registry()).directions()
+    out: dict[str, tuple[Direction, DirectionSource]] = {}
+    for name in metrics:
+        for source, table in (("argument", explicit), ("scores", declared), ("registry", reg)):
+            d = (table or {}).get(name)
+            if d is None:
+                continue
+            if d not in ("maximize", "minimize"):
+                raise ValueError(
+                    f"direction of {name!r} must be 'maximize' or 'minimize', got {d!r}"
+                )
+            out[name] = (d, source)  # type: ignore[assignment]
+            break
+    return out

@@ -238,7 +238,7 @@ def test_task_figures_agree_everywhere(store: ha.Store) -> None:
 
 
 def test_paired_figures_agree_everywhere(store: ha.Store) -> None:
-    options = {"n_resamples": 500, "seed": 7, "alternative": "two-sided"}
+    options = {"n_resamples": 500, "seed": 7}
     py = store.compare(C, P, metrics=["success", "steps"], by=["task_id"], **options)
     sql = store.sql(
         "select * from mart_compare where candidate = $c and parent = $p "

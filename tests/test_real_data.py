@@ -164,3 +164,39 @@ def test_demo_on_real_logs(
     assert "vla-eval:xvla:LIBEROBenchmark_libero_10" in out  # ids whole
     for name in ("success_by_task.png", "paired_forest.png", "report.html"):
         assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_libero_spatial_verdict_is_honest(vla: ha.Store) -> None:
+    """xvla vs pi05 on libero_spatial: 7:9, p 0.77, inconclusive; the 30 drops are pi05's
+    harness timeouts, with what they could change; and how many episodes would settle it."""
+    from hylo_analytics.compare.planning import plan_from_runs
+
+    xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
+    row = vla.compare(xvla, pi05).row(0, named=True)
+    assert (row["candidate_wins"], row["parent_wins"], row["n_pairs"]) == (7, 9, 470)
+    assert row["p_value"] == pytest.approx(0.7728, abs=1e-4)
+    assert row["verdict"] == "inconclusive" and row["ci_method"] == "tango"
+    assert "needs an equivalence margin" in row["verdict_note"]
+    assert (row["n_dropped_candidate"], row["n_dropped_parent"]) == (0, 30)
+    assert row["drop_reasons"] == "parent: harness error: timeout x30"
+    assert "unbalanced: the parent abstained" in row["drop_note"]
+    # the bounds: every timeout a pi05 success (worst for xvla), or every one a failure
+    ids = {"c": vla.resolve_run(xvla), "p": vla.resolve_run(pi05)}
+    x_on_drops = vla.sql(
+        "select sum(c.value) as s from int_key_scores c join int_key_scores p using (key, metric) "
+        "where metric = 'success' and c.run_id = $c and p.run_id = $p and p.value is null",
+        ids,
+    ).item()
+    assert row["diff_if_drops_min"] == pytest.approx((-2 + x_on_drops - 30) / 500)
+    assert row["diff_if_drops_max"] == pytest.approx((-2 + x_on_drops) / 500)
+    assert row["diff_if_drops_min"] < row["mean_diff"] < row["diff_if_drops_max"]
+    # the harness's own convention: timeouts are failures, all 500 pairs count
+    ef = vla.compare(xvla, pi05, errors_as_failures=True).row(0, named=True)
+    assert (ef["n_pairs"], ef["n_dropped"]) == (500, 0)
+    assert ef["mean_diff"] == pytest.approx(row["diff_if_drops_max"])
+    # adding by= never changes the overall verdict
+    per_task = vla.compare(xvla, pi05, by=["task_id"])
+    over = per_task.filter(pl.col("level") == "overall").row(0, named=True)
+    assert (over["p_holm"], over["verdict"]) == (row["p_holm"], row["verdict"])
+    plan = plan_from_runs(vla, xvla, pi05)
+    assert plan.mde is not None and 0.01 < plan.mde < 0.05

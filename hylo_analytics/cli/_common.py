@@ -6,12 +6,23 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from hylo_analytics.api import Store, open_store
+from hylo_analytics.compare import StatisticalRule
 
-__all__ = ["FORMATS", "add_format_args", "add_store_arg", "emit", "store_from", "table_text"]
+__all__ = [
+    "FORMATS",
+    "add_format_args",
+    "add_store_arg",
+    "add_verdict_args",
+    "emit",
+    "store_from",
+    "table_text",
+    "verdict_options",
+]
 
 FORMATS = ("table", "csv", "json", "parquet")
 TEXT_WIDTH = 60
@@ -44,6 +55,68 @@ def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) ->
         help=f"tables: show long text in full (default: cut at {TEXT_WIDTH} characters; "
         "ids are never cut)",
     )
+
+
+def add_verdict_args(parser: argparse.ArgumentParser) -> None:
+    """The verdict's options, the same on every command that shows a verdict."""
+    g = parser.add_argument_group("verdict")
+    g.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the tests (0.05)"
+    )
+    g.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        metavar="M",
+        help="equivalence margin: 'unchanged' when the 1-2*alpha CI lies inside +-M (points of "
+        "success for 0/1 metrics, 0.02 = 2 points; else a fraction of the parent's mean). "
+        "Without it nothing is called unchanged",
+    )
+    g.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="an extra condition on improved/regressed: the CI must clear +-threshold "
+        "(metric units; default 0)",
+    )
+    g.add_argument(
+        "--direction",
+        action="append",
+        default=[],
+        metavar="METRIC=DIR",
+        help="what is better for METRIC: maximize or minimize (repeat). Default: what the "
+        "scores declare, then the metric registry; a metric with neither gets two-sided "
+        "tests and no improved/regressed",
+    )
+    g.add_argument(
+        "--family",
+        choices=("comparison", "level"),
+        default="comparison",
+        help="multiple-comparison family: each candidate/metric/level (default), or every "
+        "row of one level",
+    )
+    g.add_argument(
+        "--errors-as-failures",
+        action="store_true",
+        help="count harness errors of 0/1 metrics as failures (the harnesses' convention) "
+        "instead of dropping the pair",
+    )
+
+
+def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``rule``, ``directions``, ``family`` and ``errors_as_failures`` from the arguments."""
+    directions: dict[str, str] = {}
+    for item in args.direction:
+        metric, sep, direction = item.partition("=")
+        if not sep or direction not in ("maximize", "minimize") or not metric:
+            raise ValueError(f"--direction {item!r}: expected METRIC=maximize or METRIC=minimize")
+        directions[metric] = direction
+    return {
+        "rule": StatisticalRule(alpha=args.alpha, margin=args.margin, threshold=args.threshold),
+        "directions": directions,
+        "family": args.family,
+        "errors_as_failures": args.errors_as_failures,
+    }
 
 
 def store_from(args: argparse.Namespace) -> Store:

@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import argparse
 
-from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
-from hylo_analytics.compare import StatisticalRule
+import polars as pl
+
+from hylo_analytics.cli._common import (
+    add_format_args,
+    add_store_arg,
+    add_verdict_args,
+    emit,
+    store_from,
+    verdict_options,
+)
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
-per --by group. Pairs where either side abstained are dropped and counted. Each row carries
-n_pairs, candidate_wins, parent_wins, ties, the exact McNemar p (one-sided: is the candidate
-better?), Holm and Benjamini-Hochberg adjusted p-values across every row of the call, the
-mean difference with a paired bootstrap CI, a Wilcoxon p and a verdict (improved, regressed,
-unchanged, inconclusive; the CI against +-threshold together with the Holm-adjusted
-two-sided p). Runs whose benchmark digest, split or scorer version differ are refused unless
---force is given; forced rows say so in the 'forced' and 'gate_note' columns."""
+per --by group. Pairs where either side abstained are dropped and counted per side, with
+their reasons and the range the difference would span had they counted. Each row carries
+n_pairs, candidate_wins, parent_wins, ties, the one-sided exact McNemar p that the candidate
+is better (p_value) and worse (p_worse), Holm / BH adjusted within the row's family (the
+overall row is its own family; the per-task rows of one candidate and metric another), the
+mean difference with its CI (Tango's score interval for 0/1 metrics, BCa bootstrap
+otherwise), a Wilcoxon p, and a verdict with the p that decided it (p_verdict) and why
+(verdict_note): improved / regressed when the test in the metric's direction rejects at
+--alpha; unchanged when the 1-2*alpha CI lies inside +-margin (needs --margin); otherwise
+inconclusive. Runs whose benchmark digest, split or scorer version differ are refused unless
+--force is given; forced rows say so in the 'forced' and 'gate_note' columns.
+
+example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
+             --parent version=1.0.0 --by task_id --margin 0.05"""
 
 _TABLE_COLUMNS = (
     "candidate",
     "metric",
     "level",
+    "direction",
     "n_pairs",
     "candidate_wins",
     "parent_wins",
@@ -29,11 +45,12 @@ _TABLE_COLUMNS = (
     "n_dropped",
     "p_value",
     "p_holm",
-    "p_bh",
+    "p_verdict",
     "mean_diff",
     "ci_low",
     "ci_high",
     "verdict",
+    "verdict_note",
     "forced",
 )
 
@@ -93,9 +110,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--mid-p", action="store_true", help="mid-p McNemar (less conservative)")
     p.add_argument(
         "--ci",
-        choices=("bootstrap", "normal", "none"),
-        default="bootstrap",
-        help="CI of the mean difference (default: seeded paired bootstrap)",
+        choices=("auto", "score", "newcombe", "bootstrap", "bca", "normal", "none"),
+        default="auto",
+        help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
+        "seeded BCa bootstrap otherwise; bootstrap = percentile; normal = Wald)",
     )
     p.add_argument(
         "--resamples",
@@ -105,19 +123,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="CI coverage (0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=0.0,
-        help="verdict: smallest difference that matters (default 0)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="verdict significance level")
+    add_verdict_args(p)
     add_format_args(p, parquet=False)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     store = store_from(args)
+    options = verdict_options(args)
     result = store.compare(
         args.candidate,
         args.parent,
@@ -132,9 +145,29 @@ def run(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         level=args.level,
         seed=args.seed,
-        rule=StatisticalRule(threshold=args.threshold, alpha=args.alpha),
+        **options,
     )
-    if args.format == "table":
-        result = result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:])
-    emit(result, args.format, args.output, wide=args.wide)
+    if args.format != "table":
+        emit(result, args.format, args.output, wide=args.wide)
+        return 0
+    emit(
+        result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:]),
+        "table",
+        args.output,
+        wide=args.wide,
+    )
+    notes = [options["rule"].describe()]
+    notes += [
+        f"{r['candidate']} ({r['metric']}): {r['drop_note']}"
+        + (f" [{r['drop_reasons']}]" if r["drop_reasons"] else "")
+        for r in result.filter(pl.col("level") == "overall", pl.col("drop_note").is_not_null())
+        .select("candidate", "metric", "drop_note", "drop_reasons")
+        .iter_rows(named=True)
+    ]
+    text = "".join(f"* {n}\n" for n in notes)
+    if args.output is None:
+        print(text, end="")
+    else:
+        with args.output.open("a") as fh:
+            fh.write(text)
     return 0

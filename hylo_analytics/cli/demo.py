@@ -11,11 +11,13 @@ from hylo_analytics import charts
 from hylo_analytics._resources import sample_data_dir
 from hylo_analytics.api import open_store
 from hylo_analytics.cli._common import emit
+from hylo_analytics.compare import StatisticalRule
 from hylo_analytics.report import run_labels, write_report
 
 _COMPARE_COLUMNS = (
     "candidate", "level", "n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped",
-    "p_value", "p_holm", "mean_diff", "ci_low", "ci_high", "verdict",
+    "p_value", "p_holm", "p_verdict", "mean_diff", "ci_low", "ci_high", "verdict",
+    "verdict_note",
 )  # fmt: skip
 
 
@@ -27,7 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "The main job on the bundled data: ingest data/sample into a store, re-score every "
             "trace with the built-in scorers, print the runs, success with 95% intervals, and "
             "a paired comparison of every newer agent version against the oldest (overall and "
-            "per task, McNemar p, Holm-adjusted, verdicts); write charts (PNG and HTML) and a "
+            "per task, one-sided exact McNemar p, Holm within the per-task family, Tango score "
+            "intervals, verdicts with their reasons); write charts (PNG and HTML) and a "
             "self-contained HTML report to --out."
         ),
     )
@@ -84,19 +87,23 @@ def run(args: argparse.Namespace) -> int:
     if not groups:
         print("\nno two runs share a benchmark and split: nothing to compare")
         return 0
+    rule = StatisticalRule()
+    print(f"\nVerdicts: {rule.describe()}.")
     for (benchmark, split), (parent, candidates) in groups.items():
         _title(
             f"Paired comparison on success, {benchmark} · {split}: every run against "
-            f"the parent {parent} (one-sided exact McNemar p, Holm-adjusted; statistical rule)"
+            f"the parent {parent} (one-sided exact McNemar p; each overall row its own family)"
         )
-        overall = store.compare(candidates, parent, metrics=["success"])
+        overall = store.compare(candidates, parent, metrics=["success"], rule=rule)
         emit(overall.select(_COMPARE_COLUMNS), "table", None)
+        for row in overall.filter(pl.col("drop_note").is_not_null()).iter_rows(named=True):
+            print(f"* {row['candidate']}: {row['drop_note']} ({row['drop_reasons']})")
 
     # the detail, the charts and the report: the first group's newest run against its parent
     (benchmark, split), (parent, candidates) = next(iter(groups.items()))
     newest = candidates[-1]
-    _title(f"Per task: {newest} vs {parent}")
-    per_task = store.compare([newest], parent, metrics=["success"], by=["task_id"])
+    _title(f"Per task: {newest} vs {parent} (Holm within the per-task family)")
+    per_task = store.compare([newest], parent, metrics=["success"], by=["task_id"], rule=rule)
     tasks = per_task.filter(pl.col("level") != "overall")
     emit(tasks.select("task_id", *_COMPARE_COLUMNS[2:]), "table", None)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, store_from
-from hylo_analytics.compare import StatisticalRule
+from hylo_analytics.cli._common import add_store_arg, add_verdict_args, store_from, verdict_options
 from hylo_analytics.report import write_report
 
 
@@ -17,9 +16,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Write one self-contained HTML file (charts and styles inlined, no network needed "
             "to view it): a headline comparison, per-task paired differences (Store.compare: "
-            "McNemar p, Holm, paired bootstrap CI) and verdicts by the statistical rule, "
+            "McNemar p, Holm within the per-task family, Tango score CI) and verdicts by the "
+            "statistical rule (stated on the page), dropped pairs with their reasons, "
             "success per task, coverage (scored vs skipped) and cost. Example: "
-            "hylo-analytics report --store out/store --candidate RUN_B --parent RUN_A -o r.html"
+            "hylo-analytics report --store out/store --candidate version=1.2.0-rc1 "
+            "--parent version=1.0.0 -o r.html"
         ),
     )
     add_store_arg(p)
@@ -35,13 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--metric", default="success", help="a binary (0/1) metric to compare (default: success)"
     )
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=0.0,
-        help="verdict: smallest difference that matters, as a fraction (default 0)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="verdict significance level")
+    add_verdict_args(p)
     p.add_argument(
         "--force",
         action="store_true",
@@ -65,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         args.parent,
         args.output,
         metric=args.metric,
-        rule=StatisticalRule(threshold=args.threshold, alpha=args.alpha),
         force=args.force,
+        **verdict_options(args),
     )
     print(f"wrote {path}")
     return 0

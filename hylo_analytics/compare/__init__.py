@@ -5,12 +5,16 @@
   behind the comparability gate (:class:`ComparabilityError`);
 - :func:`paired_compare`: the two-run case (:class:`PairedComparison`), same engine;
 - :mod:`~hylo_analytics.compare.verdicts`: ``improved | regressed | unchanged |
-  inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`.
+  inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`;
+- :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
+- :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches.
 """
 
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
+from hylo_analytics.compare.planning import RunPlan, plan_from_runs
 from hylo_analytics.compare.runs import ComparabilityError, compare_runs
+from hylo_analytics.compare.sequential import SequentialMonitor, sequential_compare
 from hylo_analytics.compare.verdicts import (
     VERDICTS,
     RelativeNoiseRule,
@@ -24,9 +28,13 @@ __all__ = [
     "ComparabilityError",
     "PairedComparison",
     "RelativeNoiseRule",
+    "RunPlan",
+    "SequentialMonitor",
     "StatisticalRule",
     "add_verdicts",
     "compare_runs",
     "compare_scores",
     "paired_compare",
+    "plan_from_runs",
+    "sequential_compare",
 ]

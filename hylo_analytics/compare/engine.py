@@ -5,10 +5,26 @@
 :func:`~hylo_analytics.compare.compare_runs` (``Store.compare``) reads the resolved scores,
 applies the comparability gate and calls it, and
 :func:`~hylo_analytics.compare.paired_compare` is its two-run case. One tidy frame comes back:
-one row per (candidate, metric) overall and one per ``by`` group, with wins, the McNemar p,
-Holm and Benjamini-Hochberg adjusted p-values across every row of the call, the mean
-difference with its CI, a Wilcoxon p and a verdict. Every statistic is
-:mod:`hylo_analytics.stats`'; this module only lays the pairs out for it.
+one row per (candidate, metric) overall and one per ``by`` group, with wins, the one-sided
+exact McNemar p in each direction, their adjustment within the row's family, the mean
+difference with its interval, what the dropped pairs could change, and a verdict with the p
+that decided it and a note that says why. Every statistic is :mod:`hylo_analytics.stats`';
+this module only lays the pairs out for it.
+
+- **Intervals**: ``ci="auto"`` gives Tango's score interval for 0/1 metrics (it keeps its
+  coverage near 0 and 1, where the percentile bootstrap collapses) and the percentile
+  bootstrap of the differences otherwise; ``eq_low`` / ``eq_high`` are the same interval at ``1 - 2 alpha``, the
+  equivalence (TOST) interval the verdict reads.
+- **Families**: p-values are adjusted within a family, by default one (candidate, metric,
+  level): an overall row is its own family and adding ``by=`` never changes its verdict;
+  ``family="level"`` pools every candidate and metric of one level.
+- **Directions** come from one place (:func:`hylo_analytics.metrics.resolve_directions`):
+  ``directions=``, then what the scores declare (their ``metadata`` ``direction``), then the
+  metric registry; a metric with none is ``unknown``: two-sided tests, no improved/regressed.
+- **Dropped pairs** (one side abstained) are counted per side, with their reasons, and the
+  range the difference would span had they counted (``diff_if_drops_min`` / ``_max``, the
+  dropped values set to the ends of the metric's observed range); ``errors_as_failures=True``
+  counts errored abstentions of 0/1 metrics as failures instead (the harnesses' convention).
 
 The key is the unit: several epochs of one key are reduced (by their mean, as in the SQL view
 ``int_key_scores``) before pairing, unless ``pair_on_epoch``.
@@ -16,16 +32,19 @@ The key is the unit: several epochs of one key are reduced (by their mean, as in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
-from hylo_analytics.compare.verdicts import RelativeNoiseRule, StatisticalRule, add_verdicts
-from hylo_analytics.metrics import Direction, default_registry
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, bootstrap_ci
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
+from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
+from hylo_analytics.metrics import Direction, resolve_directions
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_ci
+from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning, z_value
+from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,
@@ -34,31 +53,51 @@ from hylo_analytics.stats.significance import (
     signed_rank_p,
 )
 
-__all__ = ["COLUMNS", "CiMethod", "Reducer", "compare_scores"]
+__all__ = ["COLUMNS", "CiMethod", "Family", "Reducer", "compare_scores"]
 
 Reducer = Literal["mean", "max", "min"]
-CiMethod = Literal["bootstrap", "normal", "none"]
+CiMethod = Literal["auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none"]
+Family = Literal["comparison", "level"]
 _REDUCERS = ("mean", "max", "min")
+_CI_METHODS = ("auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none")
 COLUMNS = (
     "direction",
+    "direction_source",
     "n_pairs",
     "candidate_wins",
     "parent_wins",
     "ties",
     "n_dropped",
+    "n_dropped_candidate",
+    "n_dropped_parent",
+    "n_dropped_both",
     "n_unmatched",
     "p_value",
+    "p_worse",
     "p_holm",
+    "p_worse_holm",
     "p_bh",
+    "p_worse_bh",
+    "family",
+    "family_size",
     "mean_candidate",
     "mean_parent",
     "mean_diff",
     "ci_low",
     "ci_high",
+    "ci_method",
+    "eq_low",
+    "eq_high",
+    "margin",
+    "diff_if_drops_min",
+    "diff_if_drops_max",
+    "drop_reasons",
+    "drop_note",
     "wilcoxon_p",
     "p_two_sided",
     "p_verdict",
     "verdict",
+    "verdict_note",
     "verdict_rule",
 )
 
@@ -75,35 +114,50 @@ def compare_scores(
     alternative: Alternative = "greater",
     mid_p: bool = False,
     directions: Mapping[str, Direction] | None = None,
-    ci: CiMethod = "bootstrap",
+    ci: CiMethod = "auto",
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
-    rule: RelativeNoiseRule | StatisticalRule | None = None,
-    verdict_p: Literal["holm", "bh", "raw"] = "holm",
+    rule: Rule | None = None,
+    family: Family = "comparison",
+    errors_as_failures: bool = False,
     forced: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
     """Compare every candidate with ``parent`` on the keys they share, overall and per ``by``.
 
     Parameters
     ----------
-    scores : one row per (run_id, key[, epoch], metric) with a nullable ``value``; with a
-        ``source`` column, one source per key (resolve first: several sources are refused).
+    scores : one row per (run_id, key[, epoch], metric) with a nullable ``value``; optional
+        ``skip_reason`` (names the drops), ``errored`` (for ``errors_as_failures``) and
+        ``metadata`` (declared directions) columns. With a ``source`` column, one source per
+        key (resolve first: several sources are refused).
     reducer : how several epochs of one key are reduced before pairing (default ``mean``, the
         rule of ``int_key_scores``); ``None`` refuses duplicates with an error (never "the
         last one wins"). Abstentions are ignored by the reducer; a key whose epochs all
         abstained stays an abstention.
     pair_on_epoch : pair on (key, epoch) instead of reducing epochs.
-    directions : metric -> "maximize" | "minimize"; built-ins and "maximize" otherwise.
-    ci : "bootstrap" (paired percentile bootstrap, ``n_resamples``, ``seed``), "normal"
-        (mean ± z·sd/√n) or "none"; at ``level``.
-    rule : the verdict rule (default :class:`StatisticalRule`); rule 2 uses ``p_verdict``, the
-        two-sided McNemar p adjusted by ``verdict_p`` across the call.
+    alternative : ``greater`` (default): ``p_value`` is the one-sided p that the candidate is
+        better, ``p_worse`` that it is worse; ``two-sided``: both are the two-sided p.
+    directions : metric -> "maximize" | "minimize", over what the scores and the registry say.
+    ci : ``auto`` (Tango score interval for 0/1 metrics, percentile bootstrap of the paired
+        differences otherwise), ``score`` or ``newcombe`` (0/1 metrics; others as auto),
+        ``bootstrap`` (percentile), ``bca``, ``studentized``, ``normal`` (Wald; warns where it
+        is known to fail) or ``none``; at ``level``.
+    rule : the verdict rule (default :class:`StatisticalRule`); its ``alpha`` also sets the
+        equivalence interval's level, ``1 - 2 alpha``.
+    family : ``comparison`` (default: adjust within one candidate, metric and level) or
+        ``level`` (every candidate and metric of one level together).
+    errors_as_failures : count errored abstentions of 0/1 metrics as failures (0).
     forced : candidate -> what the gate found different, for candidates compared anyway.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
         raise ValueError(f"parent {parent!r} is also listed as a candidate")
+    if ci not in _CI_METHODS:
+        raise ValueError(f"ci must be one of {_CI_METHODS}, got {ci!r}")
+    if family not in ("comparison", "level"):
+        raise ValueError(f"family must be 'comparison' or 'level', got {family!r}")
+    rule = rule or StatisticalRule()
     pk = ["key", "epoch"] if pair_on_epoch else ["key"]
     by = list(by)
     _check_columns(scores, ["run_id", "metric", "value", *pk, *by])
@@ -111,25 +165,39 @@ def compare_scores(
     frame = scores.lazy().filter(pl.col("run_id").is_in([*cands, parent]))
     if metrics is not None:
         frame = frame.filter(pl.col("metric").is_in(list(metrics)))
+    has_reason = "skip_reason" in scores.columns
     cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
     # categorical ids: grouping and joining on integers instead of hashing strings
     cat = [c for c in cols if scores.schema[c] == pl.String]
-    lazy = frame.select(*cols, pl.col("value").cast(pl.Float64).fill_nan(None))
+    extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
+    value = pl.col("value").cast(pl.Float64).fill_nan(None)
+    lazy = frame.select(*cols, value, *extra)
+    if errors_as_failures and "errored" in scores.columns:
+        lazy = frame.select(*cols, value, *extra, pl.col("errored").fill_null(False))
     ids = lazy.with_columns(pl.col(cat).cast(pl.Categorical)).collect()
-    pairs, par = _pairs(_reduce(ids, [*pk, "metric"], by, reducer, pk), cands, parent, pk)
-    out = _aggregate(
-        pairs, par, by, directions or {}, alternative, mid_p, (ci, n_resamples, level, seed)
-    )
+    if errors_as_failures:
+        ids = _errors_as_failures(ids)
+    declared = _declared_directions(scores) if "metadata" in scores.columns else {}
+    present = ids["metric"].cast(pl.String).unique().to_list()
+    dirs = resolve_directions(present, explicit=directions, declared=declared)
+    reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
+    pairs, par = _pairs(reduced, cands, parent, pk, has_reason)
+    out = _aggregate(pairs, par, by, dirs, alternative, mid_p)
+    out = _with_ci(out, pairs, by, ci, (n_resamples, level, seed), rule.equivalence_level)
+    out = _with_tost(out, rule)
+    out = _with_drops(out, pairs, by, has_reason)
     out = out.with_columns(
         pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in [*cat, "candidate"]
     )
-    out = _adjust(out, verdict_p)
-    out = add_verdicts(out, rule or StatisticalRule())
+    out = _adjust(out, family, by)
+    out = add_verdicts(out, rule)
     forced = forced or {}
     out = out.with_columns(
         pl.lit(parent).alias("parent"),
         pl.lit(alternative).alias("alternative"),
         pl.lit(mid_p).alias("mid_p"),
+        pl.lit(level).alias("ci_level"),
+        pl.lit(errors_as_failures).alias("errors_as_failures"),
         pl.col("candidate").is_in(list(forced)).alias("forced"),
         pl.col("candidate")
         .replace_strict(forced, default=None, return_dtype=pl.String)
@@ -139,6 +207,36 @@ def compare_scores(
     return out.select(*first, pl.exclude(first)).sort(
         "candidate", "metric", "level", *by, nulls_last=False
     )
+
+
+def _errors_as_failures(frame: pl.DataFrame) -> pl.DataFrame:
+    """Errored abstentions of 0/1 metrics become failures (0): the harnesses' convention."""
+    binary = (
+        frame.group_by("metric")
+        .agg(ok=pl.col("value").drop_nulls().is_in([0.0, 1.0]).all())
+        .filter("ok")["metric"]
+    )
+    fill = pl.col("value").is_null() & pl.col("errored") & pl.col("metric").is_in(binary)
+    out = frame.with_columns(value=pl.when(fill).then(0.0).otherwise(pl.col("value")))
+    if "skip_reason" in out.columns:
+        out = out.with_columns(skip_reason=pl.when(fill).then(None).otherwise("skip_reason"))
+    return out.drop("errored")
+
+
+def _declared_directions(scores: pl.DataFrame) -> dict[str, str]:
+    """metric -> the direction its score rows declare in ``metadata`` (when one, unambiguous)."""
+    found = (
+        scores.lazy()
+        .select(
+            pl.col("metric").cast(pl.String),
+            d=pl.col("metadata").cast(pl.String).str.json_path_match("$.direction"),
+        )
+        .filter(pl.col("d").is_in(["maximize", "minimize"]))
+        .group_by("metric")
+        .agg(pl.col("d").unique())
+        .collect()
+    )
+    return {m: ds[0] for m, ds in found.iter_rows() if len(ds) == 1}
 
 
 def _check_columns(frame: pl.DataFrame, needed: list[str]) -> None:
@@ -163,7 +261,12 @@ def _check_one_source(frame: pl.DataFrame, pk: list[str]) -> None:
 
 
 def _reduce(
-    frame: pl.DataFrame, ident: list[str], by: list[str], reducer: Reducer | None, pk: list[str]
+    frame: pl.DataFrame,
+    ident: list[str],
+    by: list[str],
+    reducer: Reducer | None,
+    pk: list[str],
+    has_reason: bool,
 ) -> pl.DataFrame:
     """One row per (run, pair key, metric): refuse duplicates or reduce them explicitly."""
     group = ["run_id", *ident]
@@ -188,11 +291,13 @@ def _reduce(
         )
     value = getattr(pl.col("value"), reducer)()
     extra = [pl.col(b).first() for b in by if b not in pk]
+    if has_reason:  # a key that abstained on every epoch keeps the first epoch's reason
+        extra.append(pl.col("skip_reason").drop_nulls().first())
     return frame.group_by(group).agg(value, *extra)
 
 
 def _pairs(
-    frame: pl.DataFrame, cands: list[str], parent: str, pk: list[str]
+    frame: pl.DataFrame, cands: list[str], parent: str, pk: list[str], has_reason: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Candidate rows joined with the parent's value of the same key; and the parent's rows.
 
@@ -204,7 +309,10 @@ def _pairs(
     missing = set(cands) - set(cand["candidate"].unique().cast(pl.String))
     if missing:
         raise ValueError(f"candidate(s) {sorted(missing)} have no scores to compare")
-    right = par.select(*pk, "metric", pl.col("value").alias("parent_value"), matched=pl.lit(True))
+    reason = [pl.col("skip_reason").alias("parent_reason")] if has_reason else []
+    right = par.select(
+        *pk, "metric", pl.col("value").alias("parent_value"), *reason, matched=pl.lit(True)
+    )
     pairs = cand.join(right, on=[*pk, "metric"], how="left").with_columns(
         matched=pl.col("matched").fill_null(False),
         both=pl.col("value").is_not_null() & pl.col("parent_value").is_not_null(),
@@ -240,65 +348,82 @@ def _aggregate(
     pairs: pl.DataFrame,
     par: pl.DataFrame,
     by: list[str],
-    directions: Mapping[str, Direction],
+    directions: Mapping[str, tuple[str, str | None]],
     alternative: Alternative,
     mid_p: bool,
-    interval: tuple[CiMethod, int, float, int],
 ) -> pl.DataFrame:
-    """Counts, means, Wilcoxon, CI and McNemar p for every (candidate, metric, level, group).
-
-    One pass over the pairs per finest group; the overall rows are sums of those.
-    """
+    """Counts, means, Wilcoxon and the McNemar p-values for every (candidate, metric, level,
+    group). One pass over the pairs per finest group; the overall rows are sums of those."""
     gcols = ["candidate", "metric", "level", *by]
     ok, d = pl.col("both"), pl.col("diff")
+    v, pv = pl.col("value"), pl.col("parent_value")
+    cand_dropped = pl.col("matched") & v.is_null() & pv.is_not_null()
+    par_dropped = pl.col("matched") & pv.is_null() & v.is_not_null()
     sums = {
         "n_rows": pl.len(),
         "n_matched": pl.col("matched").sum(),
         "n_pairs": ok.sum(),
         "n_pos": (ok & (d > 0)).sum(),
         "n_neg": (ok & (d < 0)).sum(),
-        "sum_c": pl.col("value").filter(ok).sum(),
-        "sum_p": pl.col("parent_value").filter(ok).sum(),
+        "n_11": (ok & (v == 1) & (pv == 1)).sum(),
+        "n_nonbinary": (ok & ~(v.is_in([0.0, 1.0]) & pv.is_in([0.0, 1.0]))).sum(),
+        "sum_c": v.filter(ok).sum(),
+        "sum_p": pv.filter(ok).sum(),
         "sum_d": d.filter(ok).sum(),
         "sum_d2": (d * d).filter(ok).sum(),
+        "n_dropped_candidate": cand_dropped.sum(),
+        "n_dropped_parent": par_dropped.sum(),
+        "n_dropped_both": (pl.col("matched") & v.is_null() & pv.is_null()).sum(),
+        "sum_pv_cd": pv.filter(cand_dropped).sum(),
+        "sum_cv_pd": v.filter(par_dropped).sum(),
     }
     fine = pairs.group_by(["candidate", "metric", *by]).agg(**sums)
     st = _up(fine, by, list(sums), [])
     n_parent = _levels(par, by).group_by(["metric", "level", *by]).agg(n_parent=pl.len())
     st = st.join(n_parent, on=["metric", "level", *by], how="left", nulls_equal=True)
-    dirs = {**default_registry().directions(), **directions}
-    hib = pl.col("metric").cast(pl.String).replace_strict(dirs, default="maximize") == "maximize"
+    metric = pl.col("metric").cast(pl.String)
+    direction = metric.replace_strict(
+        {m: dv[0] for m, dv in directions.items()}, default="unknown", return_dtype=pl.String
+    )
+    source = metric.replace_strict(
+        {m: dv[1] for m, dv in directions.items()}, default=None, return_dtype=pl.String
+    )
     n = pl.col("n_pairs").cast(pl.Float64)
     known = pl.col("n_pairs") > 0
-    st = st.with_columns(higher_is_better=hib).with_columns(
+    down = pl.col("direction") == "minimize"
+    st = st.with_columns(direction=direction, direction_source=source).with_columns(
         pl.col("n_pairs").cast(pl.Int64),
-        candidate_wins=pl.when("higher_is_better").then("n_pos").otherwise("n_neg").cast(pl.Int64),
-        parent_wins=pl.when("higher_is_better").then("n_neg").otherwise("n_pos").cast(pl.Int64),
+        # a win is better in the metric's direction (higher when the direction is unknown)
+        candidate_wins=pl.when(down).then("n_neg").otherwise("n_pos").cast(pl.Int64),
+        parent_wins=pl.when(down).then("n_pos").otherwise("n_neg").cast(pl.Int64),
+        higher_is_better=~down,
         ties=(pl.col("n_pairs") - pl.col("n_pos") - pl.col("n_neg")).cast(pl.Int64),
         n_dropped=(pl.col("n_matched") - pl.col("n_pairs")).cast(pl.Int64),
         # candidate keys the parent lacks, and parent keys the candidate lacks
         n_unmatched=(
             pl.col("n_rows") + pl.col("n_parent").fill_null(0) - 2 * pl.col("n_matched")
         ).cast(pl.Int64),
+        is_binary=known & (pl.col("n_nonbinary") == 0),
         mean_candidate=pl.when(known).then(pl.col("sum_c") / n),
         mean_parent=pl.when(known).then(pl.col("sum_p") / n),
         mean_diff=pl.when(known).then(pl.col("sum_d") / n),
         sd_diff=pl.when(n > 1).then(
             ((pl.col("sum_d2") - pl.col("sum_d") ** 2 / n) / (n - 1)).clip(0.0).sqrt()
         ),
-        direction=pl.when("higher_is_better")
-        .then(pl.lit("maximize"))
-        .otherwise(pl.lit("minimize")),
     )
     st = _wilcoxon(st, pairs, by, gcols, alternative)
-    st = st.drop("n_rows", "n_matched", "n_parent", "n_pos", "n_neg")
-    st = st.drop("sum_c", "sum_p", "sum_d", "sum_d2")
-    st = _with_ci(st, pairs, by, gcols, *interval)
+    st = st.drop("n_rows", "n_matched", "n_parent", "sum_c", "sum_p", "sum_d2", "n_nonbinary")
     cw, pw = st["candidate_wins"].to_numpy(), st["parent_wins"].to_numpy()
+    unknown = (st["direction"] == "unknown").to_numpy()
+    two = mcnemar_p(cw, pw, alternative="two-sided", mid_p=mid_p)
+    better = mcnemar_p(cw, pw, alternative="greater", mid_p=mid_p)
+    worse = mcnemar_p(pw, cw, alternative="greater", mid_p=mid_p)
+    one_sided = alternative == "greater"
     return st.with_columns(
-        pl.Series("p_value", mcnemar_p(cw, pw, alternative=alternative, mid_p=mid_p)),
-        pl.Series("p_two_sided", mcnemar_p(cw, pw, alternative="two-sided", mid_p=mid_p)),
-    ).drop("sd_diff")
+        pl.Series("p_value", np.where(unknown | (not one_sided), two, better)),
+        pl.Series("p_worse", np.where(unknown | (not one_sided), two, worse)),
+        pl.Series("p_two_sided", two),
+    )
 
 
 def _wilcoxon(
@@ -350,47 +475,209 @@ def _with_ci(
     st: pl.DataFrame,
     pairs: pl.DataFrame,
     by: list[str],
-    gcols: list[str],
     ci: CiMethod,
-    n_resamples: int,
-    level: float,
-    seed: int,
+    boot: tuple[int, float, int],
+    eq_level: float,
 ) -> pl.DataFrame:
+    """The interval of the difference at ``level`` (``ci_low``/``ci_high``) and at
+    ``eq_level`` (``eq_low``/``eq_high``, the TOST interval), with ``ci_method`` per row."""
+    n_resamples, level, seed = boot
+    n = st["n_pairs"].to_numpy().astype(np.float64)
+    b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
+    binary = st["is_binary"].to_numpy()
+    rows = len(st)
+    out = {k: np.full(rows, np.nan) for k in ("ci_low", "ci_high", "eq_low", "eq_high")}
+    method = np.full(rows, None, dtype=object)
     if ci == "none":
-        return st.with_columns(ci_low=pl.lit(None, pl.Float64), ci_high=pl.lit(None, pl.Float64))
-    if ci == "normal":
-        half = z_value(level) * pl.col("sd_diff").fill_null(0.0) / pl.col("n_pairs").sqrt()
-        known = pl.col("n_pairs") > 0
-        return st.with_columns(
-            ci_low=pl.when(known).then(pl.col("mean_diff") - half),
-            ci_high=pl.when(known).then(pl.col("mean_diff") + half),
+        return _ci_columns(st, out, method).drop("n_11", "sd_diff")
+    if ci in ("auto", "score", "newcombe"):
+        score = binary & (n > 0)
+        for (lo_k, hi_k), lvl in (
+            (("ci_low", "ci_high"), level),
+            (("eq_low", "eq_high"), eq_level),
+        ):
+            if ci == "newcombe":
+                a = st["n_11"].to_numpy()
+                lo, hi = newcombe_ci(a[score], b[score], c[score], (n - a - b - c)[score], lvl)
+            else:
+                lo, hi = tango_ci(b[score], c[score], n[score], lvl)
+            out[lo_k][score], out[hi_k][score] = lo, hi
+        method[score] = "newcombe" if ci == "newcombe" else "tango"
+        rest = ~binary & (n > 0)
+        # the percentile bootstrap of paired differences held its coverage best in
+        # benchmarks/bench_coverage.py (BCa and bootstrap-t undercover on heavy tails)
+        kind: BootstrapMethod = "percentile"
+    elif ci == "normal":
+        rest = np.zeros(rows, dtype=bool)
+        sd = st["sd_diff"].fill_null(0.0).to_numpy()
+        mean = st["mean_diff"].to_numpy()
+        for (lo_k, hi_k), lvl in (
+            (("ci_low", "ci_high"), level),
+            (("eq_low", "eq_high"), eq_level),
+        ):
+            half = z_value(lvl) * sd / np.sqrt(np.where(n > 0, n, np.nan))
+            out[lo_k], out[hi_k] = mean - half, mean + half
+        method[n > 0] = "normal"
+        weak = binary & (n > 0) & (b + c < 10)
+        if weak.any():
+            warnings.warn(
+                f"ci='normal' on {int(weak.sum())} 0/1 comparison(s) with fewer than 10 "
+                "discordant pairs: the Wald interval collapses there (0 discordant pairs give "
+                "[0, 0]) and covers far less than its level; use ci='auto' (Tango)",
+                StatisticsWarning,
+                stacklevel=3,
+            )
+    else:
+        rest = n > 0
+        kind = {"bootstrap": "percentile", "bca": "bca", "studentized": "studentized"}[ci]  # type: ignore[assignment]
+    if rest.any():
+        # the paired differences of the bootstrapped groups back to back, in st's row order
+        gcols = ["candidate", "metric", "level", *by]
+        ids = st.with_row_index("_gid").filter(pl.Series(rest)).select(*gcols, "_gid")
+        d = _levels(pairs.filter("both"), by)
+        d = d.join(ids, on=gcols, nulls_equal=True).sort("_gid")
+        gid = d["_gid"].to_numpy()
+        sizes = np.bincount(gid, minlength=rows)[rest]
+        diffs = d["diff"].to_numpy()
+        for (lo_k, hi_k), lvl in (
+            (("ci_low", "ci_high"), level),
+            (("eq_low", "eq_high"), eq_level),
+        ):
+            lo, hi = bootstrap_ci(
+                diffs, sizes, method=kind, level=lvl, n_resamples=n_resamples, seed=seed
+            )
+            out[lo_k][rest], out[hi_k][rest] = lo, hi
+        method[rest] = kind
+    return _ci_columns(st, out, method).drop("n_11", "sd_diff")
+
+
+def _with_tost(st: pl.DataFrame, rule: Rule) -> pl.DataFrame:
+    """``p_tost``: the larger of the two one-sided score tests of equivalence within the
+    rule's margin, for 0/1 metrics (the p that decides "unchanged"; others decide by the
+    interval alone)."""
+    margin = st.select(rule.margin_expr().alias("m"))["m"].to_numpy()
+    b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
+    n = st["n_pairs"].to_numpy()
+    use = st["is_binary"].to_numpy() & np.isfinite(margin) & (n > 0)
+    p = np.full(len(st), np.nan)
+    if use.any():
+        m = margin[use]
+        p[use] = np.maximum(
+            tango_p(b[use], c[use], n[use], -m, "greater"),
+            tango_p(b[use], c[use], n[use], m, "less"),
         )
-    if ci != "bootstrap":
-        raise ValueError(f"ci must be 'bootstrap', 'normal' or 'none', got {ci!r}")
-    # the paired differences of every group back to back, in the order of st's rows
-    st = st.with_row_index("_gid")
-    d = _levels(pairs.filter("both"), by)
-    d = d.join(st.select(*gcols, "_gid"), on=gcols, nulls_equal=True).sort("_gid")
-    sizes = np.bincount(d["_gid"].to_numpy(), minlength=st.height)
-    lo, hi = bootstrap_ci(
-        d["diff"].to_numpy(), sizes, level=level, n_resamples=n_resamples, seed=seed
-    )
-    return st.drop("_gid").with_columns(
-        pl.Series("ci_low", lo).fill_nan(None), pl.Series("ci_high", hi).fill_nan(None)
+    return st.with_columns(pl.Series("p_tost", p).fill_nan(None)).drop("n_pos", "n_neg")
+
+
+def _ci_columns(
+    st: pl.DataFrame, out: dict[str, npt.NDArray[np.float64]], method: npt.NDArray[Any]
+) -> pl.DataFrame:
+    return st.with_columns(
+        *(pl.Series(k, v, dtype=pl.Float64).fill_nan(None) for k, v in out.items()),
+        pl.Series("ci_method", method.tolist(), dtype=pl.String),
     )
 
 
-def _adjust(out: pl.DataFrame, verdict_p: str) -> pl.DataFrame:
-    """Holm and BH adjusted p-values across every test of the call, and the verdict's p.
+def _with_drops(
+    st: pl.DataFrame, pairs: pl.DataFrame, by: list[str], has_reason: bool
+) -> pl.DataFrame:
+    """What the dropped pairs could change, and why they were dropped.
+
+    ``diff_if_drops_min`` / ``_max``: the mean difference over the pairs plus the dropped
+    ones, had every dropped value been the worst / best for the candidate within the range
+    of the metric's observed values (0 and 1 for a 0/1 metric).
+    """
+    gcols = ["candidate", "metric", "level", *by]
+    rng = (
+        pl.concat([pairs.select("metric", x="value"), pairs.select("metric", x="parent_value")])
+        .group_by("metric")
+        .agg(lo=pl.col("x").min(), hi=pl.col("x").max())
+    )
+    st = st.join(rng, on="metric", how="left")
+    lo, hi = pl.col("lo"), pl.col("hi")
+    ncd, npd, nbd = (pl.col(f"n_dropped_{s}") for s in ("candidate", "parent", "both"))
+    total = (pl.col("n_pairs") + pl.col("n_dropped")).cast(pl.Float64)
+    base = pl.col("sum_d") - pl.col("sum_pv_cd") + pl.col("sum_cv_pd")
+    low = (base + ncd * lo - npd * hi + nbd * (lo - hi)) / total
+    high = (base + ncd * hi - npd * lo + nbd * (hi - lo)) / total
+    up = pl.col("direction") != "minimize"
+    drops = pl.col("n_dropped") > 0
+    st = st.with_columns(
+        pl.col("n_dropped_candidate", "n_dropped_parent", "n_dropped_both").cast(pl.Int64),
+        diff_if_drops_min=pl.when(drops & (total > 0)).then(low),
+        diff_if_drops_max=pl.when(drops & (total > 0)).then(high),
+    )
+    if has_reason:
+        dropped = pairs.filter(pl.col("matched") & ~pl.col("both"))
+        sides = pl.concat(
+            [
+                dropped.filter(pl.col("value").is_null()).with_columns(
+                    side=pl.lit("candidate"), reason=pl.col("skip_reason")
+                ),
+                dropped.filter(pl.col("parent_value").is_null()).with_columns(
+                    side=pl.lit("parent"), reason=pl.col("parent_reason")
+                ),
+            ]
+        )
+        counted = (
+            _levels(sides, by)
+            .group_by(*gcols, "side", pl.col("reason").fill_null("(no reason)"))
+            .agg(n=pl.len())
+            .sort("n", "reason", descending=[True, False])
+            .group_by(gcols, maintain_order=True)
+            .agg(
+                drop_reasons=pl.format("{}: {} x{}", "side", "reason", pl.col("n").cast(pl.String))
+                .head(4)
+                .str.join("; ")
+            )
+        )
+        st = st.join(counted, on=gcols, how="left", nulls_equal=True)
+    else:
+        st = st.with_columns(drop_reasons=pl.lit(None, pl.String))
+    one_side = pl.max_horizontal(ncd, npd)
+    unbalanced = (ncd + npd >= 3) & (one_side >= 0.75 * (ncd + npd)) & (ncd != npd)
+    worst = pl.when(up).then("diff_if_drops_min").otherwise("diff_if_drops_max")
+    best = pl.when(up).then("diff_if_drops_max").otherwise("diff_if_drops_min")
+    note = pl.format(
+        "{} pair(s) dropped ({} candidate, {} parent, {} both abstained): had they counted, "
+        "the difference would lie between {} (worst for the candidate) and {} (best)",
+        pl.col("n_dropped").cast(pl.String),
+        ncd.cast(pl.String),
+        npd.cast(pl.String),
+        nbd.cast(pl.String),
+        worst.round_sig_figs(3).cast(pl.String),
+        best.round_sig_figs(3).cast(pl.String),
+    )
+    warn = pl.format(
+        "; unbalanced: the {} abstained far more often, so the comparison may be biased",
+        pl.when(ncd > npd).then(pl.lit("candidate")).otherwise(pl.lit("parent")),
+    )
+    return st.with_columns(
+        drop_note=pl.when(drops).then(
+            pl.when(unbalanced).then(pl.concat_str(note, warn)).otherwise(note)
+        )
+    ).drop("lo", "hi", "sum_d", "sum_pv_cd", "sum_cv_pd")
+
+
+def _adjust(out: pl.DataFrame, family: Family, by: list[str]) -> pl.DataFrame:
+    """Holm and BH adjusted p-values in each direction, within each family.
 
     Implemented in numpy (and tested equal to statsmodels' ``multipletests``), because
     ``multipletests(method="holm")`` runs ``gc.collect()``, which costs more than the rest.
     """
-    p, p2 = out["p_value"].to_numpy(), out["p_two_sided"].to_numpy()
-    adjust = {"holm": holm, "bh": benjamini_hochberg}
-    pv = p2 if verdict_p == "raw" else adjust[verdict_p](p2)
+    keys = ["level"] if family == "level" else ["candidate", "metric", "level"]
+    fam = out.select(pl.concat_str(keys, separator="\x1f").alias("f"))["f"].to_numpy()
+    name = pl.when(pl.col("level") == "overall").then(pl.lit("overall")).otherwise("level")
+    out = out.with_columns(
+        family=(
+            name if family == "level" else pl.format("{} / {} / {}", "candidate", "metric", name)
+        ),
+        family_size=pl.len().over(keys).cast(pl.Int64),
+    )
+    p, w = out["p_value"].to_numpy(), out["p_worse"].to_numpy()
     return out.with_columns(
-        pl.Series("p_holm", holm(p), dtype=pl.Float64),
-        pl.Series("p_bh", benjamini_hochberg(p), dtype=pl.Float64),
-        pl.Series("p_verdict", pv, dtype=pl.Float64),
+        pl.Series("p_holm", holm(p, fam), dtype=pl.Float64),
+        pl.Series("p_worse_holm", holm(w, fam), dtype=pl.Float64),
+        pl.Series("p_bh", benjamini_hochberg(p, fam), dtype=pl.Float64),
+        pl.Series("p_worse_bh", benjamini_hochberg(w, fam), dtype=pl.Float64),
     )

@@ -36,7 +36,8 @@ class PairedComparison:
     """Wins, losses and ties over the keys both runs scored, with the McNemar p-value.
 
     ``mean_diff`` is candidate minus parent in the metric's own units; ``ci_low``/``ci_high``
-    bound it (paired bootstrap at ``level``). ``wilcoxon_p`` tests the same hypothesis as
+    bound it at ``level`` (``ci_method``: Tango's score interval for 0/1 values, BCa
+    bootstrap otherwise). ``p_worse`` is the one-sided p that the candidate is worse. ``wilcoxon_p`` tests the same hypothesis as
     ``p_value`` using the size of each difference, not only its sign.
     """
 
@@ -58,6 +59,12 @@ class PairedComparison:
     level: float = DEFAULT_LEVEL
     wilcoxon_p: float = math.nan
     p_two_sided: float = math.nan
+    p_worse: float = math.nan
+    ci_method: str | None = None
+    n_dropped_candidate: int = 0
+    n_dropped_parent: int = 0
+    diff_if_drops_min: float = math.nan
+    diff_if_drops_max: float = math.nan
 
     @property
     def test_name(self) -> str:
@@ -80,7 +87,7 @@ class PairedComparison:
         if not math.isnan(self.mean_diff):
             lines.append(
                 f"  mean difference (candidate - parent) = {self.mean_diff:.4g}, "
-                f"{self.level:.0%} bootstrap CI [{self.ci_low:.4g}, {self.ci_high:.4g}], "
+                f"{self.level:.0%} CI ({self.ci_method}) [{self.ci_low:.4g}, {self.ci_high:.4g}], "
                 f"Wilcoxon p = {self.wilcoxon_p:.4g}"
             )
         return "\n".join(lines)
@@ -104,7 +111,7 @@ def paired_compare(
     mid_p: bool = False,
     direction: Direction | None = None,
     metric: str | None = None,
-    ci: CiMethod = "bootstrap",
+    ci: CiMethod = "auto",
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,

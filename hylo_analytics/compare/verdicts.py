@@ -1,127 +1,291 @@
 """Verdicts on a comparison: ``improved | regressed | unchanged | inconclusive``.
 
-Two documented rules, both direction-aware (for a metric to minimize, a drop is an
-improvement) and both polars expressions, so a verdict is an ordinary column of the tidy
-comparison frame.
+One logic, two ways to set its thresholds, both polars expressions over the comparison frame
+(so a verdict is an ordinary column, with the p-value that decided it and a note that says
+why):
 
-Rule 1, :class:`RelativeNoiseRule` (Autobench): the relative change of the candidate's mean
-against the parent's, ``(c - p) / |p|``, oriented so that positive is better, is compared with
-a relative-noise threshold: above ``+noise`` is improved, below ``-noise`` regressed, within
-(boundaries included) unchanged. A zero or missing parent mean is inconclusive (no relative
-change exists).
+- ``improved`` needs the one-sided test in the metric's direction to reject at ``alpha``
+  (after the family's adjustment): a noise threshold, when set, is an *extra* condition
+  (the interval must also clear it), never a replacement for the test;
+- ``regressed`` the same in the other direction;
+- ``unchanged`` needs evidence of equivalence: the ``1 - 2 alpha`` interval of the difference
+  (the two one-sided tests, TOST) lies strictly inside ``+-margin``, with the margin stated;
+  three tied pairs are not evidence of "no change";
+- everything else is ``inconclusive``.
 
-Rule 2, :class:`StatisticalRule`: the confidence interval of the (oriented) difference
-against ``±threshold`` together with the test's p-value. Improved only when the CI lies
-strictly above ``+threshold`` and ``p < alpha``; regressed when it lies strictly below
-``-threshold`` and ``p < alpha``; unchanged when it lies inside ``[-threshold, +threshold]``;
-otherwise inconclusive. The p-value should be two-sided (or computed in the direction being
-claimed), since the rule can conclude either way.
+A metric whose direction is not known gets two-sided tests and can only be ``unchanged`` or
+``inconclusive``: what would "improved" mean? The note says so, and how to give a direction.
+
+:class:`StatisticalRule` sets the margin in the metric's units (points of success rate for a
+0/1 metric; a fraction of the parent's mean otherwise). :class:`RelativeNoiseRule`
+(Autobench's relative noise) sets both the noise threshold and the margin as a fraction of the
+parent's mean.
+
+The frame needs: ``direction`` (``maximize | minimize | unknown``), ``p_holm`` /
+``p_worse_holm`` (or the ``bh`` / raw ones, as ``adjust`` says), ``ci_low`` / ``ci_high``,
+``eq_low`` / ``eq_high`` (the interval at ``equivalence_level``), ``mean_parent`` and
+``is_binary``; ``p_tost``, ``family`` and ``family_size`` are used when present.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
-__all__ = ["VERDICTS", "RelativeNoiseRule", "StatisticalRule", "add_verdicts"]
+__all__ = ["VERDICTS", "RelativeNoiseRule", "Rule", "StatisticalRule", "add_verdicts"]
 
 VERDICTS = ("improved", "regressed", "unchanged", "inconclusive")
-
-HigherIsBetter = bool | str | pl.Expr
-
-
-def _hib(higher_is_better: HigherIsBetter) -> pl.Expr:
-    if isinstance(higher_is_better, bool):
-        return pl.lit(higher_is_better)
-    return pl.col(higher_is_better) if isinstance(higher_is_better, str) else higher_is_better
-
-
-def _col(x: float | str) -> pl.Expr:
-    return pl.col(x) if isinstance(x, str) else pl.lit(float(x))
+Adjust = Literal["holm", "bh", "none"]
 
 
 def _finite(e: pl.Expr) -> pl.Expr:
     return e.is_not_null() & e.is_finite()
 
 
-@dataclass(frozen=True)
-class RelativeNoiseRule:
-    """Relative change vs a relative-noise threshold (a fraction, or a column name)."""
+def _num(e: pl.Expr, digits: int = 3) -> pl.Expr:
+    """A number for a note: at most ``digits`` significant decimals, signed."""
+    return e.round_sig_figs(digits).cast(pl.String)
 
-    noise: float | str = 0.05
-    name: str = "relative_noise"
 
-    def expr(
-        self,
-        *,
-        candidate: str = "mean_candidate",
-        parent: str = "mean_parent",
-        higher_is_better: HigherIsBetter = "higher_is_better",
-    ) -> pl.Expr:
-        """The verdict of every row as a polars string expression."""
-        c, p, noise = pl.col(candidate), pl.col(parent), _col(self.noise)
-        rel = (c - p) / p.abs()
-        oriented = pl.when(_hib(higher_is_better)).then(rel).otherwise(-rel)
-        known = _finite(c) & _finite(p) & (p != 0) & _finite(noise)
-        return (
-            pl.when(~known)
-            .then(pl.lit("inconclusive"))
-            .when(oriented > noise)
-            .then(pl.lit("improved"))
-            .when(oriented < -noise)
-            .then(pl.lit("regressed"))
-            .otherwise(pl.lit("unchanged"))
+class _Logic:
+    """What both rules share; ``margin_expr`` / ``noise_expr`` are the rule's thresholds."""
+
+    alpha: float
+    adjust: Adjust
+
+    def margin_expr(self) -> pl.Expr:
+        raise NotImplementedError
+
+    def noise_expr(self) -> pl.Expr:
+        raise NotImplementedError
+
+    @property
+    def equivalence_level(self) -> float:
+        """The two-sided level whose interval is the TOST at ``alpha``: ``1 - 2 alpha``."""
+        return 1 - 2 * self.alpha
+
+    def _p(self, worse: bool) -> pl.Expr:
+        if self.adjust == "none":
+            return pl.col("p_worse" if worse else "p_value")
+        return pl.col(f"p_worse_{self.adjust}" if worse else f"p_{self.adjust}")
+
+    def _parts(self, margin: pl.Expr, noise: pl.Expr) -> dict[str, pl.Expr]:
+        known = pl.col("direction") != "unknown"
+        up = pl.col("direction") != "minimize"
+        lo, hi = pl.col("ci_low"), pl.col("ci_high")
+        lo_o = pl.when(up).then(lo).otherwise(-hi)
+        hi_o = pl.when(up).then(hi).otherwise(-lo)
+        better, worse = self._p(False), self._p(True)
+        noisy = noise > 0
+        clears_up = ~noisy | (_finite(lo_o) & (lo_o > noise))
+        clears_down = ~noisy | (_finite(hi_o) & (hi_o < -noise))
+        eq_lo, eq_hi = pl.col("eq_low"), pl.col("eq_high")
+        equivalent = (
+            _finite(margin) & _finite(eq_lo) & _finite(eq_hi) & (eq_lo > -margin) & (eq_hi < margin)
         )
+        return {
+            "improved": known & _finite(better) & (better < self.alpha) & clears_up,
+            "regressed": known & _finite(worse) & (worse < self.alpha) & clears_down,
+            "unchanged": equivalent,
+            "better": better,
+            "worse": worse,
+            "margin": margin,
+        }
 
-
-@dataclass(frozen=True)
-class StatisticalRule:
-    """CI of the difference vs ``±threshold`` together with ``p < alpha``."""
-
-    threshold: float = 0.0
-    alpha: float = 0.05
-    name: str = "statistical"
-
-    def expr(
-        self,
-        *,
-        ci_low: str = "ci_low",
-        ci_high: str = "ci_high",
-        p: str = "p_verdict",
-        higher_is_better: HigherIsBetter = "higher_is_better",
-    ) -> pl.Expr:
-        """The verdict of every row as a polars string expression."""
-        lo, hi, pv, t = pl.col(ci_low), pl.col(ci_high), pl.col(p), pl.lit(self.threshold)
-        hib = _hib(higher_is_better)
-        lo_o = pl.when(hib).then(lo).otherwise(-hi)
-        hi_o = pl.when(hib).then(hi).otherwise(-lo)
-        significant = _finite(pv) & (pv < self.alpha)
+    def _verdict(self, parts: dict[str, pl.Expr]) -> pl.Expr:
         return (
-            pl.when(~(_finite(lo) & _finite(hi)))
-            .then(pl.lit("inconclusive"))
-            .when((lo_o > t) & significant)
+            pl.when(parts["improved"])
             .then(pl.lit("improved"))
-            .when((hi_o < -t) & significant)
+            .when(parts["regressed"])
             .then(pl.lit("regressed"))
-            .when((lo_o >= -t) & (hi_o <= t))
+            .when(parts["unchanged"])
             .then(pl.lit("unchanged"))
             .otherwise(pl.lit("inconclusive"))
         )
 
+    def _note(self, parts: dict[str, pl.Expr], verdict: pl.Expr) -> pl.Expr:
+        adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "unadjusted"}[self.adjust]
+        fam = pl.format(
+            " ({} over the {} test(s) of family '{}')",
+            pl.lit(adjust),
+            pl.col("family_size").cast(pl.String),
+            pl.col("family"),
+        )
+        eq = pl.format(
+            "{}% CI [{}, {}]",
+            pl.lit(f"{self.equivalence_level:.0%}".rstrip("%")),
+            _num(pl.col("eq_low")),
+            _num(pl.col("eq_high")),
+        )
+        margin = pl.when(_finite(parts["margin"])).then(pl.format("+-{}", _num(parts["margin"])))
+        unknown = pl.format(
+            "no direction known for '{}': two-sided tests, no improved/regressed "
+            "(give directions={{'{}': 'maximize' | 'minimize'}} or --direction {}=...); ",
+            pl.col("metric"),
+            pl.col("metric"),
+            pl.col("metric"),
+        )
+        best_p = pl.min_horizontal(parts["better"], parts["worse"])
+        text = (
+            pl.when(verdict == "improved")
+            .then(pl.format("p = {} < {}", _num(parts["better"]), pl.lit(str(self.alpha))))
+            .when(verdict == "regressed")
+            .then(pl.format("p(worse) = {} < {}", _num(parts["worse"]), pl.lit(str(self.alpha))))
+            .when(verdict == "unchanged")
+            .then(pl.format("{} inside {}", eq, margin))
+            .when(pl.col("n_pairs") == 0)
+            .then(pl.lit("no pairs to compare"))
+            .when(margin.is_null())
+            .then(
+                pl.format(
+                    "p = {} >= {}; 'unchanged' needs an equivalence margin (margin=, --margin)",
+                    _num(best_p),
+                    pl.lit(str(self.alpha)),
+                )
+            )
+            .otherwise(
+                pl.format(
+                    "p = {} >= {} and {} not inside {}",
+                    _num(best_p),
+                    pl.lit(str(self.alpha)),
+                    eq,
+                    margin,
+                )
+            )
+        )
+        text = (
+            pl.when(verdict.is_in(["improved", "regressed"]))
+            .then(pl.concat_str(text, fam))
+            .otherwise(text)
+        )
+        return (
+            pl.when(pl.col("direction") == "unknown")
+            .then(pl.concat_str(unknown, text))
+            .otherwise(text)
+        )
 
-def add_verdicts(
-    frame: pl.DataFrame,
-    rule: RelativeNoiseRule | StatisticalRule,
-    *,
-    higher_is_better: HigherIsBetter = "higher_is_better",
-) -> pl.DataFrame:
-    """``frame`` with ``verdict`` and ``verdict_rule`` columns added by ``rule``.
+    def _p_verdict(self, parts: dict[str, pl.Expr], verdict: pl.Expr, tost: pl.Expr) -> pl.Expr:
+        return (
+            pl.when(verdict == "improved")
+            .then(parts["better"])
+            .when(verdict == "regressed")
+            .then(parts["worse"])
+            .when(verdict == "unchanged")
+            .then(tost)
+            .otherwise(pl.min_horizontal(parts["better"], parts["worse"]))
+        )
 
-    The frame needs ``mean_candidate``/``mean_parent`` (rule 1) or ``ci_low``/``ci_high``/
-    ``p_verdict`` (rule 2), and a boolean ``higher_is_better`` column unless one is passed.
+
+@dataclass(frozen=True)
+class StatisticalRule(_Logic):
+    """The test at ``alpha`` decides improved/regressed; equivalence within ``+-margin``
+    decides unchanged.
+
+    ``margin`` is in points of success rate for 0/1 metrics (0.02 = 2 points) and a fraction
+    of the parent's mean otherwise. It is a domain decision, so there is no default: without
+    one, "unchanged" is never concluded (``inconclusive`` instead) and the note says so.
+    ``threshold`` (metric units) is an extra condition on improved/regressed: the interval
+    must clear it.
     """
-    return frame.with_columns(
-        rule.expr(higher_is_better=higher_is_better).alias("verdict"),
+
+    alpha: float = 0.05
+    adjust: Adjust = "holm"
+    margin: float | None = None
+    threshold: float = 0.0
+    name: str = "statistical"
+
+    def __post_init__(self) -> None:
+        _check(self.alpha, self.margin, self.threshold)
+
+    def margin_expr(self) -> pl.Expr:
+        if self.margin is None:
+            return pl.lit(None, pl.Float64)
+        m = pl.lit(float(self.margin))
+        return pl.when(pl.col("is_binary")).then(m).otherwise(m * pl.col("mean_parent").abs())
+
+    def noise_expr(self) -> pl.Expr:
+        return pl.lit(float(self.threshold))
+
+    def describe(self) -> str:
+        """The rule in words, for every output that shows a verdict."""
+        margin = (
+            "unchanged needs an equivalence margin (none given)"
+            if self.margin is None
+            else f"unchanged when the {self.equivalence_level:.0%} CI lies inside "
+            f"+-{self.margin:g} ({self.margin * 100:g} points for 0/1 metrics, else a fraction "
+            "of the parent's mean)"
+        )
+        noise = f", and the 95% CI clears +-{self.threshold:g}" if self.threshold else ""
+        return (
+            f"statistical rule: improved / regressed when the one-sided exact McNemar p in "
+            f"the metric's direction ({_adjust_text(self.adjust)} within its family) is < "
+            f"{self.alpha:g}{noise}; {margin}; otherwise inconclusive"
+        )
+
+
+@dataclass(frozen=True)
+class RelativeNoiseRule(_Logic):
+    """Autobench's relative noise: the change must exceed ``noise`` (a fraction of the
+    parent's mean) *and* pass the test; unchanged needs the ``1 - 2 alpha`` interval inside
+    ``+-noise`` of the parent's mean. 2/2 vs 1/2 is not "improved" at p = 1."""
+
+    noise: float = 0.05
+    alpha: float = 0.05
+    adjust: Adjust = "holm"
+    name: str = "relative_noise"
+
+    def __post_init__(self) -> None:
+        _check(self.alpha, self.noise, 0.0)
+
+    def margin_expr(self) -> pl.Expr:
+        return pl.lit(float(self.noise)) * pl.col("mean_parent").abs()
+
+    def noise_expr(self) -> pl.Expr:
+        return self.margin_expr()
+
+    def describe(self) -> str:
+        return (
+            f"relative noise rule: improved / regressed when the change exceeds "
+            f"{self.noise:.0%} of the parent's mean and the one-sided exact McNemar p "
+            f"({_adjust_text(self.adjust)}) is < {self.alpha:g}; unchanged when the "
+            f"{self.equivalence_level:.0%} CI lies inside +-{self.noise:.0%} of the parent's "
+            "mean; otherwise inconclusive"
+        )
+
+
+Rule = StatisticalRule | RelativeNoiseRule
+
+
+def _adjust_text(adjust: Adjust) -> str:
+    return {"holm": "Holm-adjusted", "bh": "BH-adjusted", "none": "unadjusted"}[adjust]
+
+
+def _check(alpha: float, margin: float | None, threshold: float) -> None:
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    if margin is not None and not margin > 0:
+        raise ValueError(f"the equivalence margin must be > 0 (or None), got {margin!r}")
+    if threshold < 0:
+        raise ValueError(f"the noise threshold must be >= 0, got {threshold!r}")
+
+
+def add_verdicts(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:
+    """``frame`` with ``verdict``, ``p_verdict`` (the p that decided it), ``verdict_note``
+    (why, in words), ``margin`` and ``verdict_rule``."""
+    defaults = {
+        "family": pl.lit("overall"),
+        "family_size": pl.lit(1),
+        "p_tost": pl.lit(None, pl.Float64),
+    }
+    frame = frame.with_columns(v.alias(k) for k, v in defaults.items() if k not in frame.columns)
+    parts = rule._parts(rule.margin_expr(), rule.noise_expr())
+    verdict = rule._verdict(parts)
+    out = frame.with_columns(verdict.alias("verdict"), parts["margin"].alias("margin"))
+    v = pl.col("verdict")
+    return out.with_columns(
+        rule._p_verdict(parts, v, pl.col("p_tost")).alias("p_verdict"),
+        rule._note(parts, v).alias("verdict_note"),
         pl.lit(rule.name).alias("verdict_rule"),
     )

@@ -10,7 +10,8 @@ diagnostic row (``on_problem="record"``) or is skipped and counted (``on_problem
 Kinds: ``missing_match`` (no baseline case with the same match key), ``ambiguous_match``
 (several rows of the metric for one variant and match key), ``absent_metric`` (the case has
 no value of the metric, or it is null), ``non_numeric`` (the value is not a number),
-``zero_division`` (the formula's denominator is 0).
+``zero_division`` (the formula's denominator is 0), ``non_finite`` (an infinite input or an
+overflow would give inf or NaN).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ DIAGNOSTIC_KINDS = (
     "absent_metric",
     "non_numeric",
     "zero_division",
+    "non_finite",
 )
 
 
@@ -123,6 +125,24 @@ class PairedBaseline:
         j = j.with_columns(candidate_value=pl.col("num"), baseline_value=pl.col("b_num"))
         value, denom = FORMULAS[self.formula]
         j = j.with_columns(_problem(denom, self.formula)).with_columns(value=value)
+        # an infinite input (or an overflow) gives inf or NaN: a diagnostic, never a value
+        broken = pl.col("kind").is_null() & (
+            pl.col("value").is_infinite() | pl.col("value").is_nan()
+        ).fill_null(False)
+        j = j.with_columns(
+            kind=pl.when(broken).then(pl.lit("non_finite")).otherwise("kind"),
+            detail=pl.when(broken)
+            .then(
+                pl.format(
+                    "{} of candidate {} and baseline {} is {}",
+                    pl.lit(self.formula),
+                    pl.col("shown"),
+                    pl.col("b_shown"),
+                    pl.col("value").cast(pl.String),
+                )
+            )
+            .otherwise("detail"),
+        )
         ok = j.filter(pl.col("kind").is_null())
         bad = j.filter(pl.col("kind").is_not_null())
         out = self.output

@@ -95,8 +95,9 @@ def summary_sentence(headline: dict[str, Any]) -> str:
         f"Candidate {cand} succeeded on {_pct(h['candidate_rate'])} of "
         f"{h['n_pairs']} paired episodes versus {_pct(h['parent_rate'])} for parent "
         f"{par}: a difference of {_pct(h['diff'], True)} points "
-        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
-        f"McNemar p = {_p(h['p_value'])}), {h['verdict']} overall. Per task: "
+        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; one-sided "
+        f"McNemar p = {_p(h['p_value'])} that the candidate is better), {h['verdict']} "
+        "overall. Per task: "
         f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
         f"{h['tasks_unchanged']} unchanged, {h['tasks_inconclusive']} inconclusive "
         f"of {h['n_tasks']}."
@@ -153,7 +154,7 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
             f"{r['candidate_wins']} / {r['parent_wins']} / {r['ties']}",
             _p(r["p_value"]),
             _p(r["p_adjusted"]),
-            _badge(r["verdict"]),
+            f'<span title="{html.escape(r["verdict_note"] or "")}">{_badge(r["verdict"])}</span>',
         ]
         for r in ordered.iter_rows(named=True)
     ]
@@ -213,13 +214,20 @@ _TASK_HEADER = [
     "95% CI",
     "wins c / p / ties",
     "McNemar p",
-    "Holm p",
+    "p (verdict)",
     "verdict",
 ]
 
 
 def _method_note(h: dict[str, Any]) -> str:
     """How the numbers were made and what a verdict means: the rule and its thresholds."""
+    drops = (
+        f" <b>Dropped pairs:</b> {html.escape(h['drop_note'])}"
+        + (f" ({html.escape(h['drop_reasons'])})" if h.get("drop_reasons") else "")
+        + "."
+        if h.get("drop_note")
+        else ""
+    )
     forced = (
         f" <b>Compared despite the comparability gate (forced):</b> {html.escape(h['gate_note'])}."
         if h.get("forced")
@@ -230,8 +238,10 @@ def _method_note(h: dict[str, Any]) -> str:
         f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
         "run abstained. Numbers come from <code>Store.compare</code>: differences are candidate "
         f"\u2212 parent in percentage points with {html.escape(h['ci_text'])}; p is the exact "
-        "two-sided McNemar test, Holm-adjusted across the overall and per-task tests. "
-        f"Verdicts: {html.escape(h['rule_text'])}.{forced}</p>"
+        "one-sided McNemar test that the candidate is better (and, for a regression, worse); "
+        "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
+        f"Verdicts: {html.escape(h['rule_text'])}. Overall: "
+        f"{html.escape(h['verdict_note'] or '')}.{drops}{forced}</p>"
     )
 
 

@@ -23,6 +23,8 @@ import polars as pl
 
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
+from hylo_analytics.compare.engine import Family
+from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
 from hylo_analytics.resolution import preferred_scores
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
@@ -118,27 +120,19 @@ _TASK_COLUMNS = {
     "ci_low": "ci_low",
     "ci_high": "ci_high",
     "p_value": "p_value",
+    "p_worse": "p_worse",
     "p_verdict": "p_adjusted",
     "verdict": "verdict",
+    "verdict_note": "verdict_note",
+    "drop_note": "drop_note",
+    "drop_reasons": "drop_reasons",
+    "ci_method": "ci_method",
 }
 
 
 def describe_rule(rule: Rule) -> str:
-    """The verdict rule and its thresholds in words, for the page (says what a badge means)."""
-    if isinstance(rule, StatisticalRule):
-        t = f"{rule.threshold * 100:g}"
-        return (
-            f"statistical rule (threshold \u00b1{t} points, alpha {rule.alpha:g}): improved when "
-            f"the 95% CI lies strictly above +{t} points and the Holm-adjusted p < {rule.alpha:g}, "
-            f"regressed when it lies strictly below \u2212{t} points and p < {rule.alpha:g}, "
-            f"unchanged when it lies within \u00b1{t} points, otherwise inconclusive"
-        )
-    noise = rule.noise if isinstance(rule.noise, str) else f"{rule.noise * 100:g}%"
-    return (
-        f"relative-noise rule (noise {noise}): improved when (candidate \u2212 parent) / "
-        f"|parent| exceeds +{noise}, regressed below \u2212{noise}, unchanged within, "
-        "inconclusive when the parent's rate is 0"
-    )
+    """The verdict rule and its thresholds in words (the rule's own :meth:`describe`)."""
+    return rule.describe()
 
 
 def report_frames(
@@ -151,11 +145,15 @@ def report_frames(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     force: bool = False,
+    directions: Mapping[str, Direction] | None = None,
+    family: Family = "comparison",
+    errors_as_failures: bool = False,
 ) -> dict[str, pl.DataFrame]:
     """The report's data: small frames keyed by section.
 
-    Keys: ``comparison`` (:func:`~hylo_analytics.compare.compare_runs`' frame as is: overall and per task, two-sided
-    McNemar, Holm across those rows, paired bootstrap CI, verdicts by ``rule``), ``tasks``
+    Keys: ``comparison`` (:func:`~hylo_analytics.compare.compare_runs`' frame as is: overall
+    and per task, one-sided exact McNemar in each direction, Holm within each family, Tango's
+    score CI, verdicts by ``rule`` with their notes, dropped pairs), ``tasks``
     (its per-task rows renamed to the :func:`charts.paired_forest` contract: ``diff``,
     ``p_adjusted`` = the p the verdict used, ``candidate_rate``/``parent_rate`` = means over
     the pairs), ``headline`` (its overall row plus verdict counts per task and the rule in
@@ -181,10 +179,12 @@ def report_frames(
         metrics=[metric],
         by=["task_id"],
         force=force,
-        alternative="two-sided",
         rule=rule,
         n_resamples=n_resamples,
         seed=seed,
+        directions=directions,
+        family=family,
+        errors_as_failures=errors_as_failures,
     )
     overall = comparison.filter(pl.col("level") == "overall")
     if overall["n_pairs"].sum() == 0:
@@ -307,9 +307,7 @@ def _headline(
         "forced",
         "gate_note",
         pl.lit(describe_rule(rule)).alias("rule_text"),
-        pl.lit(f"a paired bootstrap 95% interval ({n_resamples} resamples, seed {seed})").alias(
-            "ci_text"
-        ),
+        pl.lit("Tango's score 95% interval for paired proportions").alias("ci_text"),
     )
     return pl.concat([head, counts], how="horizontal")
 

@@ -12,7 +12,8 @@ constants from here too. One vocabulary throughout:
 
 Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal, clustered
 standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
-means and paired differences alike), :mod:`~hylo_analytics.stats.significance` (McNemar,
+means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango and Newcombe intervals for paired proportions, the
+score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
 Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key).
 """
 
@@ -25,12 +26,14 @@ from hylo_analytics.stats.bootstrap import (
 )
 from hylo_analytics.stats.intervals import (
     DEFAULT_LEVEL,
+    StatisticsWarning,
     clopper_pearson,
     clustered_stderr,
     normal_ci,
     wilson,
     z_value,
 )
+from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
 from hylo_analytics.stats.significance import (
     Alternative,
@@ -49,6 +52,7 @@ __all__ = [
     "BootstrapMethod",
     "Reducer",
     "Seed",
+    "StatisticsWarning",
     "at_least",
     "benjamini_hochberg",
     "bootstrap_ci",
@@ -58,10 +62,13 @@ __all__ = [
     "holm",
     "mcnemar_exact",
     "mcnemar_p",
+    "newcombe_ci",
     "normal_ci",
     "pass_at_k",
     "reducer",
     "signed_rank_p",
+    "tango_ci",
+    "tango_p",
     "wilcoxon_p",
     "wilson",
     "z_value",

@@ -31,6 +31,7 @@ else:  # scipy is imported on first use: it costs half a second at startup
 
 __all__ = [
     "DEFAULT_LEVEL",
+    "StatisticsWarning",
     "clopper_pearson",
     "clustered_stderr",
     "normal_ci",
@@ -42,6 +43,11 @@ FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
 
 DEFAULT_LEVEL = 0.95
+
+
+class StatisticsWarning(UserWarning):
+    """A statistic was asked for where it is known to mislead (e.g. a Wald interval on a few
+    0/1 values); the result is returned, with this warning naming the better choice."""
 
 
 def z_value(level: float) -> float:

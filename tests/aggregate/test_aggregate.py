@@ -144,7 +144,7 @@ def test_reconciliation_invariant(rows):
     df = pl.DataFrame(
         rows, schema=["run_id", "metric", "value", "skip_reason"], orient="row"
     ).with_columns(pl.col("value").cast(pl.Float64))
-    out = aggregate_scores(df, reduce=None, ci="normal")
+    out = aggregate_scores(df, reduce=None, ci="none")
     skipped = out["skip_breakdown"].list.eval(pl.element().struct.field("count")).list.sum()
     assert (out["n_total"] == out["n_valid"] + skipped).all()
     assert (out["n_skipped"] == skipped).all()
@@ -282,7 +282,7 @@ def test_bootstrap_values_go_to_their_own_group_whatever_the_row_order():
 def test_binary_metric_with_fractional_values_falls_back_to_bootstrap():
     df = pl.DataFrame({"run_id": "r", "metric": "success", "value": [0.0, 0.5, 1.0, 1.0]})
     r = aggregate_scores(df, n_resamples=300).row(0, named=True)
-    assert r["ci_method"] == "percentile"
+    assert r["ci_method"] == "studentized"
     assert r["success_rate_errors_as_failures"] is None
 
 
@@ -308,3 +308,13 @@ def test_metric_in_by_is_not_grouped_twice():
 def test_a_misspelt_column_gets_the_nearest_run_or_score_column(sample_store: ha.Store) -> None:
     with pytest.raises(ValueError, match="did you mean 'agent_version' for 'agent_versio'"):
         sample_store.aggregate(by=["agent_versio"])
+
+
+def test_wald_warns_where_it_fails_and_continuous_defaults_to_studentized() -> None:
+    few = pl.DataFrame({"run_id": "r", "metric": "success", "value": [1.0] * 19 + [0.0]})
+    with pytest.warns(iv.StatisticsWarning, match="use 'wilson'"):
+        aggregate_scores(few, ci="normal")
+    many = pl.DataFrame({"run_id": "r", "metric": "success", "value": [1.0, 0.0] * 30})
+    assert aggregate_scores(many, ci="normal")["ci_method"].item() == "normal"  # no warning
+    lat = pl.DataFrame({"run_id": "r", "metric": "latency_p95", "value": [1.0, 2.0, 9.0] * 10})
+    assert aggregate_scores(lat)["ci_method"].item() == "studentized"

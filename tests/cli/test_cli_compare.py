@@ -65,10 +65,41 @@ def test_table_and_csv(sample_store: ha.Store, capsys: pytest.CaptureFixture[str
     base = ["compare", "--store", str(sample_store.root), "--candidate", CAND, "--parent", PARENT]
     assert main([*base, "--metric", "steps", "--ci", "normal", "--format", "csv"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("candidate,parent,metric,level,direction,n_pairs")
-    assert ",minimize," in text
+    assert text.startswith("candidate,parent,metric,level,direction,direction_source,n_pairs")
+    assert ",minimize,registry," in text
     assert main([*base, "--ci", "none"]) == 0
-    assert "verdict" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "verdict_note" in out
+    # the table is followed by the rule in words and what the dropped pairs could change
+    assert "* statistical rule: improved / regressed when the one-sided exact McNemar p" in out
+    assert "pair(s) dropped" in out and "episode errored" in out
+
+
+def test_verdict_options(sample_store: ha.Store, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["compare", "--store", str(sample_store.root), "--candidate", CAND, "--parent", PARENT]
+    # steps' direction turned round: the fewer-steps candidate now "loses"
+    assert main([*base, "--metric", "steps", "--format", "json"]) == 0
+    down = json.loads(capsys.readouterr().out)[0]
+    assert (
+        main([*base, "--metric", "steps", "--direction", "steps=maximize", "--format", "json"]) == 0
+    )
+    up = json.loads(capsys.readouterr().out)[0]
+    assert (up["direction"], up["direction_source"]) == ("maximize", "argument")
+    assert (up["candidate_wins"], up["parent_wins"]) == (
+        down["parent_wins"],
+        down["candidate_wins"],
+    )
+    assert main([*base, "--margin", "0.5", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert (row["margin"] == 0.5 and "inside +-0.5" in row["verdict_note"]) or row["verdict"] in (
+        "improved",
+        "regressed",
+    )
+    assert main([*base, "--errors-as-failures", "--format", "json"]) == 0
+    ef = json.loads(capsys.readouterr().out)[0]
+    assert ef["errors_as_failures"] and ef["n_dropped"] == 0  # errored episodes now count
+    assert main([*base, "--direction", "steps"]) == 2
+    assert "expected METRIC=maximize or METRIC=minimize" in capsys.readouterr().err
 
 
 def test_unknown_run_is_an_error(

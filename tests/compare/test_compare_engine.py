@@ -70,22 +70,31 @@ def test_every_row_equals_paired_compare() -> None:
     assert b.filter(pl.col("level") == "overall")["n_dropped"].item() == 2
 
 
-def test_adjusted_p_values_across_the_call() -> None:
-    out = compare_scores(
-        _frame(),
-        candidates=["A", "B"],
-        parent=PARENT,
-        metrics=["success", "steps"],
-        by=["task_id"],
-        ci="none",
+def test_p_values_are_adjusted_within_each_family() -> None:
+    """The overall row is its own family; the per-task rows of a candidate and metric another."""
+    kw = {"candidates": ["A", "B"], "parent": PARENT, "metrics": ["success", "steps"]}
+    out = compare_scores(_frame(), by=["task_id"], ci="none", **kw)  # type: ignore[arg-type]
+    for (_, _, level), fam in out.group_by("candidate", "metric", "level"):
+        p, w = fam["p_value"].to_numpy(), fam["p_worse"].to_numpy()
+        np.testing.assert_allclose(fam["p_holm"].to_numpy(), multipletests(p, method="holm")[1])
+        np.testing.assert_allclose(
+            fam["p_worse_holm"].to_numpy(), multipletests(w, method="holm")[1]
+        )
+        np.testing.assert_allclose(fam["p_bh"].to_numpy(), multipletests(p, method="fdr_bh")[1])
+        assert (fam["family_size"] == (1 if level == "overall" else 2)).all()
+    # adding by= never changes an overall row's adjusted p or verdict
+    alone = compare_scores(_frame(), ci="none", **kw)  # type: ignore[arg-type]
+    cols = ["candidate", "metric", "p_holm", "p_worse_holm", "verdict"]
+    assert alone.select(cols).equals(
+        out.filter(pl.col("level") == "overall").select(cols).sort("candidate", "metric")
     )
-    p = out["p_value"].to_numpy()
-    np.testing.assert_allclose(out["p_holm"].to_numpy(), multipletests(p, method="holm")[1])
-    np.testing.assert_allclose(out["p_bh"].to_numpy(), multipletests(p, method="fdr_bh")[1])
-    assert (out["p_holm"] >= out["p_value"]).all()
+    # family="level" pools every candidate and metric of a level
+    pooled = compare_scores(_frame(), by=["task_id"], ci="none", family="level", **kw)  # type: ignore[arg-type]
+    over = pooled.filter(pl.col("level") == "overall")
     np.testing.assert_allclose(
-        out["p_verdict"].to_numpy(), multipletests(out["p_two_sided"].to_numpy(), method="holm")[1]
+        over["p_holm"].to_numpy(), multipletests(over["p_value"].to_numpy(), method="holm")[1]
     )
+    assert (over["family_size"] == 4).all()
 
 
 @pytest.mark.parametrize("alternative", ["greater", "two-sided"])

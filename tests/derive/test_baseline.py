@@ -138,6 +138,7 @@ def test_skip_counts_instead_of_recording() -> None:
         "absent_metric": 1,
         "non_numeric": 1,
         "zero_division": 1,
+        "non_finite": 0,
     }
     assert "skipped: missing_match 1" in str(res) and "<table" in res._repr_html_()
 
@@ -188,3 +189,28 @@ def test_configuration_errors_are_raised_up_front() -> None:
             output=OUT,
             formula="ratio",
         )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("formula", ["candidate_over_baseline", "candidate_minus_baseline"])
+def test_infinite_input_is_a_diagnostic_never_a_nan(formula: str) -> None:
+    frame = pl.DataFrame(
+        {
+            "variant": ["baseline", "baseline", "fast", "fast"],
+            "case_id": ["a", "b", "a", "b"],
+            "metric": ["lat"] * 4,
+            "value": [10.0, float("inf"), 5.0, float("inf")],
+        }
+    )
+    res = paired_baseline(
+        frame,
+        baseline_variant="baseline",
+        metric="lat",
+        output=OUT,
+        formula=formula,  # type: ignore[arg-type]
+        include_baseline=False,
+    )
+    assert res.values["case_id"].to_list() == ["a"]
+    assert res.values["value"].is_finite().all()
+    row = res.diagnostics.row(0, named=True)
+    assert (row["case_id"], row["kind"]) == ("b", "non_finite")
+    assert row["detail"].startswith(f"{formula} of candidate inf and baseline inf is")

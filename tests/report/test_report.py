@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -50,13 +51,17 @@ def test_report_frames_agree_with_the_scores(
     assert row["parent_wins"] == (both[CANDIDATE] < both[PARENT]).sum()
     assert row["diff"] == pytest.approx((both[CANDIDATE] - both[PARENT]).mean())
     assert row["ci_low"] <= row["diff"] <= row["ci_high"]
-    assert (tasks["p_adjusted"] >= tasks["p_value"]).all()
+    # the p that decided: the adjusted one-sided p in the direction of the verdict
+    better = tasks.filter(pl.col("verdict") != "regressed")
+    assert (better["p_adjusted"] >= better["p_value"]).all()
+    worse = tasks.filter(pl.col("verdict") == "regressed")
+    assert (worse["p_adjusted"] >= worse["p_worse"]).all()
     assert set(tasks["verdict"]) <= {"improved", "regressed", "unchanged", "inconclusive"}
 
     h = frames["headline"].row(0, named=True)
     assert h["n_pairs"] == tasks["n_pairs"].sum()
     assert h["candidate_wins"] == tasks["candidate_wins"].sum()
-    expected_p = mcnemar_p([h["candidate_wins"]], [h["parent_wins"]], alternative="two-sided")
+    expected_p = mcnemar_p([h["candidate_wins"]], [h["parent_wins"]], alternative="greater")
     assert h["p_value"] == pytest.approx(expected_p[0])
     counts = tasks["verdict"].value_counts()
     for verdict, n in counts.iter_rows():
@@ -66,10 +71,8 @@ def test_report_frames_agree_with_the_scores(
 def test_report_numbers_are_store_compare_numbers(
     sample_store: ha.Store, frames: dict[str, pl.DataFrame]
 ) -> None:
-    # the same store, the same call the report documents: overall and per task, two-sided
-    cmp = sample_store.compare(
-        CANDIDATE, PARENT, metrics=["success"], by=["task_id"], alternative="two-sided"
-    )
+    # the same store, the same call the report documents: overall and per task
+    cmp = sample_store.compare(CANDIDATE, PARENT, metrics=["success"], by=["task_id"])
     assert frames["comparison"].equals(cmp)
     per_task = cmp.filter(pl.col("level") == "task_id").sort("task_id")
     tasks = frames["tasks"].sort("task_id")
@@ -86,7 +89,7 @@ def test_report_numbers_are_store_compare_numbers(
         "ci_low": "ci_low",
         "ci_high": "ci_high",
         "p_value": "p_value",
-        "p_holm": "p_adjusted",
+        "p_verdict": "p_adjusted",
         "verdict": "verdict",
     }
     for theirs, ours in pairs.items():
@@ -125,31 +128,35 @@ def test_report_rates_are_aggregate_rates(
 
 
 def test_report_uses_the_rule_it_is_given_and_says_so(sample_store: ha.Store) -> None:
-    wide = ha.StatisticalRule(threshold=0.85, alpha=0.01)
+    wide = ha.StatisticalRule(margin=0.85, alpha=0.01)
     rep = ha.build_report(sample_store, CANDIDATE, PARENT, rule=wide)
-    cmp = sample_store.compare(
-        CANDIDATE, PARENT, metrics=["success"], by=["task_id"], alternative="two-sided", rule=wide
-    )
+    cmp = sample_store.compare(CANDIDATE, PARENT, metrics=["success"], by=["task_id"], rule=wide)
     assert rep.tasks.sort("task_id")["verdict"].to_list() == (
         cmp.filter(pl.col("level") == "task_id").sort("task_id")["verdict"].to_list()
     )
-    # every per-task CI lies within +-85 points: all unchanged under this rule
-    assert set(rep.tasks["verdict"]) == {"unchanged"}
+    # no per-task difference is significant at 0.01 after Holm, and every 98% CI lies
+    # within +-85 points: unchanged under this (very wide) margin, except the clear ones
+    assert set(rep.tasks["verdict"]) <= {"unchanged", "improved", "regressed"}
+    assert "unchanged" in set(rep.tasks["verdict"])
     page = rep.to_html()
-    assert "statistical rule (threshold \u00b185 points, alpha 0.01)" in page
+    assert wide.describe() in html.unescape(page)
     noise = ha.RelativeNoiseRule(noise=0.25)
     rep = ha.build_report(sample_store, CANDIDATE, PARENT, rule=noise)
     assert rep.headline["verdict_rule"] == "relative_noise"
-    t = rep.tasks.row(0, named=True)  # close_drawer: 36.8% vs 5.3%, far above +25 %
-    assert t["task_id"] == "tabletop/close_drawer" and t["verdict"] == "improved"
-    assert "relative-noise rule (noise 25%)" in rep.to_html()
+    t = rep.tasks.filter(pl.col("task_id") == "tabletop/push_button").row(0, named=True)
+    assert t["verdict"] == "improved"  # +60 points, 12 wins to 0: above the noise and the test
+    close = rep.tasks.filter(pl.col("task_id") == "tabletop/close_drawer").row(0, named=True)
+    # far above +25 % but 6:0 is not significant after Holm over 10 tasks: not "improved"
+    assert close["verdict"] == "inconclusive"
+    assert "relative noise rule" in rep.to_html()
 
 
 def test_describe_rule() -> None:
-    text = report.describe_rule(ha.StatisticalRule(threshold=0.05, alpha=0.1))
-    assert text.startswith("statistical rule (threshold \u00b15 points, alpha 0.1)")
-    assert "Holm-adjusted p < 0.1" in text
-    assert "noise col" in report.describe_rule(ha.RelativeNoiseRule(noise="col"))
+    rule = ha.StatisticalRule(threshold=0.05, alpha=0.1, margin=0.02)
+    text = report.describe_rule(rule)
+    assert text == rule.describe()
+    assert "Holm-adjusted within its family) is < 0.1" in text and "+-0.02" in text
+    assert "5% of the parent's mean" in report.describe_rule(ha.RelativeNoiseRule(noise=0.05))
 
 
 def test_report_frames_runs_coverage_latency(frames: dict[str, pl.DataFrame]) -> None:
@@ -207,7 +214,7 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
             CANDIDATE,
             "--parent",
             PARENT,
-            "--threshold",
+            "--margin",
             "0.05",
             "--alpha",
             "0.01",
@@ -218,7 +225,8 @@ def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> N
     assert code == 0
     page = out.read_text()
     assert CANDIDATE in page and "Per task" in page
-    assert "statistical rule (threshold \u00b15 points, alpha 0.01)" in page
+    rule = ha.StatisticalRule(margin=0.05, alpha=0.01)
+    assert rule.describe() in html.unescape(page)
 
 
 def test_report_cli_unknown_run_exits_2(
