@@ -284,3 +284,23 @@ def test_binary_wilcoxon_fast_path_equals_scipy() -> None:
         cand - par, method="approx", zero_method="wilcox", correction=False
     ).pvalue
     assert out["wilcoxon_p"].item() == pytest.approx(want, rel=1e-9)
+
+
+def test_directions_come_from_one_place() -> None:
+    """argument > the scores' declared direction (metadata) > registry > unknown."""
+    base = _frame().filter(pl.col("metric") == "steps")
+    lat = base.with_columns(metric=pl.lit("latency"))
+    declared = lat.with_columns(metadata=pl.lit('{"direction": "minimize", "unit": "ms"}'))
+    kw = {"candidates": "A", "parent": PARENT, "ci": "none"}
+    unknown = compare_scores(lat, **kw).row(0, named=True)  # type: ignore[arg-type]
+    assert (unknown["direction"], unknown["direction_source"]) == ("unknown", None)
+    assert unknown["verdict"] in ("inconclusive", "unchanged")
+    assert unknown["p_value"] == unknown["p_worse"] == unknown["p_two_sided"]
+    assert unknown["verdict_note"].startswith("no direction known for 'latency'")
+    scored = compare_scores(declared, **kw).row(0, named=True)  # type: ignore[arg-type]
+    assert (scored["direction"], scored["direction_source"]) == ("minimize", "scores")
+    given = compare_scores(declared, directions={"latency": "maximize"}, **kw).row(0, named=True)  # type: ignore[arg-type]
+    assert (given["direction"], given["direction_source"]) == ("maximize", "argument")
+    assert given["candidate_wins"] == scored["parent_wins"]
+    registry = compare_scores(base, **kw).row(0, named=True)  # type: ignore[arg-type]
+    assert (registry["direction"], registry["direction_source"]) == ("minimize", "registry")
