@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,32 @@ def require_real_data() -> Path:
 def real_dir() -> Path:
     """``../shared/data/real``: real harness files, never copied into the repo."""
     return require_real_data()
+
+
+@pytest.fixture(scope="module")
+def served_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private store folder (ingested and scored once per module) for a server to read
+    (tests/serve)."""
+    root = tmp_path_factory.mktemp("serve") / "store"
+    store = ha.open_store(root)
+    store.ingest(SAMPLE, progress=False)
+    store.score()
+    return root
+
+
+@pytest.fixture()
+def new_run() -> Callable[[Path, str], Path]:
+    """Writes a new run's EvalLog into a folder (for ingesting while a server runs)."""
+    return _write_new_run
+
+
+def _write_new_run(folder: Path, run_id: str) -> Path:
+    """A copy of one sample EvalLog under a new run id, traces left out, in ``folder``."""
+    log = json.loads((SAMPLE / "run-octo-ft-1.0.0-0000" / "evallog.json").read_text())
+    log["run_id"] = run_id
+    log["agent"]["version"] = "9.9.9-live"
+    for sample in log["samples"]:
+        sample.pop("trace", None)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "evallog.json").write_text(json.dumps(log))
+    return folder

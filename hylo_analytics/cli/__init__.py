@@ -25,6 +25,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.evaluate",
     "hylo_analytics.cli.report",
     "hylo_analytics.cli.export",
+    "hylo_analytics.cli.serve",
     "hylo_analytics.cli.demo",
 )
 

@@ -667,11 +667,10 @@ def _adjust(out: pl.DataFrame, family: Family, by: list[str]) -> pl.DataFrame:
     """
     keys = ["level"] if family == "level" else ["candidate", "metric", "level"]
     fam = out.select(pl.concat_str(keys, separator="\x1f").alias("f"))["f"].to_numpy()
-    name = pl.when(pl.col("level") == "overall").then(pl.lit("overall")).otherwise("level")
+    rows = pl.when(pl.col("level") == "overall").then(pl.lit("overall")).otherwise("level")
+    whose = "every candidate's" if family == "level" else "this comparison's"
     out = out.with_columns(
-        family=(
-            name if family == "level" else pl.format("{} / {} / {}", "candidate", "metric", name)
-        ),
+        family=pl.format("{} {} row(s)", pl.lit(whose), rows),
         family_size=pl.len().over(keys).cast(pl.Int64),
     )
     p, w = out["p_value"].to_numpy(), out["p_worse"].to_numpy()

@@ -108,7 +108,7 @@ class _Logic:
     def _note(self, parts: dict[str, pl.Expr], verdict: pl.Expr) -> pl.Expr:
         adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "unadjusted"}[self.adjust]
         fam = pl.format(
-            " ({} over the {} test(s) of family '{}')",
+            " ({} over {} test(s): {})",
             pl.lit(adjust),
             pl.col("family_size").cast(pl.String),
             pl.col("family"),

@@ -1,0 +1,312 @@
+"""The server's reads: every figure comes from a store view or verb, paged in DuckDB.
+
+One :class:`StoreReader` per server. It holds one open store behind a lock (a DuckDB
+connection is not for concurrent use) and knows the store's data version, the number of the
+newest batch folder: a commit adds a folder, so a changed number means new data. The views
+expand their Parquet globs at query time, so new batches are read without reopening.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from hylo_analytics.api import Store, open_store
+
+__all__ = ["PAGE_SIZE", "SORTS", "DataVersion", "Page", "StoreReader", "UnknownRunError"]
+
+PAGE_SIZE = 50
+EVENT_LIMIT = 2000  # events shown per side of an episode; a trace longer than that is cut
+_CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
+
+# sort key -> ORDER BY expression; only these reach SQL
+SORTS: dict[str, str] = {
+    "ingested": "ingested_at DESC, run_id",
+    "run": "run_id",
+    "agent": "agent_name, agent_version, run_id",
+    "benchmark": "benchmark_id, split, run_id",
+    "episodes": "n_samples DESC, run_id",
+    "success": "success DESC NULLS LAST, run_id",
+    "coverage": "coverage ASC NULLS LAST, run_id",
+}
+
+# sorts on a mart_runs column run in DuckDB; success and coverage sort the cached success
+_STAT_SORTS = {"success": ("success", True), "coverage": ("coverage", False)}
+
+_RUNS_SQL = """
+SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format, n_samples,
+       n_tasks, n_errors, n_traces, ingested_at, count(*) OVER () AS n_matching
+FROM mart_runs
+WHERE $q IS NULL OR concat_ws(' ', run_id, agent_name, agent_version, benchmark_id, split,
+                              source_format) ILIKE '%' || $q || '%'
+"""
+
+_SUCCESS_SQL = """
+SELECT run_id, mean AS success, wilson_low AS ci_low, wilson_high AS ci_high, coverage
+FROM mart_aggregate_run WHERE metric = 'success'
+"""
+
+# one run at a time: an equality on run_id is pushed through the resolution views, a list is not
+_SIDE_SQL = """
+SELECT key, seed, metric, value, skip_reason FROM int_key_scores
+WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps')
+"""
+
+_STATUS_SQL = """
+SELECT key, first(status ORDER BY epoch) AS status FROM samples
+WHERE run_id = $run AND task_id = $task GROUP BY key
+"""
+
+_OUTCOME_ORDER = {"candidate won": 0, "parent won": 1, "dropped": 2, "tie": 3}
+
+_EVENTS_SQL = """
+SELECT idx, type, t, reward, terminated, truncated, success, latency_ms, reason, status,
+       grader, name, value, explanation
+FROM events WHERE run_id = $run AND key = $key
+ORDER BY episode_id, idx
+LIMIT $limit
+"""
+
+
+class UnknownRunError(LookupError):
+    """A run id in a URL that the store does not hold."""
+
+
+@dataclass(frozen=True)
+class DataVersion:
+    """The newest batch number and when it was committed (the folder's time)."""
+
+    seq: int
+    committed_at: dt.datetime | None
+    complete: bool = True  # success per run already read at this version
+
+    @property
+    def tag(self) -> str:
+        """What pages poll for: changes on a new batch and when its success read is done."""
+        return str(self.seq) if self.complete else f"{self.seq}.pending"
+
+    def text(self) -> str:
+        when = self.committed_at.strftime("%Y-%m-%d %H:%M:%S UTC") if self.committed_at else "-"
+        return f"{when} (batch {self.seq})"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a longer table: the rows, the matching total and where the page starts."""
+
+    rows: pl.DataFrame
+    total: int
+    page: int
+    size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+
+class StoreReader:
+    """Read-only access to one store for the server's threads.
+
+    Success per run (``mart_aggregate_run``, a pass over every score) is read once per data
+    version in a background thread; until it is ready the runs page shows the previous
+    version's figures and leaves new runs blank, so the page never waits for it.
+    """
+
+    def __init__(self, store: Store | str | os.PathLike[str], *, background: bool = True) -> None:
+        self._store: Store = store if isinstance(store, Store) else open_store(store, create=False)
+        self.root = Path(self._store.root)
+        self._lock = threading.Lock()
+        self._memo_lock = threading.Lock()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._success: tuple[int, pl.DataFrame] | None = None
+        self._pending: int | None = None
+        self._background = background
+        self.success()
+
+    # -- the data version ---------------------------------------------------------------
+
+    def version(self) -> DataVersion:
+        """The newest batch: a directory listing, no query (polled every few seconds)."""
+        newest = max(
+            (e for e in os.scandir(self.root / "batches") if e.name.isdigit()),
+            key=lambda e: int(e.name),
+            default=None,
+        )
+        if newest is None:
+            return DataVersion(0, None)
+        when = dt.datetime.fromtimestamp(newest.stat().st_mtime, tz=dt.UTC)
+        seq = int(newest.name)
+        ready = getattr(self, "_success", None)
+        return DataVersion(seq, when, ready is not None and ready[0] == seq)
+
+    # -- queries ------------------------------------------------------------------------
+
+    def sql(self, query: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+        with self._lock:
+            return self._store.sql(query, params)
+
+    def memo(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()`` kept per data version (the comparison and its chart are the costly
+        reads); ``make`` runs outside the lock, its reads take it."""
+        key = (self.version().seq, *key)
+        with self._memo_lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = make()
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > _CACHE:
+                self._memo.popitem(last=False)
+        return value
+
+    def cached(self, key: tuple[Any, ...]) -> Any:
+        """What :meth:`memo` holds for ``key`` at this version, or None."""
+        with self._memo_lock:
+            return self._memo.get((self.version().seq, *key))
+
+    def check_runs(self, runs: Sequence[str]) -> None:
+        """Raise :class:`UnknownRunError` unless every id in ``runs`` is a stored run."""
+        if not runs:
+            raise UnknownRunError("no run given")
+        found = set(
+            self.sql("SELECT run_id FROM runs WHERE list_contains($ids, run_id)", {"ids": runs})[
+                "run_id"
+            ].to_list()
+        )
+        missing = [r for r in runs if r not in found]
+        if missing:
+            raise UnknownRunError(f"no run {', '.join(missing)} in this store")
+
+    def success(self) -> pl.DataFrame:
+        """Success per run with its Wilson interval and coverage, from the newest ready read."""
+        seq = self.version().seq
+        ready = self._success
+        if ready is None or not self._background:
+            if ready is None or ready[0] != seq:
+                self._read_success(seq)
+        elif ready[0] != seq and self._pending != seq:
+            self._pending = seq
+            threading.Thread(target=self._read_success, args=(seq,), daemon=True).start()
+        assert self._success is not None
+        return self._success[1]
+
+    def _read_success(self, seq: int) -> None:
+        frame = self.sql(_SUCCESS_SQL)
+        if self._success is None or self._success[0] <= seq:
+            self._success = (seq, frame)
+
+    def runs_page(self, *, q: str | None, sort: str, page: int, size: int = PAGE_SIZE) -> Page:
+        """One page of the runs table, filtered and sorted in DuckDB, with success joined."""
+        offset = max(page - 1, 0) * size
+        params: dict[str, Any] = {"q": q or None}
+        stat = _STAT_SORTS.get(sort)
+        if stat is None:
+            order = SORTS.get(sort, SORTS["ingested"])
+            query = f"{_RUNS_SQL} ORDER BY {order} LIMIT $limit OFFSET $offset"
+            frame = self.sql(query, {**params, "limit": size, "offset": offset})
+            frame = frame.join(self.success(), on="run_id", how="left")
+        else:  # every matching run's id (no more than the runs table), sorted by the statistic
+            column, descending = stat
+            frame = (
+                self.sql(_RUNS_SQL, params)
+                .join(self.success(), on="run_id", how="left")
+                .sort([column, "run_id"], descending=[descending, False], nulls_last=True)
+                .slice(offset, size)
+            )
+        total = int(frame["n_matching"][0]) if frame.height else 0
+        return Page(frame.drop("n_matching"), total, page, size)
+
+    def labels(self, runs: Sequence[str]) -> dict[str, str]:
+        """What a person calls each run (:func:`hylo_analytics.report.run_labels`)."""
+        from hylo_analytics.report import run_labels
+
+        frame = self.sql(
+            "SELECT run_id, agent_name, agent_version FROM runs WHERE list_contains($ids, run_id)",
+            {"ids": list(runs)},
+        )
+        return run_labels(frame)
+
+    def compare(self, candidates: Sequence[str], parent: str) -> pl.DataFrame:
+        """``store.compare`` per task on success, kept per data version."""
+
+        def make() -> pl.DataFrame:
+            with self._lock:
+                return self._store.compare(
+                    list(candidates), parent, metrics=["success"], by=["task_id"]
+                )
+
+        frame: pl.DataFrame = self.memo(("compare", parent, tuple(candidates)), make)
+        return frame
+
+    def compared(self, candidates: Sequence[str], parent: str) -> pl.DataFrame | None:
+        """The comparison if it was already computed at this version (else None)."""
+        frame: pl.DataFrame | None = self.cached(("compare", parent, tuple(candidates)))
+        return frame
+
+    def _side(self, run: str, task: str, role: str) -> pl.DataFrame:
+        scores = self.sql(_SIDE_SQL, {"run": run, "task": task})
+        status = self.sql(_STATUS_SQL, {"run": run, "task": task})
+        value = scores.filter(pl.col("metric") == "success").select(
+            "key",
+            "seed",
+            pl.col("value").alias(f"{role}_value"),
+            pl.col("skip_reason").alias(f"{role}_skip"),
+        )
+        steps = scores.filter(pl.col("metric") == "steps").select(
+            "key", pl.col("value").alias(f"{role}_steps")
+        )
+        return value.join(steps, on="key", how="left").join(
+            status.rename({"status": f"{role}_status"}), on="key", how="left"
+        )
+
+    def task_page(
+        self, candidate: str, parent: str, task: str, *, page: int, size: int = PAGE_SIZE
+    ) -> Page:
+        """The paired keys of one task, discordant pairs first (one task: ~a hundred rows)."""
+        c, p = self._side(candidate, task, "candidate"), self._side(parent, task, "parent")
+        c_val, p_val = pl.col("candidate_value"), pl.col("parent_value")
+        paired = (
+            c.join(p, on="key", how="full", coalesce=True)
+            .with_columns(pl.coalesce("seed", "seed_right").alias("seed"))
+            .drop("seed_right")
+            .with_columns(
+                pl.when(c_val.is_null() | p_val.is_null())
+                .then(pl.lit("dropped"))
+                .when(c_val > p_val)
+                .then(pl.lit("candidate won"))
+                .when(c_val < p_val)
+                .then(pl.lit("parent won"))
+                .otherwise(pl.lit("tie"))
+                .alias("outcome")
+            )
+            .sort(
+                [pl.col("outcome").replace_strict(_OUTCOME_ORDER), "seed", "key"],
+            )
+        )
+        offset = max(page - 1, 0) * size
+        return Page(paired.slice(offset, size), paired.height, page, size)
+
+    def episode(self, run: str, key: str) -> pl.DataFrame:
+        """The trace events of ``run``'s episode at ``key`` (every epoch, in order)."""
+        return self.sql(_EVENTS_SQL, {"run": run, "key": key, "limit": EVENT_LIMIT})
+
+    def key_scores(self, runs: Sequence[str], key: str) -> pl.DataFrame:
+        """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
+        frames = [
+            self.sql(
+                "SELECT run_id, task_id, metric, value, skip_reason FROM int_key_scores "
+                "WHERE run_id = $run AND key = $key ORDER BY metric",
+                {"run": run, "key": key},
+            )
+            for run in runs
+        ]
+        return pl.concat(frames)

@@ -1,0 +1,422 @@
+"""Server-rendered HTML for each view: f-strings over frames, every value escaped.
+
+The pages only lay out what the readers return (``_data``); they compute no statistic. Each
+link is a stable URL of query parameters, so a page can be shared as it is.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import polars as pl
+
+from hylo_analytics.serve._assets import CSS, JS
+from hylo_analytics.serve._data import SORTS, DataVersion, Page
+
+__all__ = [
+    "comparison_page",
+    "episode_page",
+    "error_page",
+    "runs_page",
+    "task_page",
+    "url",
+]
+
+Cell = Callable[[dict[str, Any]], str]
+
+
+def url(path: str, params: Sequence[tuple[str, Any]] | Mapping[str, Any]) -> str:
+    """``path?query`` with ``None`` values left out (the one way links are built)."""
+    items = params.items() if isinstance(params, Mapping) else params
+    kept = [(k, str(v)) for k, v in items if v is not None and v != ""]
+    return html.escape(path + ("?" + urlencode(kept) if kept else ""))
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{value:.{digits}f}"
+    return _e(value)
+
+
+def _p(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+def _badge(verdict: Any) -> str:
+    v = _e(verdict)
+    return f'<span class="verdict {v}">{v}</span>'
+
+
+def _layout(title: str, body: str, version: DataVersion, *, live: str = "banner") -> str:
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)} - hylo-analytics</title><style>{CSS}</style></head>"
+        f'<body data-version="{version.tag}" data-live="{live}">'
+        f'<header><a href="/">runs</a><span>hylo-analytics</span>'
+        f'<span class="asof" id="asof">data as of {_e(version.text())}</span></header>'
+        f'<div id="live">New data in the store - <a href="">reload</a></div>'
+        f"<main>{body}</main><script>{JS}</script></body></html>"
+    )
+
+
+def _table(
+    columns: Sequence[tuple[str, Cell]],
+    rows: pl.DataFrame,
+    *,
+    href: Callable[[dict[str, Any]], str | None] | None = None,
+    row_class: Callable[[dict[str, Any]], str] | None = None,
+    head: Sequence[str] | None = None,
+) -> str:
+    header = "".join(f"<th>{h}</th>" for h in (head or [_e(name) for name, _ in columns]))
+    body = []
+    for row in rows.iter_rows(named=True):  # one page of rows: laying out, not computing
+        link = href(row) if href else None
+        attrs = f' data-href="{link}"' if link else ""
+        cls = f' class="{row_class(row)}"' if row_class else ""
+        cells = "".join(f"<td>{fmt(row)}</td>" for _, fmt in columns)
+        body.append(f"<tr data-row{attrs}{cls}>{cells}</tr>")
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _pager(page: Page, base: str, params: dict[str, Any]) -> str:
+    links = []
+    if page.page > 1:
+        links.append(
+            f'<a rel="prev" href="{url(base, {**params, "page": page.page - 1})}">prev</a>'
+        )
+    if page.page < page.pages:
+        links.append(
+            f'<a rel="next" href="{url(base, {**params, "page": page.page + 1})}">next</a>'
+        )
+    return (
+        f'<div class="pager">page {page.page} of {page.pages} ({page.total} rows) '
+        f"{' '.join(links)}</div>"
+    )
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> str:
+    """Every run, a page at a time, with the parent / candidate picker."""
+
+    def sort_link(label: str, key: str) -> str:
+        mark = " ▾" if key == sort else ""
+        return f'<a href="{url("/", {"q": q, "sort": key})}">{_e(label)}{mark}</a>'
+
+    def interval(r: dict[str, Any]) -> str:
+        if r["success"] is None:
+            return "" if version.complete else '<span class="note">reading…</span>'
+
+        return f"{_num(r['success'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+
+    rid: Cell = lambda r: _e(r["run_id"])  # noqa: E731
+    columns: list[tuple[str, Cell]] = [
+        ("parent", lambda r: f'<input type="radio" name="parent" value="{rid(r)}">'),
+        ("candidate", lambda r: f'<input type="checkbox" name="candidate" value="{rid(r)}">'),
+        ("run", rid),
+        ("agent", lambda r: _e(r["agent_name"])),
+        ("version", lambda r: _e(r["agent_version"])),
+        ("benchmark", lambda r: _e(r["benchmark_id"])),
+        ("split", lambda r: _e(r["split"])),
+        ("format", lambda r: _e(r["source_format"])),
+        ("episodes", lambda r: f'<span class="num">{_e(r["n_samples"])}</span>'),
+        ("success [95% CI]", interval),
+        ("coverage", lambda r: _num(r["coverage"])),
+        ("ingested", lambda r: _e(str(r["ingested_at"])[:19])),
+    ]
+    head = [
+        "parent",
+        "candidates",
+        sort_link("run", "run"),
+        sort_link("agent", "agent"),
+        "version",
+        sort_link("benchmark", "benchmark"),
+        "split",
+        "format",
+        sort_link("episodes", "episodes"),
+        sort_link("success [95% CI]", "success"),
+        sort_link("coverage", "coverage"),
+        sort_link("ingested", "ingested"),
+    ]
+    params = {"q": q, "sort": sort if sort in SORTS else None}
+    body = (
+        f"<h1>Runs</h1>"
+        f'<form method="get" action="/"><input type="search" id="filter" name="q" '
+        f'value="{_e(q)}" placeholder="filter runs (/ to focus; Enter searches the store)">'
+        f'<input type="hidden" name="sort" value="{_e(sort)}"> <button>search</button></form>'
+        f'<p class="note">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>p</kbd> parent, '
+        f"<kbd>c</kbd> candidate, <kbd>Enter</kbd> compare. Success is the mean of the "
+        f"scored episodes with its Wilson interval; coverage is the share scored.</p>"
+        f'<form method="get" action="/compare" id="pick">'
+        f'<button id="compare">compare candidates with parent</button>'
+        f"{_pager(page, '/', params)}{_table(columns, page.rows, head=head)}</form>"
+        f"{_pager(page, '/', params)}"
+    )
+    return _layout("runs", body, version, live="reload")
+
+
+# -- comparison ----------------------------------------------------------------------------
+
+
+def comparison_page(
+    frame: pl.DataFrame,
+    *,
+    parent: str,
+    candidates: Sequence[str],
+    labels: Mapping[str, str],
+    rule: str,
+    forests: Mapping[str, str],
+    version: DataVersion,
+) -> str:
+    """Headline verdict, rule, forest plot, the per-task table and the dropped pairs."""
+    parts = [
+        f"<h1>Comparison against parent {_e(labels.get(parent, parent))}</h1>",
+        f'<p class="note">{_e(rule)}</p>',
+    ]
+    for cand in candidates:
+        rows = frame.filter(pl.col("candidate") == cand)
+        overall = rows.filter(pl.col("level") == "overall")
+        tasks = rows.filter(pl.col("level") != "overall").sort("task_id")
+        parts.append(f"<h2>{_e(labels.get(cand, cand))} <small>({_e(cand)})</small></h2>")
+        if overall.is_empty():
+            parts.append('<p class="err">no comparable pairs</p>')
+            continue
+        o = overall.row(0, named=True)
+        parts.append(
+            f'<p class="headline">{_badge(o["verdict"])} success {_num(o["mean_candidate"])} '
+            f"vs {_num(o['mean_parent'])}: difference {_num(o['mean_diff'])} "
+            f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], "
+            f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
+            f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
+            f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
+            f'<p class="note">{_e(o["verdict_note"])}</p>'
+        )
+        if o.get("gate_note"):
+            parts.append(f'<p class="note">{_e(o["gate_note"])}</p>')
+        parts.append(forests.get(cand, ""))
+
+        task_href = _task_link(parent, cand)
+        columns: list[tuple[str, Cell]] = [
+            ("task", lambda r, h=task_href: f'<a href="{h(r)}">{_e(r["task_id"])}</a>'),  # type: ignore[misc]
+            ("pairs", lambda r: _e(r["n_pairs"])),
+            ("wins", lambda r: _e(r["candidate_wins"])),
+            ("losses", lambda r: _e(r["parent_wins"])),
+            ("ties", lambda r: _e(r["ties"])),
+            ("p better", lambda r: _p(r["p_value"])),
+            ("p worse", lambda r: _p(r["p_worse"])),
+            ("adjusted p (verdict)", lambda r: _p(r["p_verdict"])),
+            (
+                "difference [CI]",
+                lambda r: f"{_num(r['mean_diff'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
+            ),
+            ("verdict", lambda r: _badge(r["verdict"])),
+            ("dropped", lambda r: _e(r["n_dropped"])),
+        ]
+        parts.append(_table(columns, tasks, href=task_href))
+        parts.append("<h2>Dropped pairs</h2>")
+        if o["n_dropped"]:
+            parts.append(f"<p>{_e(o['drop_note'])}</p><p class='note'>{_e(o['drop_reasons'])}</p>")
+        else:
+            parts.append("<p>none: every key was scored on both sides</p>")
+    return _layout("comparison", "".join(parts), version)
+
+
+def _task_link(parent: str, candidate: str) -> Callable[[dict[str, Any]], str]:
+    def href(r: dict[str, Any]) -> str:
+        return url(
+            "/compare/task", {"parent": parent, "candidate": candidate, "task": r["task_id"]}
+        )
+
+    return href
+
+
+# -- task ----------------------------------------------------------------------------------
+
+
+def task_page(
+    page: Page,
+    *,
+    parent: str,
+    candidate: str,
+    task: str,
+    summary: dict[str, Any] | None,
+    labels: Mapping[str, str],
+    version: DataVersion,
+) -> str:
+    """The paired episodes of one task: candidate wins, then parent wins, drops, ties."""
+
+    def href(r: dict[str, Any]) -> str:
+        return url("/episode", {"parent": parent, "candidate": candidate, "key": r["key"]})
+
+    def klass(r: dict[str, Any]) -> str:
+        return {"candidate won": "won-c", "parent won": "won-p"}.get(r["outcome"], "")
+
+    columns: list[tuple[str, Cell]] = [
+        ("key", lambda r: f'<a href="{href(r)}">{_e(r["key"])}</a>'),
+        ("outcome", lambda r: _e(r["outcome"])),
+        ("candidate score", lambda r: _num(r["candidate_value"])),
+        ("parent score", lambda r: _num(r["parent_value"])),
+        ("candidate steps", lambda r: _num(r["candidate_steps"], 0)),
+        ("parent steps", lambda r: _num(r["parent_steps"], 0)),
+        ("candidate status", lambda r: _e(r["candidate_status"])),
+        ("parent status", lambda r: _e(r["parent_status"])),
+        ("candidate skip", lambda r: _e(r["candidate_skip"])),
+        ("parent skip", lambda r: _e(r["parent_skip"])),
+    ]
+    back = url("/compare", [("parent", parent), ("candidate", candidate)])
+    head = (
+        f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
+        f"candidate {_e(labels.get(candidate, candidate))} vs parent "
+        f"{_e(labels.get(parent, parent))}</p>"
+    )
+    if summary:
+        head += (
+            f'<p class="headline">{_badge(summary["verdict"])} {summary["candidate_wins"]} wins '
+            f"/ {summary['parent_wins']} losses / {summary['ties']} ties, "
+            f"p better = {_p(summary['p_value'])}, "
+            f"p worse = {_p(summary['p_worse'])}, adjusted p of the verdict = "
+            f"{_p(summary['p_verdict'])}</p>"
+        )
+    params = {"parent": parent, "candidate": candidate, "task": task}
+    body = (
+        f"{head}{_pager(page, '/compare/task', params)}"
+        f"{_table(columns, page.rows, href=href, row_class=klass)}"
+        f"{_pager(page, '/compare/task', params)}"
+    )
+    return _layout(f"task {task}", body, version)
+
+
+# -- episode -------------------------------------------------------------------------------
+
+
+def _timeline(events: pl.DataFrame) -> str:
+    """Reward per step as a small inline SVG, interventions and grades as marks."""
+    steps = events.filter(pl.col("type") == "step")
+    if steps.is_empty():
+        return ""
+    w, h, pad = 520, 90, 6
+    idx: list[int] = [int(i) for i in steps["idx"].to_list()]
+    rew = [0.0 if r is None else float(r) for r in steps["reward"].to_list()]
+    lo, hi = min(idx), max(max(idx), min(idx) + 1)
+    rmin, rmax = min(0.0, *rew), max(1e-9, *rew)
+
+    def x(i: float) -> float:
+        return pad + (w - 2 * pad) * (i - lo) / (hi - lo)
+
+    def y(r: float) -> float:
+        return h - pad - (h - 2 * pad) * (r - rmin) / (rmax - rmin)
+
+    line = " ".join(f"{x(i):.1f},{y(r):.1f}" for i, r in zip(idx, rew, strict=True))
+    marks = []
+    for kind, colour in (("intervention", "#b91c1c"), ("grade", "#7c3aed"), ("end", "#111")):
+        for i in events.filter(pl.col("type") == kind)["idx"].to_list():
+            xi = x(min(max(i, lo), hi))
+            marks.append(
+                f'<line x1="{xi:.1f}" x2="{xi:.1f}" y1="0" y2="{h}" stroke="{colour}" '
+                f'stroke-dasharray="3 2"><title>{kind} at {i}</title></line>'
+            )
+    ok = steps.filter(pl.col("success").fill_null(False))["idx"].to_list()
+    dots = "".join(
+        f'<circle cx="{x(i):.1f}" cy="{pad}" r="3" fill="#15803d"><title>success at {i}'
+        f"</title></circle>"
+        for i in ok
+    )
+    return (
+        f'<svg class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
+        f'aria-label="reward per step"><rect width="{w}" height="{h}" fill="#fff" '
+        f'stroke="#e5e7eb"/><polyline fill="none" stroke="#2563eb" points="{line}"/>'
+        f"{''.join(marks)}{dots}</svg>"
+        f'<p class="note">blue: reward per step; green dots: info.success; red: '
+        f"interventions; purple: grades; black: end</p>"
+    )
+
+
+def _side(title: str, run: str, events: pl.DataFrame, scores: pl.DataFrame) -> str:
+    columns: list[tuple[str, Cell]] = [
+        ("idx", lambda r: _e(r["idx"])),
+        ("type", lambda r: _e(r["type"])),
+        ("reward", lambda r: _num(r["reward"])),
+        ("success", lambda r: _e(r["success"])),
+        ("latency ms", lambda r: _num(r["latency_ms"], 1)),
+        (
+            "detail",
+            lambda r: _e(
+                " ".join(
+                    str(v)
+                    for v in (
+                        r["reason"],
+                        r["status"],
+                        r["grader"],
+                        r["name"],
+                        None if r["value"] is None else f"= {r['value']}",
+                        r["explanation"],
+                    )
+                    if v is not None
+                )
+            ),
+        ),
+    ]
+    score_line = ", ".join(
+        f"{m}: {_num(v)}" + (f" ({_e(s)})" if s else "")
+        for m, v, s in scores.select("metric", "value", "skip_reason").iter_rows()
+    )
+    trace = (
+        _timeline(events) + _table(columns, events)
+        if events.height
+        else '<p class="note">no trace stored for this episode</p>'
+    )
+    return (
+        f"<section><h2>{_e(title)} <small>{_e(run)}</small></h2>"
+        f'<p class="note">{_e(score_line) if score_line else "no scores"}</p>{trace}</section>'
+    )
+
+
+def episode_page(
+    *,
+    parent: str,
+    candidate: str,
+    key: str,
+    task: str | None,
+    events: Mapping[str, pl.DataFrame],
+    scores: pl.DataFrame,
+    labels: Mapping[str, str],
+    version: DataVersion,
+) -> str:
+    """Both sides of one pair, side by side."""
+    back = (
+        url("/compare/task", {"parent": parent, "candidate": candidate, "task": task})
+        if task
+        else url("/compare", [("parent", parent), ("candidate", candidate)])
+    )
+    sides = "".join(
+        _side(
+            f"{role}: {labels.get(run, run)}",
+            run,
+            events[run],
+            scores.filter(pl.col("run_id") == run),
+        )
+        for role, run in (("candidate", candidate), ("parent", parent))
+    )
+    body = (
+        f'<h1>Episode {_e(key)}</h1><p><a href="{back}">back to the task</a></p>'
+        f'<div class="cols">{sides}</div>'
+    )
+    return _layout(f"episode {key}", body, version)
+
+
+def error_page(status: int, message: str, version: DataVersion) -> str:
+    body = f'<h1>{status}</h1><p class="err">{_e(message)}</p><p><a href="/">all runs</a></p>'
+    return _layout(str(status), body, version)

@@ -1,0 +1,158 @@
+"""The app in a real browser: Playwright drives Chromium against a real uvicorn server.
+
+The flow of the issue: open the runs page, pick a parent and a candidate, open a task, open a
+discordant episode and see both traces; a run ingested while the server runs appears without
+a reload by hand. Screenshots go to ``HYLO_SCREENSHOT_DIR`` (else the test's tmp folder).
+Without Chromium the test skips, unless ``HYLO_REQUIRE_BROWSER=1`` (CI), which fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hylo_analytics as ha
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PARENT, CAND = "run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"
+
+
+def _chromium() -> str:
+    for found in (CHROMIUM, shutil.which("chromium"), shutil.which("chromium-browser")):
+        if found and Path(found).exists():
+            return found
+    if os.environ.get("HYLO_REQUIRE_BROWSER", "") == "1":
+        pytest.fail("no Chromium at /usr/bin/chromium; HYLO_REQUIRE_BROWSER=1 makes that a failure")
+    pytest.skip("no Chromium at /usr/bin/chromium (apt-get install chromium); CI requires it")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture()
+def server(served_store: Path) -> Iterator[str]:
+    """A uvicorn server over the store in a background thread; yields its base URL."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from hylo_analytics.serve import create_app
+
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(served_store), host="127.0.0.1", port=port, log_level="warning"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture()
+def shots(tmp_path: Path) -> Path:
+    keep = os.environ.get("HYLO_SCREENSHOT_DIR")
+    out = Path(keep) if keep else tmp_path / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def test_the_flow_in_a_real_browser(
+    server: str,
+    served_store: Path,
+    shots: Path,
+    tmp_path: Path,
+    new_run: Callable[[Path, str], Path],
+) -> None:
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        page: Any = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+        # runs: pick the parent with the keyboard, the candidate with the mouse
+        page.goto(server + "/")
+        page.wait_for_selector("text=Runs")
+        assert page.locator('input[name="parent"]').count() == 3
+        assert "data as of" in page.inner_text("header")
+        texts = page.locator("tr[data-row]").all_inner_texts()
+        for _ in range(next(i for i, t in enumerate(texts) if PARENT in t) + 1):
+            page.keyboard.press("j")  # the selection starts above the first row
+        page.keyboard.press("p")
+        assert page.locator(f'input[name="parent"][value="{PARENT}"]').is_checked()
+        page.check(f'input[name="candidate"][value="{CAND}"]')
+        page.screenshot(path=str(shots / "serve-runs.png"), full_page=True)
+
+        # comparison: verdict, rule, forest plot, per-task table
+        page.click("#compare")
+        page.wait_for_url("**/compare?*")
+        assert "statistical rule" in page.content()
+        chart = page.locator("div.chart img")
+        chart.wait_for()
+        page.wait_for_function("document.querySelector('div.chart img').naturalWidth > 100")
+        assert page.locator("span.verdict").count() >= 11
+        compare_url = page.url
+        page.screenshot(path=str(shots / "serve-compare.png"), full_page=True)
+
+        # task: discordant pairs first
+        page.locator('a[href^="/compare/task"]').first.click()
+        page.wait_for_url("**/compare/task?*")
+        first = page.locator("tbody tr").first.inner_text()
+        assert "candidate won" in first or "parent won" in first
+        page.screenshot(path=str(shots / "serve-task.png"), full_page=True)
+
+        # episode: open the first discordant pair with the keyboard, see both traces
+        page.keyboard.press("j")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/episode?*")
+        assert page.locator("svg.timeline").count() == 2
+        assert page.locator("section").count() == 2
+        assert page.locator("td", has_text="step").count() > 2
+        page.screenshot(path=str(shots / "serve-episode.png"), full_page=True)
+
+        # a stable URL: the comparison opens again from its address alone
+        other = browser.new_page()
+        other.goto(compare_url)
+        assert "statistical rule" in other.content()
+        other.close()
+
+        # live: a run ingested now appears on the runs page without a manual reload
+        page.goto(server + "/")
+        page.wait_for_selector("text=Runs")
+        before = page.inner_text("#asof")
+        ha.open_store(served_store, create=False).ingest(
+            new_run(tmp_path / "live", "run-live-0001"), progress=False
+        )
+        page.wait_for_selector('input[value="run-live-0001"]', timeout=10_000)
+        assert page.inner_text("#asof") != before
+        # its success is read in the background; the page reloads again when it is ready
+        live_row = page.locator("tr", has_text="run-live-0001")
+        live_row.locator("text=/0\\.\\d{3} \\[/").wait_for(timeout=15_000)
+        page.screenshot(path=str(shots / "serve-live.png"), full_page=True)
+
+        assert errors == []
+        browser.close()
