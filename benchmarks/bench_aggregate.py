@@ -87,6 +87,7 @@ def main() -> None:
         ("success", "bca"),
         ("steps", "percentile"),
         ("steps", "bca"),
+        ("steps", "studentized"),  # the default for continuous metrics since issue 12
     ):
         sub = df.filter(pl.col("metric") == metric)
         t, out = timed(

@@ -12,14 +12,12 @@ from typing import Any
 from hylo_analytics.cli._common import store_from
 from hylo_analytics.stats.power import (
     Plan,
+    PlanKind,
     discordance_from_marginals,
-    mcnemar_power,
-    minimum_detectable_effect,
-    minimum_detectable_effect_continuous,
-    paired_t_power,
-    plan_binary,
-    plan_continuous,
+    plan_for,
     points,
+    power_at,
+    smallest_detectable,
 )
 from hylo_analytics.stats.significance import Alternative
 
@@ -123,34 +121,31 @@ def _from_assumptions(
             raise ValueError(
                 "--sd plans a continuous metric: drop --parent-rate/--rho/--discordance"
             )
-        return _continuous(args, alternative)
-    psi, origin = _discordance(args)
-    lines, data = [], {"mode": "assumptions", "kind": "binary", "discordance": psi}
+        return _planned(args, args.sd, None, "continuous", alternative)
+    return _planned(args, *_discordance(args), "binary", alternative)
+
+
+def _planned(
+    args: argparse.Namespace,
+    spread: float,
+    origin: str | None,
+    kind: PlanKind,
+    alternative: Alternative,
+) -> tuple[str, dict[str, Any]]:
+    """The plan for --delta and what --pairs can detect, for either kind of metric."""
+    name = "discordance" if kind == "binary" else "sd"
+    lines: list[str] = []
+    data: dict[str, Any] = {"mode": "assumptions", "kind": kind, name: spread}
     if origin:
         lines.append(origin)
     options: dict[str, Any] = {"power": args.power, "alpha": args.alpha, "alternative": alternative}
     if args.delta is not None:
-        plan = plan_binary(args.delta, psi, **options)
+        plan: Plan = plan_for(args.delta, spread, kind=kind, **options)
         lines.append(str(plan))
         data["plan"] = dataclasses.asdict(plan)
     if args.pairs is not None:
-        mde = minimum_detectable_effect(args.pairs, psi, **options)
-        at = _at_pairs(args.pairs, mde, args, psi, alternative, binary=True)
-        lines.append(at[0])
-        data["at_pairs"] = at[1]
-    return "\n".join(lines), data
-
-
-def _continuous(args: argparse.Namespace, alternative: Alternative) -> tuple[str, dict[str, Any]]:
-    options: dict[str, Any] = {"power": args.power, "alpha": args.alpha, "alternative": alternative}
-    lines, data = [], {"mode": "assumptions", "kind": "continuous", "sd": args.sd}
-    if args.delta is not None:
-        plan: Plan = plan_continuous(args.delta, args.sd, **options)
-        lines.append(str(plan))
-        data["plan"] = dataclasses.asdict(plan)
-    if args.pairs is not None:
-        mde = minimum_detectable_effect_continuous(args.pairs, args.sd, **options)
-        at = _at_pairs(args.pairs, mde, args, args.sd, alternative, binary=False)
+        mde = smallest_detectable(args.pairs, spread, kind=kind, **options)
+        at = _at_pairs(args.pairs, mde, args, spread, alternative, kind=kind)
         lines.append(at[0])
         data["at_pairs"] = at[1]
     return "\n".join(lines), data
@@ -185,17 +180,17 @@ def _discordance(args: argparse.Namespace) -> tuple[float, str | None]:
 
 
 def _at_pairs(
-    n: int, mde: float, args: argparse.Namespace, spread: float, alt: Alternative, *, binary: bool
+    n: int, mde: float, args: argparse.Namespace, spread: float, alt: Alternative, *, kind: PlanKind
 ) -> tuple[str, dict[str, Any]]:
     side = "one-sided" if alt == "greater" else "two-sided"
-    shown = f"{points(mde)} points" if binary else f"{mde:+.4g}"
+    shown = f"{points(mde)} points" if kind == "binary" else f"{mde:+.4g}"
     text = (
         f"With {n:,} pairs the smallest difference detectable with power {args.power:.2f} at "
         f"{side} alpha {args.alpha:g} is {shown}"
     )
     data: dict[str, Any] = {"n_pairs": n, "mde": mde}
     if args.delta is not None:
-        at = (mcnemar_power if binary else paired_t_power)(n, args.delta, spread, args.alpha, alt)
+        at = power_at(n, args.delta, spread, kind=kind, alpha=args.alpha, alternative=alt)
         text += f"; their power for the planned difference is {at:.3f}"
         data["power"] = at
     return text, data

@@ -170,10 +170,15 @@ def compare_scores(
     # categorical ids: grouping and joining on integers instead of hashing strings
     cat = [c for c in cols if scores.schema[c] == pl.String]
     extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
+    if errors_as_failures:
+        if "errored" not in scores.columns:
+            raise ValueError(
+                "errors_as_failures needs an 'errored' column (the store's resolved scores "
+                "have one: compare runs with Store.compare)"
+            )
+        extra.append(pl.col("errored").fill_null(False))
     value = pl.col("value").cast(pl.Float64).fill_nan(None)
     lazy = frame.select(*cols, value, *extra)
-    if errors_as_failures and "errored" in scores.columns:
-        lazy = frame.select(*cols, value, *extra, pl.col("errored").fill_null(False))
     ids = lazy.with_columns(pl.col(cat).cast(pl.Categorical)).collect()
     if errors_as_failures:
         ids = _errors_as_failures(ids)

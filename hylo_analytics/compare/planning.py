@@ -16,16 +16,7 @@ import polars as pl
 
 from hylo_analytics.compare.runs import compare_runs
 from hylo_analytics.resolution import preferred_scores
-from hylo_analytics.stats.power import (
-    Plan,
-    mcnemar_power,
-    minimum_detectable_effect,
-    minimum_detectable_effect_continuous,
-    paired_t_power,
-    plan_binary,
-    plan_continuous,
-    points,
-)
+from hylo_analytics.stats.power import Plan, plan_for, points, power_at, smallest_detectable
 from hylo_analytics.stats.significance import Alternative
 from hylo_analytics.store import ParquetStore
 
@@ -229,25 +220,21 @@ def _answers(
             flag = "sd= (--sd)"
         name = "discordance" if binary else "sd of the differences"
         return None, None, None, f"Planning needs an assumed {name}: {what}; pass {flag}."
+    kind: Literal["binary", "continuous"] = "binary" if binary else "continuous"
+    options = {"power": power, "alpha": alpha, "alternative": alternative}
     note = None
     mde: float | None = None
     try:
-        if binary:
-            mde = minimum_detectable_effect(
-                n, spread, power=power, alpha=alpha, alternative=alternative
-            )
-        elif n >= 2:
-            mde = minimum_detectable_effect_continuous(
-                n, spread, power=power, alpha=alpha, alternative=alternative
-            )
+        if binary or n >= 2:
+            mde = smallest_detectable(n, spread, kind=kind, **options)  # type: ignore[arg-type]
     except ValueError as exc:
         note = f"No minimum detectable effect at {n} pairs: {exc}."
     if target is None:
         return mde, None, None, note
-    if binary:
-        plan = plan_binary(target, spread, power=power, alpha=alpha, alternative=alternative)
-        at_n = mcnemar_power(n, target, spread, alpha, alternative)
-    else:
-        plan = plan_continuous(target, spread, power=power, alpha=alpha, alternative=alternative)
-        at_n = paired_t_power(n, target, spread, alpha, alternative) if n >= 2 else 0.0
+    plan = plan_for(target, spread, kind=kind, **options)  # type: ignore[arg-type]
+    at_n = (
+        power_at(n, target, spread, kind=kind, alpha=alpha, alternative=alternative)
+        if binary or n >= 2
+        else 0.0
+    )
     return mde, plan, at_n, note

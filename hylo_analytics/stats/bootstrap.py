@@ -28,7 +28,6 @@ and inputs give the same interval).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
@@ -266,15 +265,17 @@ def _studentized(
     for (g0, g1, m1), (_, _, m2) in zip(first, second, strict=True):
         n = sizes[g0:g1, None].astype(np.float64)
         v = np.maximum(m2 - m1 * m1, 0.0) * n / np.maximum(n - 1, 1)
+        centred = m1 - mean[g0:g1, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = (m1 - mean[g0:g1, None]) / np.sqrt(v / n)
-        t = np.where(np.isfinite(t), t, np.nan)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-nan rows: flat groups
-            q = np.nanquantile(t, [alpha / 2, 1 - alpha / 2], axis=1)
-        ok = np.isfinite(q).all(axis=0) & (se[g0:g1] > 0)
-        lo[g0:g1] = np.where(ok, mean[g0:g1] - q[1] * se[g0:g1], mean[g0:g1])
-        hi[g0:g1] = np.where(ok, mean[g0:g1] - q[0] * se[g0:g1], mean[g0:g1])
+            t = centred / np.sqrt(v / n)
+        # a resample of one repeated value has no spread: its t is +-infinite (0 when it
+        # sits on the mean), kept finite so the partition-based quantiles stay exact
+        t = np.where(np.isfinite(t), t, np.sign(centred) * 1e300)
+        q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
+        q_lo, q_hi = _row_quantiles(t, q)
+        ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
+        lo[g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
+        hi[g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
     return lo, hi
 
 

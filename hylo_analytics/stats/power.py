@@ -49,7 +49,10 @@ __all__ = [
     "pairs_for_power_continuous",
     "plan_binary",
     "plan_continuous",
+    "plan_for",
     "points",
+    "power_at",
+    "smallest_detectable",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -378,6 +381,48 @@ def plan_continuous(
         method="paired t-test",
         sd=sd,
     )
+
+
+def power_at(
+    n: int, delta: float, spread: float, *, kind: PlanKind, alpha: float, alternative: Alternative
+) -> float:
+    """Power of ``n`` pairs for ``delta``: exact McNemar (``spread`` = discordance) or the
+    paired t-test (``spread`` = sd of the differences). The one switch between the tests."""
+    if kind == "binary":
+        return mcnemar_power(n, delta, spread, alpha, alternative)
+    return paired_t_power(n, delta, spread, alpha, alternative)
+
+
+def smallest_detectable(
+    n: int,
+    spread: float,
+    *,
+    kind: PlanKind,
+    power: float,
+    alpha: float,
+    alternative: Alternative,
+) -> float:
+    """:func:`minimum_detectable_effect` or its continuous twin, by ``kind``."""
+    options = {"power": power, "alpha": alpha, "alternative": alternative}
+    if kind == "binary":
+        return minimum_detectable_effect(n, spread, **options)  # type: ignore[arg-type]
+    return minimum_detectable_effect_continuous(n, spread, **options)  # type: ignore[arg-type]
+
+
+def plan_for(
+    delta: float,
+    spread: float,
+    *,
+    kind: PlanKind,
+    power: float,
+    alpha: float,
+    alternative: Alternative,
+) -> Plan:
+    """:func:`plan_binary` or :func:`plan_continuous`, by ``kind``."""
+    options = {"power": power, "alpha": alpha, "alternative": alternative}
+    if kind == "binary":
+        return plan_binary(delta, spread, **options)  # type: ignore[arg-type]
+    return plan_continuous(delta, spread, **options)  # type: ignore[arg-type]
 
 
 def _t_power(

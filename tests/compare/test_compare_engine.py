@@ -304,3 +304,8 @@ def test_directions_come_from_one_place() -> None:
     assert given["candidate_wins"] == scored["parent_wins"]
     registry = compare_scores(base, **kw).row(0, named=True)  # type: ignore[arg-type]
     assert (registry["direction"], registry["direction_source"]) == ("minimize", "registry")
+
+
+def test_errors_as_failures_needs_the_errored_column() -> None:
+    with pytest.raises(ValueError, match="errors_as_failures needs an 'errored' column"):
+        compare_scores(_frame(), candidates="A", parent=PARENT, errors_as_failures=True)
