@@ -628,7 +628,7 @@ def _with_drops(
             _levels(sides, by)
             .group_by(*gcols, "side", pl.col("reason").fill_null("(no reason)"))
             .agg(n=pl.len())
-            .sort("n", "reason", descending=[True, False])
+            .sort("n", "reason", "side", descending=[True, False, False])
             .group_by(gcols, maintain_order=True)
             .agg(
                 drop_reasons=pl.format("{}: {} x{}", "side", "reason", pl.col("n").cast(pl.String))

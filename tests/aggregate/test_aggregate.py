@@ -318,3 +318,22 @@ def test_wald_warns_where_it_fails_and_continuous_defaults_to_studentized() -> N
     assert aggregate_scores(many, ci="normal")["ci_method"].item() == "normal"  # no warning
     lat = pl.DataFrame({"run_id": "r", "metric": "latency_p95", "value": [1.0, 2.0, 9.0] * 10})
     assert aggregate_scores(lat)["ci_method"].item() == "studentized"
+
+
+def test_bootstrap_interval_does_not_depend_on_row_order() -> None:
+    """A store's parallel scan returns rows in any order: the interval must not follow it."""
+    rng = np.random.default_rng(7)
+    frame = pl.DataFrame(
+        {
+            "run_id": ["a"] * 60 + ["b"] * 60,
+            "key": [f"t#{i}" for i in range(60)] * 2,
+            "metric": ["steps"] * 120,
+            "value": rng.lognormal(3, 1, 120),
+        }
+    )
+    first = aggregate_scores(frame, ci="percentile", n_resamples=500)
+    for seed in range(3):
+        shuffled = frame.sample(fraction=1.0, shuffle=True, seed=seed)
+        again = aggregate_scores(shuffled, ci="percentile", n_resamples=500)
+        assert again["ci_low"].to_list() == first["ci_low"].to_list()
+        assert again["ci_high"].to_list() == first["ci_high"].to_list()
