@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
@@ -330,11 +332,51 @@ def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
 _NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_components", "error"}
 
 
+# Small enough that a run's rows span few groups, large enough that a group's footer is cheap.
+ROW_GROUP_ROWS = 65_536
+
+
 def _write_parquet(table: pa.Table, path: Path) -> None:
+    """Write ``table`` with each run's rows together, in run order, in 64Ki-row groups.
+
+    Readers ask for a few runs of thousands: with the runs contiguous and sorted, each row
+    group's min/max statistics on ``run_id`` let DuckDB skip every group of other runs (a
+    two-run compare over 1,000 runs reads 4 MB instead of every column of the file).
+    """
     dictionary = [
         f.name for f in table.schema if pa.types.is_string(f.type) and f.name not in _NO_DICTIONARY
     ]
-    pq.write_table(table, path, compression="zstd", compression_level=1, use_dictionary=dictionary)
+    pq.write_table(
+        _runs_in_order(table),
+        path,
+        compression="zstd",
+        compression_level=1,
+        use_dictionary=dictionary,
+        row_group_size=ROW_GROUP_ROWS,
+    )
+
+
+def _runs_in_order(table: pa.Table) -> pa.Table:
+    """``table`` with its rows grouped by ``run_id`` in sorted order, rows of a run as they were.
+
+    Writers emit a run's rows together, so this moves whole slices (zero-copy) rather than
+    taking rows one by one: a stable sort of the run segments, not of the rows.
+    """
+    if "run_id" not in table.column_names or table.num_rows < 2:
+        return table
+    ends = pc.run_end_encode(table.column("run_id").combine_chunks(), run_end_type=pa.int64())
+    run_ends = ends.run_ends.to_numpy()
+    values = ends.values
+    if len(run_ends) == 1:
+        return table
+    order = np.argsort(
+        np.asarray(values.fill_null("").to_numpy(zero_copy_only=False)), kind="stable"
+    )
+    if np.all(order[1:] > order[:-1]):
+        return table
+    starts = np.concatenate([[0], run_ends[:-1]])
+    slices = [table.slice(int(starts[i]), int(run_ends[i] - starts[i])) for i in order]
+    return pa.concat_tables(slices)
 
 
 def _fsync_dir(path: Path) -> None:
