@@ -3,12 +3,16 @@
 Layout::
 
     <store>/batches/<seq>/<table>.parquet   one folder per commit, written whole
+    <store>/manifest.json                   the batch folders that are the store (published)
     <store>/_staging/                       commits being written (ignored by readers)
     <store>/views.sql                       the views, for the plain ``duckdb`` shell
     <store>/.lock                           one writer at a time
 
-A commit is written to ``_staging`` and moved into ``batches`` with one ``rename``, so a reader
-(or a process killed mid-write) never sees half of it. Rows are never rewritten in place: a
+A commit is written to ``_staging``, moved into ``batches`` with one ``rename`` and published
+by a new manifest (another ``rename``), so a reader (or a process killed mid-write) never sees
+half of it: readers read the files the manifest names. Past :data:`COMPACT_AT` batches a
+commit *compacts*: every batch is merged into one (rows, history and ``batch_seq`` kept), so
+1,000 small ingests read as fast as one (``hylo-analytics compact`` does it on demand). Rows are never rewritten in place: a
 later commit *supersedes* a run's rows by writing tombstones, and the ``stg_*`` views keep only
 the rows no later tombstone covers. This is what makes re-ingesting a changed EvalLog, or
 re-scoring a run, atomic.
@@ -24,6 +28,7 @@ import difflib
 import fcntl
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,12 +43,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hylo_analytics import _schema
+from hylo_analytics import _manifest, _schema
+from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest
 from hylo_analytics._sql import duckdb_threads, load_views
 from hylo_analytics.metrics import default_registry
 
 __all__ = [
+    "COMPACT_AT",
     "RUN_FIELDS",
+    "CompactionReport",
     "ParquetStore",
     "RunSelectionError",
     "StoreNotFoundError",
@@ -68,6 +76,37 @@ class StoreNotFoundError(FileNotFoundError):
 _BATCHES = "batches"
 _STAGING = "_staging"
 _EMPTY_SEQ = 0
+
+
+def compact_at() -> int:
+    """Batches past which a commit compacts the store (``HYLO_ANALYTICS_COMPACT_AT``; 0: never)."""
+    env = os.environ.get("HYLO_ANALYTICS_COMPACT_AT", "").strip()
+    if env:
+        if not env.isdigit():
+            raise ValueError(f"HYLO_ANALYTICS_COMPACT_AT must be a whole number, got {env!r}")
+        return int(env)
+    return COMPACT_AT
+
+
+# A query over n batches opens n files per table: 64 keep that under ~10 ms (measured).
+COMPACT_AT = 64
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a compaction merged: row counts per table are checked equal before publishing."""
+
+    batches_before: int
+    batches_after: int
+    rows: Mapping[str, int]
+    seconds: float
+
+    def __str__(self) -> str:
+        total = sum(self.rows.values())
+        return (
+            f"compacted {self.batches_before} batches into {self.batches_after} "
+            f"({total:,} rows kept, every count checked) in {self.seconds:.2f} s"
+        )
 
 
 @dataclass(frozen=True)
@@ -98,10 +137,25 @@ class ParquetStore:
             )
         (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
         self._ensure_empty_batch()
-        self.con = duckdb.connect(":memory:")
+        self._con = duckdb.connect(":memory:")
         self.threads = threads or duckdb_threads()
-        self.con.execute(f"SET threads TO {int(self.threads)}")
+        self._con.execute(f"SET threads TO {int(self.threads)}")
+        self._con.execute("SET parquet_metadata_cache = true")
+        self._stamp: tuple[int, int, int] | None = None
+        self._statements: list[str] = []
+        self.manifest = self._read_manifest()
         self._create_views()
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, its ``raw_*`` views on the newest published manifest.
+
+        Another process may commit or compact at any time: a ``stat`` of the manifest per use
+        notices it, and the raw views are re-pointed before the query runs.
+        """
+        if _manifest.stamp(self.root, self.root / _BATCHES) != self._stamp:
+            self._refresh()
+        return self._con
 
     # -- reading -------------------------------------------------------------------------
 
@@ -181,7 +235,8 @@ class ParquetStore:
         Call with :meth:`lock` held. Every table is conformed to its declared schema and
         stamped with the batch's ``batch_seq``.
         """
-        seq = self._next_seq()
+        manifest = self._read_manifest()
+        seq = self._next_seq(manifest)
         staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
         try:
@@ -202,22 +257,108 @@ class ParquetStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        self._publish(manifest.with_batch(Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT)))
+        limit = compact_at()
+        if limit and len(self.manifest.batches) > limit:
+            self.compact()
         return seq
 
+    def compact(self) -> CompactionReport:
+        """Merge every batch into one (call with :meth:`lock` held); nothing is dropped.
+
+        Each table's rows of every batch are rewritten into one file, runs in order, each row
+        keeping its ``batch_seq``, so tombstones and history read exactly as before. The row
+        count of every table is checked equal before the new manifest is published; a process
+        killed mid-way leaves the old batches published and an unlisted folder, removed later.
+        """
+        t0 = time.perf_counter()
+        manifest = self._read_manifest()
+        merged = [b for b in manifest.batches if b.seq != _EMPTY_SEQ]
+        before = len(manifest.batches)
+        if len(merged) < 2:
+            return CompactionReport(before, before, {}, time.perf_counter() - t0)
+        newest = max(b.seq for b in merged)
+        name = f"{newest:020d}.c{uuid.uuid4().hex[:8]}"
+        staging = self.root / _STAGING / name
+        staging.mkdir(parents=True)
+        try:
+            rows = _merge_batches(
+                [self.root / _BATCHES / b.name for b in merged],
+                staging,
+                reconcile=not all(b.schema == SCHEMA_FINGERPRINT for b in merged),
+                threads=self.threads,
+            )
+            _fsync_dir(staging)
+            os.rename(staging, self.root / _BATCHES / name)
+            _fsync_dir(self.root / _BATCHES)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        self._publish(manifest.merged(merged, Batch(name, newest, SCHEMA_FINGERPRINT)))
+        self._collect_garbage()
+        return CompactionReport(before, len(self.manifest.batches), rows, time.perf_counter() - t0)
+
     def clean_staging(self) -> None:
-        """Remove commits left half-written by a killed process (call with the lock held)."""
+        """Remove what killed writers left behind (call with the lock held).
+
+        Half-written commits in ``_staging``, published folders no manifest names (a commit
+        that died before it was published) and batches retired by a compaction long enough
+        ago that no query can still be reading them.
+        """
         shutil.rmtree(self.root / _STAGING, ignore_errors=True)
+        self._collect_garbage()
+
+    def data_version(self) -> int:
+        """The newest published commit: it changes whenever the store's rows may have."""
+        return max((b.seq for b in self._read_manifest().batches), default=_EMPTY_SEQ)
 
     # -- internals -----------------------------------------------------------------------
 
-    def _next_seq(self) -> int:
+    def _read_manifest(self) -> Manifest:
+        return _manifest.read_manifest(self.root, self.root / _BATCHES)
+
+    def _next_seq(self, manifest: Manifest) -> int:
+        # an unpublished folder of a killed commit may hold the next number: step over it
         seqs = [int(p.name) for p in (self.root / _BATCHES).iterdir() if p.name.isdigit()]
-        return max(seqs, default=_EMPTY_SEQ) + 1
+        return max(manifest.next_seq, max(seqs, default=_EMPTY_SEQ) + 1)
+
+    def _publish(self, manifest: Manifest) -> None:
+        _manifest.write_manifest(self.root, manifest)
+        _fsync_dir(self.root)
+        self._refresh()
+        _atomic_write_text(self.root / "views.sql", ";\n".join(self._statements) + ";\n")
+
+    def _collect_garbage(self) -> None:
+        manifest = self._read_manifest()
+        if not (self.root / _manifest.FILE).exists():
+            return  # a store older than the manifest: every folder is the store
+        listed = {b.name for b in manifest.batches}
+        now = time.time()
+        young = {n for n, at in manifest.retired if now - at < _manifest.RETIRE_SECONDS}
+        gone = set()
+        for path in (self.root / _BATCHES).iterdir():
+            if path.name not in listed and path.name not in young:
+                shutil.rmtree(path, ignore_errors=True)
+                gone.add(path.name)
+        if any(n in gone for n, _ in manifest.retired):
+            _manifest.write_manifest(self.root, manifest.without_retired(gone))
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """Point the ``raw_*`` views at the files of the newest manifest."""
+        self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
+        self.manifest = self._read_manifest()
+        raw = [f"CREATE OR REPLACE VIEW {n} AS {body}" for n, body in self._raw_view_sql()]
+        for stmt in raw:
+            self._con.execute(stmt)
+        if self._statements:
+            self._statements = raw + self._statements[len(raw) :]
 
     def _ensure_empty_batch(self) -> None:
         # An empty file per table keeps every glob non-empty, so views bind on a new store.
+        # (rewritten when a table's schema changed, so the batch always has today's schemas)
         empty_dir = self.root / _BATCHES / f"{_EMPTY_SEQ:020d}"
-        missing = [n for n in _schema.TABLES if not (empty_dir / f"{n}.parquet").exists()]
+        missing = [n for n in _schema.TABLES if not _has_schema(empty_dir / f"{n}.parquet", n)]
         if not missing:
             return
         tmp = self.root / _STAGING / f"empty-{uuid.uuid4().hex[:8]}"
@@ -230,27 +371,33 @@ class ParquetStore:
         shutil.rmtree(tmp, ignore_errors=True)
 
     def _raw_view_sql(self) -> list[tuple[str, str]]:
+        """``raw_<table>``: the table's files in the published batches, oldest first.
+
+        Files written with today's schemas are read as they are; a store holding batches of
+        older schemas reconciles columns by name until it is compacted.
+        """
+        by_name = "" if self.manifest.current_schemas else ", union_by_name = true"
         out = []
         for name in _schema.TABLES:
-            glob = (self.root / _BATCHES / "*" / f"{name}.parquet").as_posix()
-            out.append(
-                (
-                    f"raw_{name}",
-                    f"SELECT * FROM read_parquet('{_quote(glob)}', union_by_name = true)",
-                )
-            )
+            files = [
+                self.root / _BATCHES / b.name / f"{name}.parquet" for b in self.manifest.batches
+            ]
+            listed = ", ".join(f"'{_quote(f.as_posix())}'" for f in files if f.exists())
+            out.append((f"raw_{name}", f"SELECT * FROM read_parquet([{listed}]{by_name})"))
         return out
 
     def _create_views(self) -> None:
+        self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
         statements = [
             f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
         ]
         statements.append(f"CREATE OR REPLACE VIEW metric_specs AS {_metric_specs_sql()}")
-        statements += load_views(self.con, prelude=statements)
+        statements += load_views(self._con, prelude=statements)
         for name in FRIENDLY_NAMES:
             stmt = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM stg_{name}"
-            self.con.execute(stmt)
+            self._con.execute(stmt)
             statements.append(stmt)
+        self._statements = statements
         _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
 
     def __repr__(self) -> str:
@@ -318,6 +465,14 @@ def commit_scores(store: ParquetStore, scores: pa.Table) -> int:
         return store.commit({"scores": scores}, tombstones=stones)
 
 
+def _has_schema(path: Path, name: str) -> bool:
+    try:
+        found = pq.read_schema(path)
+    except (FileNotFoundError, pa.ArrowInvalid):
+        return False
+    return bool(found.remove_metadata().equals(_schema.SCHEMAS[name].remove_metadata()))
+
+
 def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
     return pa.table(
         {
@@ -377,6 +532,78 @@ def _runs_in_order(table: pa.Table) -> pa.Table:
     starts = np.concatenate([[0], run_ends[:-1]])
     slices = [table.slice(int(starts[i]), int(run_ends[i] - starts[i])) for i in order]
     return pa.concat_tables(slices)
+
+
+_DUCKDB_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+}
+
+
+def _merge_batches(
+    folders: Sequence[Path], out: Path, *, reconcile: bool, threads: int
+) -> dict[str, int]:
+    """Write each table of ``folders`` as one file in ``out``; return the rows per table.
+
+    DuckDB streams the copy (spilling to ``out``'s temp folder past 1 GB), so memory stays
+    bounded whatever the store's size. Rows are ordered by run, then by the commit and the
+    place they had, and cast to the declared schema (older files' missing columns are null).
+    A count that differs after the copy aborts the compaction before anything is published.
+    """
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {int(threads)}")
+    con.execute("SET memory_limit = '1GB'")
+    con.execute(f"SET temp_directory = '{_quote((out / '.tmp').as_posix())}'")
+    rows: dict[str, int] = {}
+    try:
+        for name, schema in _schema.SCHEMAS.items():
+            files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
+            if not files:
+                continue
+            listed = "[" + ", ".join(f"'{_quote(f.as_posix())}'" for f in files) + "]"
+            before = _count(
+                con, f"read_parquet({listed}{', union_by_name = true' if reconcile else ''})"
+            )
+            if before == 0:
+                continue
+            src = (
+                f"read_parquet({listed}, filename = true, file_row_number = true"
+                f"{', union_by_name = true' if reconcile else ''})"
+            )
+            present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+            cols = ", ".join(
+                f'CAST("{f.name}" AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
+                if f.name in present
+                else f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
+                for f in schema
+            )
+            order = "batch_seq, filename, file_row_number"
+            if "run_id" in schema.names:
+                order = "run_id, " + order
+            target = out / f"{name}.parquet"
+            con.execute(
+                f"COPY (SELECT {cols} FROM {src} ORDER BY {order}) TO '{_quote(target.as_posix())}' "
+                f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, "
+                f"ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+            )
+            after = _count(con, f"read_parquet('{_quote(target.as_posix())}')")
+            if after != before:
+                raise RuntimeError(
+                    f"compaction of {name}: {before} rows in, {after} rows out; nothing published"
+                )
+            rows[name] = after
+    finally:
+        con.close()
+        shutil.rmtree(out / ".tmp", ignore_errors=True)
+    return rows
+
+
+def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
+    row = con.execute(f"SELECT count(*) FROM {relation}").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _fsync_dir(path: Path) -> None:

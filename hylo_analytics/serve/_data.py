@@ -134,16 +134,14 @@ class StoreReader:
     # -- the data version ---------------------------------------------------------------
 
     def version(self) -> DataVersion:
-        """The newest batch: a directory listing, no query (polled every few seconds)."""
-        newest = max(
-            (e for e in os.scandir(self.root / "batches") if e.name.isdigit()),
-            key=lambda e: int(e.name),
-            default=None,
-        )
-        if newest is None:
+        """The newest published commit: the manifest, no query (polled every few seconds)."""
+        seq = self._store.data_version()
+        if seq == 0:
             return DataVersion(0, None)
-        when = dt.datetime.fromtimestamp(newest.stat().st_mtime, tz=dt.UTC)
-        seq = int(newest.name)
+        published = self.root / "manifest.json"
+        if not published.exists():  # a store older than the manifest
+            published = self.root / "batches" / f"{seq:020d}"
+        when = dt.datetime.fromtimestamp(published.stat().st_mtime, tz=dt.UTC)
         ready = getattr(self, "_success", None)
         return DataVersion(seq, when, ready is not None and ready[0] == seq)
 

@@ -1,0 +1,137 @@
+"""The store's manifest: which batch folders are the store, published by one ``rename``.
+
+Readers list the files of the batches the manifest names, never a glob of the folder, so a
+commit or a compaction is seen whole or not at all: a compaction writes its merged batch,
+then publishes a manifest that names it instead of the batches it merged. Those stay on disk,
+*retired*, for :data:`RETIRE_SECONDS` so a query planned over the old list still reads them,
+and a later writer removes them. A folder the manifest does not name is a commit that died
+before it was published (or a retired one): invisible to readers.
+
+A store written before the manifest existed has none; its batch folders (digit names) are
+then the list, and the first commit writes the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hylo_analytics import _schema
+
+__all__ = ["SCHEMA_FINGERPRINT", "Batch", "Manifest", "read_manifest", "stamp", "write_manifest"]
+
+FILE = "manifest.json"
+RETIRE_SECONDS = 120.0
+
+
+def _fingerprint() -> str:
+    text = ";".join(
+        f"{n}:{s.to_string(show_schema_metadata=False)}" for n, s in _schema.SCHEMAS.items()
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Batches written with these very schemas can be read without reconciling columns by name.
+SCHEMA_FINGERPRINT = _fingerprint()
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One published folder: its name, the newest commit it holds, the schemas it was written by."""
+
+    name: str
+    seq: int
+    schema: str | None = None  # None: unknown (a store older than the manifest)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The batches that make the store, oldest first, and the next commit's number."""
+
+    batches: tuple[Batch, ...]
+    next_seq: int
+    retired: tuple[tuple[str, float], ...] = field(default=())  # (folder, when retired)
+
+    @property
+    def current_schemas(self) -> bool:
+        """Every batch was written with today's schemas (no column reconciliation needed)."""
+        return all(b.schema == SCHEMA_FINGERPRINT for b in self.batches)
+
+    def with_batch(self, batch: Batch) -> Manifest:
+        return replace(
+            self, batches=(*self.batches, batch), next_seq=max(self.next_seq, batch.seq + 1)
+        )
+
+    def merged(self, merged: Sequence[Batch], into: Batch) -> Manifest:
+        """``merged`` replaced by ``into`` (placed where the first of them was), them retired."""
+        names = {b.name for b in merged}
+        kept: list[Batch] = []
+        for b in self.batches:
+            if b.name not in names:
+                kept.append(b)
+            elif into not in kept:
+                kept.append(into)
+        now = time.time()
+        return replace(
+            self,
+            batches=tuple(kept),
+            retired=(*self.retired, *((b.name, now) for b in merged)),
+        )
+
+    def without_retired(self, names: set[str]) -> Manifest:
+        return replace(self, retired=tuple(r for r in self.retired if r[0] not in names))
+
+
+def read_manifest(root: Path, batches_dir: Path) -> Manifest:
+    """The published manifest, or one made from the folders of a store that has none."""
+    path = root / FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        seqs = sorted(int(p.name) for p in batches_dir.iterdir() if p.name.isdigit())
+        return Manifest(
+            # the empty batch 0 is rewritten at open whenever its schemas are not today's
+            batches=tuple(
+                Batch(f"{s:020d}", s, SCHEMA_FINGERPRINT if s == 0 else None) for s in seqs
+            ),
+            next_seq=(seqs[-1] + 1) if seqs else 1,
+        )
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"{path}: the store's manifest cannot be read: {exc}") from exc
+    return Manifest(
+        batches=tuple(Batch(b["name"], int(b["seq"]), b.get("schema")) for b in data["batches"]),
+        next_seq=int(data["next_seq"]),
+        retired=tuple((r["name"], float(r["at"])) for r in data.get("retired", [])),
+    )
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    """Publish ``manifest`` atomically (temp file, fsync, rename)."""
+    data = {
+        "format": "hylo_analytics.store/manifest-1",
+        "next_seq": manifest.next_seq,
+        "batches": [{"name": b.name, "seq": b.seq, "schema": b.schema} for b in manifest.batches],
+        "retired": [{"name": n, "at": at} for n, at in manifest.retired],
+    }
+    tmp = root / f".{FILE}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, root / FILE)
+
+
+def stamp(root: Path, batches_dir: Path) -> tuple[int, int, int]:
+    """Changes whenever a new manifest is published (or, without one, a folder is added)."""
+    try:
+        st = os.stat(root / FILE)
+    except FileNotFoundError:
+        st = os.stat(batches_dir)
+        return (0, st.st_mtime_ns, st.st_ino)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)

@@ -1,0 +1,173 @@
+"""Compaction merges batches without losing a row or moving an answer; readers see it whole."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hylo_analytics as ha
+from hylo_analytics import _manifest, _schema
+from hylo_analytics.cli import main as cli_main
+from hylo_analytics.testing import SynthConfig, write_dataset
+from hylo_analytics.testing.checksums import store_checksums
+
+
+def _raw_counts(store: ha.Store) -> dict[str, int]:
+    return {t: store.sql(f"SELECT count(*) FROM raw_{t}").item() for t in _schema.TABLES}
+
+
+def _listed(store: ha.Store) -> list[str]:
+    return [b.name for b in store.manifest.batches]
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    write_dataset(out, SynthConfig(runs=6, tasks=4, seeds=6, mean_steps=8, seed=5))
+    return out
+
+
+def _many_batches(root: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> ha.Store:
+    """One ingest per run, then a re-score: batches with tombstones and superseded rows."""
+    monkeypatch.setenv("HYLO_ANALYTICS_COMPACT_AT", "0")
+    store = ha.open_store(root)
+    for run in sorted(runs_dir.iterdir()):
+        store.ingest(run, progress=False)
+    store.score()
+    store.score(["success"])  # supersedes one source's rows: history to keep
+    return store
+
+
+def test_compaction_keeps_every_row_and_every_answer(
+    tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _many_batches(tmp_path / "s", runs_dir, monkeypatch)
+    assert len(store.manifest.batches) == 9  # the empty batch, 6 ingests, 2 scorings
+    raw, answers = _raw_counts(store), store_checksums(store)
+    reader = ha.open_store(store.root, create=False)  # another reader, opened before
+    assert store_checksums(reader) == answers
+
+    with store.lock():
+        report = store.compact()
+    assert (report.batches_before, report.batches_after) == (9, 2)
+    assert sum(report.rows.values()) == sum(raw.values())
+    assert "9 batches into 2" in str(report)
+    assert _raw_counts(store) == raw  # superseded rows are history, and history is kept
+    assert store_checksums(store) == answers
+    assert store_checksums(reader) == answers  # the reader re-reads the new manifest
+    assert reader.manifest.batches == store.manifest.batches
+    assert store.manifest.current_schemas
+    # the merged batches stay on disk, retired, until no query can be reading them
+    on_disk = {p.name for p in (store.root / "batches").iterdir()}
+    assert len(on_disk) == 9 + 1
+    monkeypatch.setattr(_manifest, "RETIRE_SECONDS", 0.0)
+    with store.lock():
+        store.clean_staging()
+    assert sorted(p.name for p in (store.root / "batches").iterdir()) == _listed(store)
+    assert not store.manifest.retired
+    # one file per table, runs in order, in row groups readers can skip
+    merged = store.root / "batches" / _listed(store)[1] / "scores.parquet"
+    assert pq.read_schema(merged).remove_metadata().equals(_schema.SCORES)
+    # and the store goes on: a new ingest and a compare after the compaction
+    with store.lock():
+        assert store.compact().batches_after == 2  # nothing to merge
+    ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
+    assert store.compare(ids[1], ids[0]).height == 1
+
+
+def test_commits_compact_past_the_threshold(
+    tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HYLO_ANALYTICS_COMPACT_AT", "3")
+    store = ha.open_store(tmp_path / "s")
+    expected = ha.open_store(tmp_path / "one")
+    expected.ingest(runs_dir, progress=False)
+    for run in sorted(runs_dir.iterdir()):
+        store.ingest(run, progress=False)
+        assert len(store.manifest.batches) <= 3
+    assert store_checksums(store) == store_checksums(expected)
+
+
+def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir: Path) -> None:
+    """Stores written before the manifest: folders are the list; older schemas reconcile."""
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(sorted(runs_dir.iterdir())[0], progress=False)
+    answers = store_checksums(store)
+    (store.root / "manifest.json").unlink()
+    # a batch written before scores had a metadata column
+    old = pq.read_table(store.root / "batches" / f"{1:020d}" / "scores.parquet")
+    pq.write_table(
+        old.drop_columns("metadata"), store.root / "batches" / f"{1:020d}" / "scores.parquet"
+    )
+    legacy = ha.open_store(store.root, create=False)
+    assert not legacy.manifest.current_schemas
+    assert store_checksums(legacy) == answers
+    with legacy.lock():
+        legacy.compact()  # nothing to merge: one batch besides the empty one
+        legacy.commit({"samples": pa.table({"run_id": ["x"], "key": ["t#1"]})})
+        legacy.compact()
+    assert legacy.manifest.current_schemas
+    assert json.loads((legacy.root / "manifest.json").read_text())["next_seq"] == 3
+    assert legacy.sql("SELECT count(*) FROM scores WHERE metadata IS NULL").item() > 0
+
+
+def test_cli_compact(
+    tmp_path: Path,
+    runs_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = _many_batches(tmp_path / "s", runs_dir, monkeypatch)
+    assert cli_main(["compact", "--store", str(store.root)]) == 0
+    assert "compacted 9 batches into 2" in capsys.readouterr().out
+    assert len(ha.open_store(store.root, create=False).manifest.batches) == 2
+
+
+_CHILD = """
+import sys
+import hylo_analytics as ha
+store = ha.open_store(sys.argv[1], create=False)
+with store.lock():
+    print("start", flush=True)
+    store.compact()
+"""
+
+
+@pytest.fixture(scope="module")
+def batched_store(tmp_path_factory: pytest.TempPathFactory, runs_dir: Path) -> Path:
+    with pytest.MonkeyPatch.context() as mp:
+        return _many_batches(tmp_path_factory.mktemp("batched") / "s", runs_dir, mp).root
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.4])
+def test_sigkill_mid_compaction_loses_nothing(
+    tmp_path: Path, batched_store: Path, delay: float
+) -> None:
+    root = tmp_path / "s"
+    shutil.copytree(batched_store, root)
+    store = ha.open_store(root, create=False)
+    raw, answers = _raw_counts(store), store_checksums(store)
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(root)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None and child.stdout.readline().strip() == "start"
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    after = ha.open_store(root, create=False)
+    assert _raw_counts(after) == raw
+    assert store_checksums(after) == answers
+    with after.lock():
+        after.clean_staging()
+        after.compact()
+    assert store_checksums(after) == answers
+    assert len(after.manifest.batches) == 2
