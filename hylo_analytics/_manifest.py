@@ -48,6 +48,7 @@ class Batch:
     name: str
     seq: int
     schema: str | None = None  # None: unknown (a store older than the manifest)
+    level: int = 0  # 0: one commit; n: a merge of batches of level n - 1 (or a full compaction)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,10 @@ def read_manifest(root: Path, batches_dir: Path) -> Manifest:
     except (OSError, ValueError) as exc:
         raise RuntimeError(f"{path}: the store's manifest cannot be read: {exc}") from exc
     return Manifest(
-        batches=tuple(Batch(b["name"], int(b["seq"]), b.get("schema")) for b in data["batches"]),
+        batches=tuple(
+            Batch(b["name"], int(b["seq"]), b.get("schema"), int(b.get("level", 0)))
+            for b in data["batches"]
+        ),
         next_seq=int(data["next_seq"]),
         retired=tuple((r["name"], float(r["at"])) for r in data.get("retired", [])),
     )
@@ -116,7 +120,10 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
     data = {
         "format": "hylo_analytics.store/manifest-1",
         "next_seq": manifest.next_seq,
-        "batches": [{"name": b.name, "seq": b.seq, "schema": b.schema} for b in manifest.batches],
+        "batches": [
+            {"name": b.name, "seq": b.seq, "schema": b.schema, "level": b.level}
+            for b in manifest.batches
+        ],
         "retired": [{"name": n, "at": at} for n, at in manifest.retired],
     }
     tmp = root / f".{FILE}.{uuid.uuid4().hex[:8]}.tmp"

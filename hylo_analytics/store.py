@@ -10,9 +10,10 @@ Layout::
 
 A commit is written to ``_staging``, moved into ``batches`` with one ``rename`` and published
 by a new manifest (another ``rename``), so a reader (or a process killed mid-write) never sees
-half of it: readers read the files the manifest names. Past :data:`COMPACT_AT` batches a
-commit *compacts*: every batch is merged into one (rows, history and ``batch_seq`` kept), so
-1,000 small ingests read as fast as one (``hylo-analytics compact`` does it on demand). Rows are never rewritten in place: a
+half of it: readers read the files the manifest names. Commits merge by levels: more than
+:data:`COMPACT_AT` batches of one level merge into one of the next (rows, history and
+``batch_seq`` kept), so 1,000 small ingests read about as fast as one (``compact`` merges all on
+demand). Rows are never rewritten in place: a
 later commit *supersedes* a run's rows by writing tombstones, and the ``stg_*`` views keep only
 the rows no later tombstone covers. This is what makes re-ingesting a changed EvalLog, or
 re-scoring a run, atomic.
@@ -79,7 +80,10 @@ _EMPTY_SEQ = 0
 
 
 def compact_at() -> int:
-    """Batches past which a commit compacts the store (``HYLO_ANALYTICS_COMPACT_AT``; 0: never)."""
+    """Batches of one level past which a commit merges them (``HYLO_ANALYTICS_COMPACT_AT``).
+
+    0 turns automatic compaction off.
+    """
     env = os.environ.get("HYLO_ANALYTICS_COMPACT_AT", "").strip()
     if env:
         if not env.isdigit():
@@ -88,8 +92,10 @@ def compact_at() -> int:
     return COMPACT_AT
 
 
-# A query over n batches opens n files per table: 64 keep that under ~10 ms (measured).
-COMPACT_AT = 64
+# Leveled merging: more than 4 commits merge into one level-1 batch, more than 4 of those into
+# a level-2 batch, ... so 1,000 ingests leave at most 4 batches per level (~8 in all), and each
+# row is rewritten about log5(commits) times: a query opens few files and an ingest stays cheap.
+COMPACT_AT = 4
 
 
 @dataclass(frozen=True)
@@ -184,38 +190,23 @@ class ParquetStore:
         matches the split, the name a suite usually goes by). No match or several are errors
         that list what the store holds.
         """
-        runs = self.sql(
+        return _resolve(spec, self._run_fields())
+
+    def resolve_runs(self, specs: Sequence[str]) -> list[str]:
+        """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats.
+
+        One read of the runs table for all of them (a compare of 1,000 candidates names
+        1,000 runs).
+        """
+        runs = self._run_fields()
+        ids = frozenset(runs["run_id"].to_list())
+        return list(dict.fromkeys(_resolve(spec, runs, ids) for spec in specs))
+
+    def _run_fields(self) -> pl.DataFrame:
+        return self.sql(
             "SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format "
             "FROM stg_runs ORDER BY run_id"
         )
-        ids = runs["run_id"].to_list()
-        if spec in ids:
-            return spec
-        if "=" in spec:
-            hits = runs.filter(_selector(spec))
-        else:
-            hits = runs.filter(pl.col("run_id").str.starts_with(spec))
-        if hits.height == 1:
-            return str(hits["run_id"].item())
-        if hits.height == 0:
-            near = difflib.get_close_matches(spec, ids, n=3, cutoff=0.4)
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise RunSelectionError(
-                f"no run matches {spec!r}{hint} (the store holds {len(ids)} run(s): "
-                "see 'hylo-analytics runs'; select by agent=, version=, benchmark=, split=)"
-            )
-        listed = ", ".join(
-            f"{r['run_id']} (agent {r['agent_name']}, version {r['agent_version']}, "
-            f"benchmark {r['benchmark_id']}, split {r['split']})"
-            for r in hits.head(5).iter_rows(named=True)
-        )
-        raise RunSelectionError(
-            f"{spec!r} matches {hits.height} runs, add a field to pick one: {listed}"
-        )
-
-    def resolve_runs(self, specs: Sequence[str]) -> list[str]:
-        """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats."""
-        return list(dict.fromkeys(self.resolve_run(spec) for spec in specs))
 
     # -- writing -------------------------------------------------------------------------
 
@@ -258,9 +249,7 @@ class ParquetStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         self._publish(manifest.with_batch(Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT)))
-        limit = compact_at()
-        if limit and len(self.manifest.batches) > limit:
-            self.compact()
+        self._merge_levels()
         return seq
 
     def compact(self) -> CompactionReport:
@@ -271,9 +260,26 @@ class ParquetStore:
         count of every table is checked equal before the new manifest is published; a process
         killed mid-way leaves the old batches published and an unlisted folder, removed later.
         """
-        t0 = time.perf_counter()
         manifest = self._read_manifest()
         merged = [b for b in manifest.batches if b.seq != _EMPTY_SEQ]
+        return self._merge(manifest, merged, max((b.level for b in merged), default=0) + 1)
+
+    def _merge_levels(self) -> None:
+        """Merge the batches of any level that holds more than :func:`compact_at` of them."""
+        limit = compact_at()
+        while limit:
+            manifest = self._read_manifest()
+            levels: dict[int, list[Batch]] = {}
+            for b in manifest.batches:
+                if b.seq != _EMPTY_SEQ:
+                    levels.setdefault(b.level, []).append(b)
+            full = [lv for lv, bs in sorted(levels.items()) if len(bs) > limit]
+            if not full:
+                return
+            self._merge(manifest, levels[full[0]], full[0] + 1)
+
+    def _merge(self, manifest: Manifest, merged: list[Batch], level: int) -> CompactionReport:
+        t0 = time.perf_counter()
         before = len(manifest.batches)
         if len(merged) < 2:
             return CompactionReport(before, before, {}, time.perf_counter() - t0)
@@ -294,7 +300,7 @@ class ParquetStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        self._publish(manifest.merged(merged, Batch(name, newest, SCHEMA_FINGERPRINT)))
+        self._publish(manifest.merged(merged, Batch(name, newest, SCHEMA_FINGERPRINT, level)))
         self._collect_garbage()
         return CompactionReport(before, len(self.manifest.batches), rows, time.perf_counter() - t0)
 
@@ -426,6 +432,34 @@ def _metric_specs_sql() -> str:
     return (
         "SELECT * FROM (VALUES " + ", ".join(rows) + ") AS t(metric, metric_id, display_name, "
         "unit, higher_is_better, kind)"
+    )
+
+
+def _resolve(spec: str, runs: pl.DataFrame, ids: frozenset[str] | None = None) -> str:
+    """The rule of :meth:`ParquetStore.resolve_run` over the runs table ``runs`` (ids ``ids``)."""
+    if spec in (ids if ids is not None else frozenset(runs["run_id"].to_list())):
+        return spec
+    if "=" in spec:
+        hits = runs.filter(_selector(spec))
+    else:
+        hits = runs.filter(pl.col("run_id").str.starts_with(spec))
+    if hits.height == 1:
+        return str(hits["run_id"].item())
+    if hits.height == 0:
+        known = runs["run_id"].to_list()
+        near = difflib.get_close_matches(spec, known, n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise RunSelectionError(
+            f"no run matches {spec!r}{hint} (the store holds {len(known)} run(s): "
+            "see 'hylo-analytics runs'; select by agent=, version=, benchmark=, split=)"
+        )
+    listed = ", ".join(
+        f"{r['run_id']} (agent {r['agent_name']}, version {r['agent_version']}, "
+        f"benchmark {r['benchmark_id']}, split {r['split']})"
+        for r in hits.head(5).iter_rows(named=True)
+    )
+    raise RunSelectionError(
+        f"{spec!r} matches {hits.height} runs, add a field to pick one: {listed}"
     )
 
 

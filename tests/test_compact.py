@@ -51,7 +51,7 @@ def test_compaction_keeps_every_row_and_every_answer(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _many_batches(tmp_path / "s", runs_dir, monkeypatch)
-    assert len(store.manifest.batches) == 9  # the empty batch, 6 ingests, 2 scorings
+    assert len(store.manifest.batches) == 9  # the empty batch, 6 ingests, 2 scorings (no merging)
     raw, answers = _raw_counts(store), store_checksums(store)
     reader = ha.open_store(store.root, create=False)  # another reader, opened before
     assert store_checksums(reader) == answers
@@ -87,14 +87,22 @@ def test_compaction_keeps_every_row_and_every_answer(
 def test_commits_compact_past_the_threshold(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HYLO_ANALYTICS_COMPACT_AT", "3")
+    """Leveled: more than 2 batches of a level merge into one of the next."""
+    monkeypatch.setenv("HYLO_ANALYTICS_COMPACT_AT", "2")
     store = ha.open_store(tmp_path / "s")
     expected = ha.open_store(tmp_path / "one")
     expected.ingest(runs_dir, progress=False)
+    levels = []
     for run in sorted(runs_dir.iterdir()):
         store.ingest(run, progress=False)
-        assert len(store.manifest.batches) <= 3
+        levels.append(sorted(b.level for b in store.manifest.batches if b.seq))
+    # commits 3, 6: level 0 merges; commit 6's second level-1 batch stays (2 is not > 2)
+    assert levels == [[0], [0, 0], [1], [0, 1], [0, 0, 1], [1, 1]]
+    store.score()
+    assert [b.level for b in store.manifest.batches if b.seq] == [1, 1, 0]
+    expected.score()
     assert store_checksums(store) == store_checksums(expected)
+    assert _raw_counts(store) == _raw_counts(expected)
 
 
 def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir: Path) -> None:

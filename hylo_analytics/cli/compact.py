@@ -14,9 +14,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Rewrite every batch of the store into one, each table's rows in run order, history "
             "and superseded rows kept, every table's row count checked before the new layout is "
-            "published with one rename. Readers see the old layout or the new, never a mix. A "
-            "commit compacts by itself past HYLO_ANALYTICS_COMPACT_AT batches (default 64; 0 "
-            "turns it off)."
+            "published with one rename. Readers see the old layout or the new, never a mix. "
+            "Commits also merge by themselves, by levels: more than HYLO_ANALYTICS_COMPACT_AT "
+            "(default 4) batches of one level merge into one of the next (0 turns it off)."
         ),
     )
     add_store_arg(p)

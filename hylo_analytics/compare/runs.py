@@ -43,7 +43,7 @@ def compare_runs(
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
-    cands = [store.resolve_run(c) for c in cands]
+    cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
     parent = store.resolve_run(parent)
     runs = [*cands, parent]
     scores = preferred_scores(
