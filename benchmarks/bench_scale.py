@@ -1,0 +1,159 @@
+"""Ingest, score, aggregate and compare at 10k, 100k and 1M samples: time and peak RSS per size.
+
+    python benchmarks/bench_scale.py            # 10k / 100k / 1M samples; 200 / 2k / 20k traces
+    python benchmarks/bench_scale.py --small    # 10k / 100k samples; 200 / 2k traces
+
+Issue 14's goals 7 and 8. Every step runs in its own child process on a store written once per
+size, so each peak RSS (``VmHWM``) is that step's alone. EvalLogs carry 500 samples a run and
+their scores (no traces): ``aggregate`` is every run by run on success and steps, ``compare``
+every run against the first, by task. Traces (~150 events each) are ingested and re-scored by
+the built-in scorers. Scaling is linear when the time per sample at the largest size is within
+1.5x of the time per sample at the size before it; goal 7 is aggregate and compare at 1M
+samples under 5 s and 2 GB each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+
+
+def _peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _child(step: str, store_path: str, logs: str) -> None:
+    import hylo_analytics as ha
+
+    store = ha.open_store(store_path)
+    if step in ("aggregate", "compare"):  # imported on first use: not the query's cost
+        import scipy.stats  # noqa: F401
+    t = time.perf_counter()
+    if step == "ingest":
+        store.ingest(logs, progress=False)
+    elif step == "score":
+        store.score()
+    elif step == "aggregate":
+        store.aggregate(("run_id",), metrics=["success", "steps"])
+    elif step == "compare":
+        ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
+        store.compare(ids[1:], ids[0], by=["task_id"])
+    seconds = time.perf_counter() - t
+    print(json.dumps({"seconds": seconds, "rss_mb": _peak_rss_mb()}))
+
+
+def _step(step: str, store: Path, logs: Path) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, str(HERE), "--child", step, str(store), str(logs)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run(small: bool) -> list[dict[str, Any]]:
+    from hylo_analytics.testing import SynthConfig, write_dataset
+
+    sample_sizes = (10_000, 100_000) if small else (10_000, 100_000, 1_000_000)
+    trace_sizes = (200, 2_000) if small else (200, 2_000, 20_000)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        per_unit: dict[str, list[tuple[int, float]]] = {}
+        for n in sample_sizes:
+            logs = Path(tmp) / f"logs{n}"
+            write_dataset(logs, SynthConfig(runs=n // 500, tasks=10, seeds=50, traces_per_run=0))
+            store = Path(tmp) / f"store{n}"
+            for step in ("ingest", "aggregate", "compare"):
+                got = _step(step, store, logs)
+                per_unit.setdefault(step, []).append((n, got["seconds"] / n))
+                goal7 = step in ("aggregate", "compare") and n == 1_000_000
+                rows.append(
+                    {
+                        "goal": "7 bounded" if goal7 else "8 scale",
+                        "workload": f"{step}, {n:,} samples ({n // 500} runs)",
+                        "hylo_s": got["seconds"],
+                        "reference": None,
+                        "reference_s": None,
+                        "ratio": None,
+                        "target": "< 5 s and < 2 GB" if goal7 else "(per size)",
+                        "met": (got["seconds"] < 5 and got["rss_mb"] < 2048) if goal7 else None,
+                        "peak_rss_mb": got["rss_mb"],
+                    }
+                )
+            _rm(logs)
+        for n in trace_sizes:
+            logs = Path(tmp) / f"traces{n}"
+            write_dataset(
+                logs, SynthConfig(runs=max(1, n // 500), tasks=10, seeds=min(50, n // 10))
+            )
+            store = Path(tmp) / f"tstore{n}"
+            for step in ("ingest", "score"):
+                got = _step(step, store, logs)
+                per_unit.setdefault(f"trace {step}", []).append((n, got["seconds"] / n))
+                rows.append(
+                    {
+                        "goal": "8 scale",
+                        "workload": f"trace {step}, {n:,} episodes",
+                        "hylo_s": got["seconds"],
+                        "reference": None,
+                        "reference_s": None,
+                        "ratio": None,
+                        "target": "(per size)",
+                        "met": None,
+                        "peak_rss_mb": got["rss_mb"],
+                    }
+                )
+            _rm(logs)
+        for step, points in per_unit.items():
+            (n0, a), (n1, b) = points[-2], points[-1]
+            rows.append(
+                {
+                    "goal": "8 scale",
+                    "workload": f"{step}: time per unit at {n1:,} vs {n0:,}",
+                    "hylo_s": None,
+                    "reference": None,
+                    "reference_s": None,
+                    "ratio": b / a,
+                    "target": "<= 1.5x (linear)",
+                    "met": b / a <= 1.5,
+                    "peak_rss_mb": None,
+                }
+            )
+    return rows
+
+
+def _rm(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from run_all import table
+
+    print(table(run(args.small)))
+
+
+if __name__ == "__main__":
+    main()
