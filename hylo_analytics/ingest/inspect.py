@@ -79,27 +79,35 @@ VALUE_TABLE: dict[str, str] = {
     "other string, list": "abstain: 'non-numeric value: ...' (Inspect: 0.0 with a warning)",
 }
 
+# A score value as a number, from its JSON type ``t`` and its text ``s`` (``v->>'$'``), each
+# computed once per value: every JSON function call re-parses the value.
 _NUM_MACRO = """
-CREATE OR REPLACE TEMP MACRO _insp_num(v) AS CASE
-    WHEN v IS NULL OR json_type(v) = 'NULL' THEN NULL
-    WHEN json_type(v) = 'VARCHAR' THEN CASE v->>'$'
+CREATE OR REPLACE TEMP MACRO _insp_num_ts(t, s) AS CASE t
+    WHEN 'VARCHAR' THEN CASE s
         WHEN 'C' THEN 1.0 WHEN 'P' THEN 0.5 WHEN 'I' THEN 0.0 WHEN 'N' THEN 0.0
-        ELSE CASE lower(v->>'$')
+        ELSE CASE lower(s)
             WHEN 'yes' THEN 1.0 WHEN 'true' THEN 1.0 WHEN 'no' THEN 0.0 WHEN 'false' THEN 0.0
-            ELSE CASE WHEN isfinite(TRY_CAST(v->>'$' AS DOUBLE)) THEN TRY_CAST(v->>'$' AS DOUBLE) END
+            ELSE CASE WHEN isfinite(TRY_CAST(s AS DOUBLE)) THEN TRY_CAST(s AS DOUBLE) END
         END
     END
-    WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
-    WHEN json_type(v) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CAST(v AS DOUBLE)
-END
+    WHEN 'BOOLEAN' THEN CASE WHEN s = 'true' THEN 1.0 ELSE 0.0 END
+    WHEN 'BIGINT' THEN CAST(s AS DOUBLE) WHEN 'UBIGINT' THEN CAST(s AS DOUBLE)
+    WHEN 'DOUBLE' THEN CAST(s AS DOUBLE)
+END;
+CREATE OR REPLACE TEMP MACRO _insp_num(v) AS _insp_num_ts(json_type(v), v->>'$');
 """
 
 # Only the summary fields of a sample are transformed: in a .json log the rest (messages,
 # events) is skipped by the parser, never materialised.
+_SCORE = "STRUCT(value JSON, answer JSON, explanation VARCHAR)"
+_USAGE = (
+    "STRUCT(input_tokens DOUBLE, output_tokens DOUBLE, input_tokens_cache_read DOUBLE, "
+    "input_tokens_cache_write DOUBLE, reasoning_tokens DOUBLE)"
+)
 _SAMPLE = (
-    '{"id":"JSON","epoch":"BIGINT","scores":"MAP(VARCHAR, JSON)","model_usage":'
-    '"MAP(VARCHAR, JSON)","error":"JSON","limit":"JSON","uuid":"VARCHAR","total_time":"DOUBLE",'
-    '"working_time":"DOUBLE","completed":"BOOLEAN"}'
+    f'{{"id":"JSON","epoch":"BIGINT","scores":"MAP(VARCHAR, {_SCORE})","model_usage":'
+    f'"MAP(VARCHAR, {_USAGE})","error":"JSON","limit":"JSON","uuid":"VARCHAR",'
+    '"total_time":"DOUBLE","working_time":"DOUBLE","completed":"BOOLEAN"}'
 )
 _DOC = (
     '{"version":"JSON","status":"VARCHAR","eval":"JSON","results":"JSON","stats":"JSON",'
@@ -224,15 +232,17 @@ def parse(
         con.execute(transform)
     problems.extend(probs)
     con.unregister("_insp")
-    for fi, has_eval, _has_task in con.execute(
+    not_inspect = con.execute(
         """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL
            FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL"""
-    ).fetchall():
+    ).fetchall()
+    for fi, has_eval, _has_task in not_inspect:
         field = "eval" if not has_eval else "eval.task"
         problems.append(
             Problem(str(files[fi].path), None, field, "missing; expected an Inspect log")
         )
-    con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
+    if not_inspect:
+        con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _insp_s AS
             WITH u AS (
@@ -254,7 +264,6 @@ def parse(
     runs = (
         con.sql(
             """
-        WITH n AS (SELECT file_idx, count(*) AS n FROM _insp_s GROUP BY file_idx)
         SELECT file_idx,
                coalesce(d.eval->>'$.eval_id', d.eval->>'$.task_id') AS run_id,
                CASE WHEN d.version IS NULL THEN 'inspect' END AS fmt_hint,
@@ -268,14 +277,14 @@ def parse(
                CAST(d.results AS VARCHAR) AS results,
                coalesce(d.status, 'started') AS status,
                d.eval->>'$.created' AS created,
-               coalesce(n.n, 0) AS n_samples,
+               coalesce(len(d.samples), 0) AS n_samples,
                to_json({'eval_id': d.eval->'$.eval_id', 'inspect_run_id': d.eval->'$.run_id',
                         'task_id': d.eval->'$.task_id', 'task_args': d.eval->'$.task_args',
                         'epochs': d.eval->'$.config.epochs', 'log_version': d.version,
                         'stats': d.stats, 'error': d.error,
                         'llm.model.name': d.eval->>'$.model',
                         'llm.provider': split_part(d.eval->>'$.model', '/', 1)}) AS extra
-        FROM _insp_d AS d LEFT JOIN n USING (file_idx)
+        FROM _insp_d AS d
         ORDER BY file_idx
         """
         )
@@ -302,24 +311,30 @@ def parse(
         FROM _insp_s ORDER BY file_idx, sample_idx
         """
     ).to_arrow_table()
+    token_rows = ",\n".join(
+        f"{{'metric': '{m}', 'v': list_sum(list_transform(map_values(s.model_usage), "
+        f"lambda u: u.{k}))}}"
+        for m, k in _TOKENS
+    )
+    # the scorers' rows, then the token counts (``part`` 1), in one query: one plan fewer
     scores = con.sql(
-        """
+        f"""
         WITH kv AS (
             SELECT file_idx, sample_idx, unnest(map_entries(s.scores)) AS me
             FROM _insp_s WHERE s.scores IS NOT NULL
         ), flat AS (
-            SELECT file_idx, sample_idx, me.key AS scorer, json_extract(me.value, '$.value') AS v,
-                   me.value->>'$.explanation' AS explanation,
-                   to_json({'answer': me.value->'$.answer'}) AS meta
+            SELECT file_idx, sample_idx, me.key AS scorer, me.value.value AS v,
+                   json_type(me.value.value) AS vt, me.value.explanation AS explanation,
+                   to_json({{'answer': me.value.answer}}) AS meta
             FROM kv
         ), actual AS MATERIALIZED (
-            SELECT file_idx, sample_idx, scorer AS metric, v, explanation, meta
-            FROM flat WHERE coalesce(json_type(v), 'NULL') <> 'OBJECT'
+            SELECT file_idx, sample_idx, scorer AS metric, v, vt, explanation, meta
+            FROM flat WHERE coalesce(vt, 'NULL') <> 'OBJECT'
             UNION ALL
             SELECT file_idx, sample_idx, scorer || '.' || e.key AS metric,
-                   e.value AS v, explanation, meta
+                   e.value AS v, json_type(e.value) AS vt, explanation, meta
             FROM (SELECT *, unnest(map_entries(json_transform(v, '"MAP(VARCHAR, JSON)"'))) AS e
-                  FROM flat WHERE json_type(v) = 'OBJECT')
+                  FROM flat WHERE vt = 'OBJECT')
         ), seen AS (
             SELECT DISTINCT file_idx, metric FROM actual
         ), declared AS (
@@ -327,11 +342,11 @@ def parse(
                    CASE WHEN r.scorer IS NULL OR r.scorer = r.name THEN r.name
                         ELSE r.scorer || '.' || r.name END AS metric
             FROM (SELECT file_idx, unnest(from_json(d.results->'$.scores',
-                         '[{"name":"VARCHAR","scorer":"VARCHAR"}]')) AS r FROM _insp_d)
+                         '[{{"name":"VARCHAR","scorer":"VARCHAR"}}]')) AS r FROM _insp_d)
             UNION
             SELECT file_idx, sc.name AS metric
             FROM (SELECT file_idx, unnest(from_json(d.eval->'$.scorers',
-                         '[{"name":"VARCHAR"}]')) AS sc FROM _insp_d)
+                         '[{{"name":"VARCHAR"}}]')) AS sc FROM _insp_d)
         ), expected AS (
             SELECT * FROM seen
             UNION
@@ -344,44 +359,41 @@ def parse(
             ANTI JOIN actual AS a
               ON a.file_idx = x.file_idx AND a.sample_idx = x.sample_idx AND a.metric = e.metric
         ), u AS (
-            SELECT *, _insp_num(v) AS value FROM actual
+            SELECT file_idx, sample_idx, metric, v, vt, explanation, meta,
+                   _insp_num_ts(vt, v->>'$') AS value FROM actual
             UNION ALL
-            SELECT file_idx, sample_idx, metric, CAST(NULL AS JSON) AS v, NULL AS explanation,
+            SELECT file_idx, sample_idx, metric, CAST(NULL AS JSON) AS v, NULL AS vt,
+                   NULL AS explanation,
                    NULL AS meta, CAST(NULL AS DOUBLE) AS value
             FROM missing
-        )
-        SELECT u.file_idx, x.run_id, x.key, x.task_id, x.epoch, x.episode_id, u.metric, u.value,
-               u.value IS NOT NULL AS valid,
-               CASE WHEN u.value IS NOT NULL THEN NULL
-                    WHEN x.err IS NOT NULL THEN 'sample error: ' || left(x.err, 200)
-                    WHEN u.v IS NULL OR json_type(u.v) = 'NULL' THEN 'unscored'
-                    ELSE 'non-numeric value: ' || left(CAST(u.v AS VARCHAR), 80) END AS skip_reason,
-               u.explanation, 'evallog' AS source, 'imported' AS source_kind,
-               CASE WHEN u.meta <> '{"answer":null}' THEN u.meta END AS metadata
-        FROM u JOIN _insp_s AS x USING (file_idx, sample_idx)
-        ORDER BY u.file_idx, u.sample_idx, u.metric
-        """
-    ).to_arrow_table()
-    token_rows = ",\n".join(
-        f"{{'metric': '{m}', 'v': list_sum(list_transform(map_values(s.model_usage), "
-        f"lambda u: TRY_CAST(u->>'$.{k}' AS DOUBLE)))}}"
-        for m, k in _TOKENS
-    )
-    tokens = con.sql(
-        f"""
-        WITH t AS (
+        ), sc AS (
+            SELECT 0 AS part, u.sample_idx, u.file_idx, x.run_id, x.key, x.task_id, x.epoch,
+                   x.episode_id, u.metric, u.value, u.value IS NOT NULL AS valid,
+                   CASE WHEN u.value IS NOT NULL THEN NULL
+                        WHEN x.err IS NOT NULL THEN 'sample error: ' || left(x.err, 200)
+                        WHEN u.v IS NULL OR u.vt = 'NULL' THEN 'unscored'
+                        ELSE 'non-numeric value: ' || left(CAST(u.v AS VARCHAR), 80)
+                   END AS skip_reason,
+                   u.explanation, 'evallog' AS source, 'imported' AS source_kind,
+                   CASE WHEN u.meta <> '{{"answer":null}}' THEN u.meta END AS metadata
+            FROM u JOIN _insp_s AS x USING (file_idx, sample_idx)
+        ), t AS (
             SELECT file_idx, run_id, key, task_id, epoch, episode_id, sample_idx,
                    map_keys(s.model_usage) AS models, unnest([{token_rows}]) AS m
             FROM _insp_s WHERE s.model_usage IS NOT NULL AND cardinality(s.model_usage) > 0
+        ), both_parts AS (
+            SELECT * FROM sc
+            UNION ALL
+            SELECT 1 AS part, sample_idx, file_idx, run_id, key, task_id, epoch, episode_id,
+                   m.metric AS metric, m.v AS value, true AS valid, NULL AS skip_reason,
+                   NULL AS explanation, 'evallog' AS source, 'imported' AS source_kind,
+                   to_json({{'models': models}}) AS metadata
+            FROM t WHERE m.v IS NOT NULL
         )
-        SELECT file_idx, run_id, key, task_id, epoch, episode_id, m.metric AS metric,
-               m.v AS value, true AS valid, 'evallog' AS source, 'imported' AS source_kind,
-               to_json({{'models': models}}) AS metadata
-        FROM t WHERE m.v IS NOT NULL
-        ORDER BY file_idx, sample_idx, metric
+        SELECT * EXCLUDE (part, sample_idx) FROM both_parts
+        ORDER BY part, file_idx, sample_idx, metric
         """
     ).to_arrow_table()
-    scores = pa.concat_tables([scores, tokens], promote_options="default")
     for t in ("_insp_d", "_insp_s"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return Parsed(runs, samples, scores, None, problems)
