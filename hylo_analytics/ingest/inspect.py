@@ -139,17 +139,55 @@ def read_zip_member(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
     """One member's bytes; zstd members (method 93) are decompressed from the local header."""
     if info.compress_type != ZIP_ZSTD:
         return zf.read(info)
-    off = info.header_offset
+    return _zstd_member(data, info.filename, info.header_offset, info.compress_size, info.file_size)
+
+
+def _zstd_member(data: bytes, name: str, off: int, csize: int, size: int) -> bytes:
     if data[off : off + 4] != b"PK\x03\x04":
-        raise ValueError(f"member {info.filename!r}: no local file header at offset {off}")
+        raise ValueError(f"member {name!r}: no local file header at offset {off}")
     name_len, extra_len = struct.unpack_from("<HH", data, off + 26)
     start = off + 30 + name_len + extra_len
-    payload = data[start : start + info.compress_size]
-    out = zstandard.ZstdDecompressor().decompressobj().decompress(payload)
-    if len(out) != info.file_size:
-        raise ValueError(
-            f"member {info.filename!r}: decompressed {len(out)} bytes, expected {info.file_size}"
-        )
+    out = zstandard.ZstdDecompressor().decompressobj().decompress(data[start : start + csize])
+    if len(out) != size:
+        raise ValueError(f"member {name!r}: decompressed {len(out)} bytes, expected {size}")
+    return out
+
+
+def _zstd_members(data: bytes, names: Sequence[str]) -> list[bytes] | None:
+    """The named zstd members, found in the central directory without reading all its entries.
+
+    A finished ``.eval`` holds one entry per sample: :class:`zipfile.ZipFile` builds them all
+    (~1.3 ms a log of 400 samples) to read two. ``None`` (use :mod:`zipfile`) when a member is
+    missing or not zstd, or the zip has a comment or zip64 records.
+    """
+    end = len(data) - 22
+    if end < 0 or data[end : end + 4] != b"PK\x05\x06":
+        return None
+    n_entries, cd_size, cd_off = struct.unpack_from("<HII", data, end + 10)
+    if n_entries == 0xFFFF or 0xFFFFFFFF in (cd_size, cd_off):
+        return None
+    cd = data[cd_off : cd_off + cd_size]
+    out: list[bytes] = []
+    for name in names:
+        raw = name.encode()
+        pos = cd.find(raw)
+        while pos >= 0:  # a name at the start of an entry, of exactly this length
+            h = pos - 46
+            if (
+                h >= 0
+                and cd[h : h + 4] == b"PK\x01\x02"
+                and struct.unpack_from("<H", cd, h + 28)[0] == len(raw)
+            ):
+                break
+            pos = cd.find(raw, pos + 1)
+        if pos < 0:
+            return None
+        (method,) = struct.unpack_from("<H", cd, h + 10)
+        csize, size = struct.unpack_from("<II", cd, h + 20)
+        (off,) = struct.unpack_from("<I", cd, h + 42)
+        if method != ZIP_ZSTD or 0xFFFFFFFF in (csize, size, off):
+            return None
+        out.append(_zstd_member(data, name, off, csize, size))
     return out
 
 
@@ -160,6 +198,9 @@ def _json_array_concat(arrays: Sequence[bytes]) -> bytes:
 
 def eval_document(data: bytes) -> bytes:
     """An ``.eval`` zip as one JSON document: the header's fields plus ``samples`` (summaries)."""
+    fast = _zstd_members(data, ("header.json", "summaries.json"))
+    if fast is not None:  # a finished log: the usual case
+        return _document(fast[0].strip(), fast[1])
     zf = zipfile.ZipFile(io.BytesIO(data))
     infos = {i.filename: i for i in zf.infolist()}
 
@@ -190,6 +231,10 @@ def eval_document(data: bytes) -> bytes:
                 if n.startswith("samples/") and n.endswith(".json")
             ]
         samples = _json_array_concat(parts)
+    return _document(header, samples)
+
+
+def _document(header: bytes, samples: bytes) -> bytes:
     body = header[1:-1].strip()
     return b'{"samples":' + samples + (b"," + body if body else b"") + b"}"
 
