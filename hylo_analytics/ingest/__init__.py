@@ -193,7 +193,7 @@ def _ingest_chunk(
     # the files each reader claimed, as positions in ``claimed``
     claimed: list[SourceFile] = []
     fmt_of: list[str] = []
-    by_reader: dict[str, list[int]] = {}
+    by_reader: dict[object, list[int]] = {}  # by parse function: formats sharing one are one batch
     for sf in files:
         k = known_logs.get(str(sf.path))
         if sf.error is not None:
@@ -221,18 +221,18 @@ def _ingest_chunk(
             )
             file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=None))
             continue
-        by_reader.setdefault(reader.format, []).append(len(claimed))
+        by_reader.setdefault(reader.parse, []).append(len(claimed))
         claimed.append(sf)
         fmt_of.append(reader.format)
     if strict and problems:
         raise IngestError(problems[0])
 
     parts: list[Parsed] = []
-    for reader in READERS:
-        idx = by_reader.get(reader.format)
+    for parse in dict.fromkeys(r.parse for r in READERS):
+        idx = by_reader.get(parse)
         if not idx:
             continue
-        part = reader.parse(con, [claimed[i] for i in idx])
+        part = parse(con, [claimed[i] for i in idx])
         if strict and part.problems:
             raise IngestError(part.problems[0])
         mapping = np.asarray(idx, dtype=np.int32)
