@@ -115,11 +115,13 @@ _NUMERIC = "('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')"
 def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
     """Parse and validate EvalLogs; a file with any problem is rejected whole.
 
-    Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, a file per thread);
+    Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, one pass per batch);
     the rest take the checked DuckDB path, which reports each problem's file, line and field.
     """
     fast = parse_fast(files, FORMAT)
-    slow = [i for i, r in enumerate(fast.runs) if r is None]
+    slow = list(fast.slow)
+    if fast.runs.num_rows and not slow:
+        return ParsedLogs(fast.runs, fast.samples, _fast_scores(fast.scores))
     checked = _parse_checked(con, [files[i] for i in slow])
     remap = pa.array(np.asarray(slow, dtype=np.int32))
 
@@ -130,21 +132,16 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
             i, "file_idx", remap.take(t["file_idx"]) if len(slow) else t["file_idx"]
         )
 
-    ok_runs = [r for r in fast.runs if r is not None]
-    if not ok_runs:
-        checked.runs, checked.samples, checked.scores = (
-            back(checked.runs),
-            back(checked.samples),
-            back(checked.scores),
-        )
-        checked.bad_files = {slow[i] for i in checked.bad_files}
-        return checked
-    samples = pa.concat_tables([t for t in fast.samples if t is not None])
-    scores = _fast_scores(pa.concat_tables([t for t in fast.scores if t is not None]))
-    runs = pa.concat_tables([*ok_runs, back(checked.runs)], promote_options="permissive")
-    samples = pa.concat_tables([samples, back(checked.samples)], promote_options="permissive")
-    scores = pa.concat_tables([scores, back(checked.scores)], promote_options="permissive")
     bad = {slow[i] for i in checked.bad_files}
+    if not fast.runs.num_rows:
+        return ParsedLogs(
+            back(checked.runs), back(checked.samples), back(checked.scores), checked.problems, bad
+        )
+    runs = pa.concat_tables([fast.runs, back(checked.runs)], promote_options="permissive")
+    samples = pa.concat_tables([fast.samples, back(checked.samples)], promote_options="permissive")
+    scores = pa.concat_tables(
+        [_fast_scores(fast.scores), back(checked.scores)], promote_options="permissive"
+    )
     return ParsedLogs(runs, samples, scores, checked.problems, bad)
 
 
