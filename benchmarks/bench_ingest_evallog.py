@@ -12,8 +12,11 @@ Three ways to get 500k samples (1.5M score rows) out of 1,000 logs without trace
 * **orjson floor**: the same loop with ``orjson.loads``, stopping at the column lists (no Arrow,
   no Parquet), as the issue measured its floor. Building and writing the tables from those
   lists is timed separately and printed for information ("orjson + write").
-* **hylo_analytics**: ``store.ingest`` into a fresh store, in a child process (spawned, so its
-  peak RSS is its own and not the parent's high-water mark).
+* **hylo_analytics**: ``store.ingest`` into a fresh store, in a spawned child process whose
+  high-water mark is reset before the ingest (``/proc/self/clear_refs``), so the peak RSS is
+  the ingest's own. Its time is taken inside the child (imports excluded).
+
+The three are run interleaved ``--repeat`` times (default 2) and each keeps its best time.
 
 Goals: ingest within 1.5x of the floor (ratio floor_s / hylo_s >= 0.67) and >= 3x faster than
 the json loop. Memory: a chunked ingest must not grow with its input, so the child ingests the
@@ -25,7 +28,9 @@ The dataset is cached under ``/tmp/hylo-bench-evallog``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import multiprocessing as mp
 import resource
 import shutil
@@ -107,20 +112,33 @@ def json_loop(data: Path, out: Path) -> int:
     return _write(_columns(data, json.loads), out)
 
 
+def _status_mib(field: str) -> float:
+    """A ``/proc/self/status`` size (VmRSS, VmHWM) in MiB; ru_maxrss where there is none."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 2**10
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+
+
 def _ingest_child(data: str, store: str, chunk_bytes: int | None, conn: Any) -> None:
     import hylo_analytics as ha
     from hylo_analytics.ingest import ingest_paths
 
     s = ha.open_store(store)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _status_mib("VmRSS")
+    with contextlib.suppress(OSError):  # restart the high-water mark (Linux): the peak is then
+        Path("/proc/self/clear_refs").write_text("5")  # this ingest's own
     t0 = time.perf_counter()
     if chunk_bytes is None:
         report = s.ingest(data, progress=False)
     else:
         report = ingest_paths(s, [Path(data)], progress=False, chunk_bytes=chunk_bytes)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    conn.send((seconds, before / 2**10, peak / 2**10, report.samples_added, report.quarantined))
+    peak = _status_mib("VmHWM")
+    conn.send((seconds, before, peak, report.samples_added, report.quarantined))
     conn.close()
 
 
@@ -136,27 +154,32 @@ def hylo_ingest(data: Path, store: Path, chunk_bytes: int | None = None) -> dict
     return {"seconds": seconds, "before": before, "peak": peak, "samples": n}
 
 
-def run(small: bool) -> list[dict[str, Any]]:
+def run(small: bool, repeat: int = 2) -> list[dict[str, Any]]:
     full = dataset(100 if small else 1000)
     tiny = dataset(10 if small else 100)
     n_logs = 100 if small else 1000
     workload = f"{n_logs:,} EvalLogs x 500 samples"
+    json_s = floor_s = write_s = math.inf
+    ours: dict[str, float] = {"seconds": math.inf}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        t0 = time.perf_counter()
-        n_ref = json_loop(full, work / "ref")
-        json_s = time.perf_counter() - t0
+        for r in range(repeat):  # interleaved, best of each: the machine is shared
+            t0 = time.perf_counter()
+            n_ref = json_loop(full, work / f"ref{r}")
+            json_s = min(json_s, time.perf_counter() - t0)
 
-        t0 = time.perf_counter()
-        cols = _columns(full, orjson.loads)
-        floor_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        _write(cols, work / "floor")
-        write_s = time.perf_counter() - t0
-        del cols
+            t0 = time.perf_counter()
+            cols = _columns(full, orjson.loads)
+            floor_s = min(floor_s, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            _write(cols, work / f"floor{r}")
+            write_s = min(write_s, time.perf_counter() - t0)
+            del cols
 
-        ours = hylo_ingest(full, work / "store")
-        assert ours["samples"] == n_ref, (ours["samples"], n_ref)
+            got = hylo_ingest(full, work / f"store{r}")
+            assert got["samples"] == n_ref, (got["samples"], n_ref)
+            if got["seconds"] < ours["seconds"]:
+                ours = got
         mem_full = hylo_ingest(full, work / "store-mem-full", MEMORY_CHUNK)
         mem_tiny = hylo_ingest(tiny, work / "store-mem-tiny", MEMORY_CHUNK)
     hylo_s = ours["seconds"]
@@ -217,8 +240,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--small", action="store_true", help="100 logs instead of 1,000")
+    p.add_argument("--repeat", type=int, default=2, help="rounds; the best time of each counts")
     args = p.parse_args()
-    for row in run(args.small):
+    for row in run(args.small, args.repeat):
         print(f"  {'met   ' if row['met'] else 'MISSED'} {row['goal']}: ratio {row['ratio']:.2f}")
 
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,7 @@ _SCORES = pa.schema(
         ("skip_reason", pa.string()),
     ]
 )
-_SAMPLE_COLS = ["file_idx", "run_id", "key", "task_id", "seed", "epoch", "episode_id"]
+_SAMPLE_COLS = ["file_idx", "key", "task_id", "seed", "epoch", "episode_id"]
 
 
 @dataclass(frozen=True)
@@ -226,9 +227,10 @@ def _epochs(file_of: np.ndarray, key: pa.Array, epoch: pa.Array) -> pa.Array:
     codes += file_of.astype(np.int64) * (int(codes.max(initial=0)) + 1)
     n = len(codes)
     fill = np.ones(n, np.int64)
-    if len(np.unique(codes)) < n:
-        order = np.argsort(codes, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    order = np.argsort(codes, kind="stable")
+    new_key = np.r_[True, np.diff(codes[order]) != 0]
+    if not new_key.all():  # some key repeats in its log
+        starts = np.flatnonzero(new_key)
         sizes = np.diff(np.r_[starts, n])
         fill[order] = np.arange(n) - np.repeat(starts, sizes) + 1
     return pc.coalesce(epoch, pa.array(fill))
@@ -295,7 +297,7 @@ def _group(
     samples = pa.table(
         {
             "file_idx": pa.array(file_of, pa.int32()),
-            "run_id": run_ids.take(pa.array(ordinal)),
+            "run_id": _repeat(run_ids, ordinal),
             "key": key,
             "task_id": flat.field("task_id").cast(pa.string()),
             "seed": flat.field("seed").cast(pa.int64()),
@@ -308,11 +310,18 @@ def _group(
         },
         schema=_SAMPLES,
     )
-    return logs, samples, _score_rows(flat, samples, ordinal, len(logs))
+    return logs, samples, _score_rows(flat, samples, ordinal, run_ids)
+
+
+def _repeat(values: pa.Array, index: np.ndarray) -> pa.Array:
+    """``values[index]`` for a few values repeated many times: decode a dictionary."""
+    return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), values).cast(
+        values.type
+    )
 
 
 def _score_rows(
-    flat: pa.StructArray, samples: pa.Table, ordinal: np.ndarray, n_logs: int
+    flat: pa.StructArray, samples: pa.Table, ordinal: np.ndarray, run_ids: pa.Array
 ) -> pa.Table:
     """One row per (sample with a ``scores`` object, metric the log reports).
 
@@ -330,7 +339,7 @@ def _score_rows(
         return _SCORES.empty_table()
     # output position of (metric m, scored sample j): per log, m-major, then j
     log_of = ordinal[has]
-    count = np.bincount(log_of, minlength=n_logs)
+    count = np.bincount(log_of, minlength=len(run_ids))
     first = np.cumsum(count) - count
     j = np.arange(p)
     m = np.arange(n_metrics)[:, None]
@@ -342,8 +351,10 @@ def _score_rows(
     values = pa.concat_arrays(
         [scores.field(i).take(take_has).cast(pa.float64()) for i in range(n_metrics)]
     ).take(pa.array(src))
-    sample_rows = pa.array(has[row_of])
+    rows = has[row_of]
+    sample_rows = pa.array(rows)
     scored = samples.select(_SAMPLE_COLS).take(sample_rows)
+    scored = scored.add_column(1, "run_id", _repeat(run_ids, ordinal[rows]))
     valid = pc.is_valid(values)
     # an abstention of an errored episode says so, as the checked path and scorers do
     reason = pc.if_else(
@@ -352,7 +363,7 @@ def _score_rows(
         pa.scalar("abstained"),
     ).fill_null("abstained")
     return (
-        scored.append_column("metric", pa.array(metrics, pa.string()).take(pa.array(metric_of)))
+        scored.append_column("metric", _repeat(pa.array(metrics, pa.string()), metric_of))
         .append_column("value", values)
         .append_column("valid", valid)
         .append_column("skip_reason", pc.if_else(valid, pa.scalar(None, pa.string()), reason))
@@ -360,21 +371,38 @@ def _score_rows(
 
 
 def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> FastLogs:
-    """Read every file the fast path can take; the others are listed in ``slow``."""
-    if len(files) > 1:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            docs = list(pool.map(_read, files))
+    """Read every file the fast path can take; the others are listed in ``slow``.
+
+    The batch is cut into ``threads`` runs of consecutive files, each read and flattened in its
+    own thread: pyarrow's parser and kernels release the GIL, so the parts run at once.
+    """
+    cuts = np.linspace(0, len(files), max(1, min(threads, len(files))) + 1).astype(int)
+    spans = [(int(a), int(b)) for a, b in pairwise(cuts)]
+    if len(spans) > 1:
+        with ThreadPoolExecutor(max_workers=len(spans)) as pool:
+            parts = list(pool.map(lambda ab: _part(files, *ab, fmt), spans))
     else:
-        docs = [_read(sf) for sf in files]
+        parts = [_part(files, *spans[0], fmt)]
+    if len(parts) == 1:
+        return parts[0]
+    return FastLogs(
+        pa.concat_tables([p.runs for p in parts]),
+        pa.concat_tables([p.samples for p in parts]),
+        pa.concat_tables([p.scores for p in parts]),
+        tuple(i for p in parts for i in p.slow),
+    )
+
+
+def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastLogs:
+    """The fast path over ``files[start:stop]`` (file indices stay those of the batch)."""
     slow: set[int] = set()
     by_type: dict[pa.DataType, list[_Log]] = {}
-    for i, doc in enumerate(docs):
-        lg = _log(i, doc, fmt)
+    for i in range(start, stop):
+        lg = _log(i, _read(files[i]), fmt)
         if lg is None:
             slow.add(i)
         else:
             by_type.setdefault(lg.samples.type, []).append(lg)
-    del docs
     kept: list[_Log] = []
     samples, scores = [], []
     for group in by_type.values():
@@ -382,19 +410,17 @@ def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> Fa
         kept += ok
         samples.append(s)
         scores.append(sc)
+    del by_type
     kept.sort(key=lambda lg: lg.idx)
-    counts = (
-        np.bincount(
-            np.concatenate([s["file_idx"].to_numpy() for s in samples]), minlength=len(files)
-        )
-        if samples
-        else np.zeros(len(files), np.int64)
+    counts = np.bincount(
+        np.concatenate([s["file_idx"].to_numpy() - start for s in samples] or [[]]).astype(int),
+        minlength=stop - start,
     )
     runs = pa.table(
         {
             "file_idx": [lg.idx for lg in kept],
             **{c: [lg.run[c] for lg in kept] for c in _RUNS.names[1:-2]},
-            "n_samples": [int(counts[lg.idx]) for lg in kept],
+            "n_samples": [int(counts[lg.idx - start]) for lg in kept],
             "extra": [None] * len(kept),
         },
         schema=_RUNS,
