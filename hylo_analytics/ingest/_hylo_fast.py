@@ -209,7 +209,7 @@ def _sample_type_ok(t: pa.DataType) -> bool:
         st = t.field("scores").type
         if pa.types.is_struct(st):
             return all(_is(st.field(i).type, _NUM) for i in range(st.num_fields))
-        return pa.types.is_null(st)
+        return bool(pa.types.is_null(st))
     return True
 
 
@@ -380,9 +380,9 @@ def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> Fa
     spans = [(int(a), int(b)) for a, b in pairwise(cuts)]
     if len(spans) > 1:
         with ThreadPoolExecutor(max_workers=len(spans)) as pool:
-            parts = list(pool.map(lambda ab: _part(files, *ab, fmt), spans))
+            parts = list(pool.map(lambda ab: _part(files, ab[0], ab[1], fmt), spans))
     else:
-        parts = [_part(files, *spans[0], fmt)]
+        parts = [_part(files, spans[0][0], spans[0][1], fmt)]
     if len(parts) == 1:
         return parts[0]
     return FastLogs(
