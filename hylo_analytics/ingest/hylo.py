@@ -398,16 +398,19 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     ]
     traces = parse_traces(con, refs)
     problems.extend(traces.problems)
-    status = np.full(samples.num_rows, "none", dtype=object)
-    tpaths = np.full(samples.num_rows, None, dtype=object)
-    positions = np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))
-    for j, ref in enumerate(refs):
-        st = traces.trace_status.get(j, "ok")
-        status[positions[j]] = st
-        if st not in ("refused", "missing"):
-            tpaths[positions[j]] = str(ref.log_path.parent / ref.rel)
-    samples = samples.append_column("trace_status", pa.array(status, pa.string()))
-    samples = samples.append_column("trace_path", pa.array(tpaths, pa.string()))
+    # per trace (a file each) in Python, then spread over the sample rows by one take
+    ref_status = [traces.trace_status.get(j, "ok") for j in range(len(refs))]
+    ref_path = [
+        None if st in ("refused", "missing") else str(ref.log_path.parent / ref.rel)
+        for st, ref in zip(ref_status, refs, strict=True)
+    ]
+    slot = np.full(samples.num_rows, len(refs), np.int32)  # the last slot: no trace
+    slot[np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))] = np.arange(len(refs))
+    at = pa.array(slot)
+    samples = samples.append_column(
+        "trace_status", pa.array([*ref_status, "none"], pa.string()).take(at)
+    )
+    samples = samples.append_column("trace_path", pa.array([*ref_path, None], pa.string()).take(at))
     samples = samples.drop_columns(["sample_idx", "trace"])
     partial = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
     trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}
