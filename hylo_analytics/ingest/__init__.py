@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +58,7 @@ def detect(head: bytes, path: Path) -> Reader | None:
     return None
 
 
-_CHUNK_BYTES = 256 * 2**20  # of log files per commit; traces come on top
+_CHUNK_BYTES = 64 * 2**20  # of log files per commit (traces on top); two are in memory at once
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def ingest_paths(
     """Ingest files and folders into ``store``; see :meth:`Store.ingest`.
 
     Each chunk of about ``chunk_bytes`` of log files is one atomic commit, so a killed process
-    loses at most the chunk in flight, and the next ingest redoes exactly that.
+    loses at most the two chunks in flight (one parsing, one writing), and the next ingest
+    redoes exactly those. Memory is bounded by those two chunks, not by the input.
     """
     t0 = time.perf_counter()
     missing = [str(p) for p in paths if not Path(p).exists()]
@@ -160,12 +162,26 @@ def ingest_paths(
         bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
         con = duckdb.connect(":memory:")
         con.execute(f"SET threads TO {int(store.threads)}")
+        # one commit in flight while the next chunk is read and parsed: Parquet writing
+        # releases the GIL, so it runs beside the parse; commits stay in chunk order
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-commit")
+        pending: Future[int] | None = None
         try:
             for chunk in _chunks(todo, chunk_bytes):
                 files = list(read_files(chunk, on_done=bar.update))
-                part = _ingest_chunk(store, con, files, known_logs, known_traces, strict=strict)
+                part, tables, stones = _ingest_chunk(
+                    store, con, files, known_logs, known_traces, strict=strict
+                )
+                del files
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(store.commit, tables, stones)
+                del tables, stones
                 report = report.merge(part)
+            if pending is not None:
+                pending.result()
         finally:
+            writer.shutdown(wait=True)
             bar.close()
             con.close()
     return report.merge(
@@ -185,7 +201,8 @@ def _ingest_chunk(
     known_traces: dict[str, list[tuple[str, _Known]]],
     *,
     strict: bool,
-) -> IngestReport:
+) -> tuple[IngestReport, dict[str, pa.Table], list[Tombstone]]:
+    """Parse one chunk into the tables and tombstones of its commit, and its report."""
     now = datetime.now(UTC)
     problems: list[Problem] = []
     unchanged = 0
@@ -312,8 +329,7 @@ def _ingest_chunk(
         if file_rows
         else None,
     }
-    store.commit({k: v for k, v in tables.items() if v is not None}, tombstones)
-    return IngestReport(
+    report = IngestReport(
         files_read=len(files),
         files_unchanged=unchanged,
         runs_added=runs.num_rows,
@@ -329,6 +345,7 @@ def _ingest_chunk(
             if r["role"] == "log"
         ),
     )
+    return report, {k: v for k, v in tables.items() if v is not None}, tombstones
 
 
 def _concat(tables: list[pa.Table], name: str) -> pa.Table:

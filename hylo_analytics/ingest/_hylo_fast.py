@@ -1,18 +1,22 @@
-"""The fast path for well-formed hylo EvalLogs: pyarrow's JSON reader, one file per thread.
+"""The fast path for well-formed hylo EvalLogs: pyarrow's JSON reader, then one pass per batch.
 
-A clean log is parsed straight into Arrow columns (pyarrow releases the GIL, so two files parse
-at once), checked with vectorized Arrow kernels, and flattened without a Python loop over its
-samples. Anything unusual (a parse error, a type or field the fast path does not model, a null
-where a value is required) sends the file to the checked DuckDB path in ``hylo.py``, which
-names the file, line and field of each problem. Both paths produce the same tables.
+Each log is parsed straight into Arrow columns (pyarrow releases the GIL, so two files parse
+at once). Python then looks at each file's *types* only; the checks on values, the flattening
+of samples and the score rows run as a few vectorized kernels over all logs of the batch that
+share one sample type (usually all of them), so the cost per file is a handful of scalar reads.
+Anything unusual (a parse error, a type or field the fast path does not model, a null where a
+value is required) sends the file to the checked DuckDB path in ``hylo.py``, which names the
+file, line and field of each problem. Both paths produce the same tables.
 """
 
 from __future__ import annotations
 
-import io
+import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +34,7 @@ _NUM = (pa.types.is_floating, pa.types.is_integer, pa.types.is_boolean, pa.types
 
 _TOP = {"version", "run_id", "benchmark", "agent", "results", "samples"}
 _BENCH = {"id": _STR, "version": _STR, "digest": _STR, "split": _STR, "requires_privileged": _BOOL}
+_AGENT = {"name": _STR, "version": _STR}
 _SAMPLE = {
     "key": _STR,
     "task_id": _STR,
@@ -40,15 +45,80 @@ _SAMPLE = {
     "trace": _STR,
 }
 _REQUIRED_SAMPLE = ("key", "task_id", "seed", "status")
+# a pretty-printed log is one JSON value over many lines: parse it as one row
+_PARSE = pj.ParseOptions(newlines_in_values=True)
+
+_RUNS = pa.schema(
+    [
+        ("file_idx", pa.int32()),
+        ("run_id", pa.string()),
+        ("source_format", pa.string()),
+        ("benchmark_id", pa.string()),
+        ("benchmark_version", pa.string()),
+        ("benchmark_digest", pa.string()),
+        ("split", pa.string()),
+        ("requires_privileged", pa.bool_()),
+        ("agent_name", pa.string()),
+        ("agent_version", pa.string()),
+        ("agent_components", pa.string()),
+        ("results", pa.string()),
+        ("n_samples", pa.int64()),
+        ("extra", pa.string()),
+    ]
+)
+_SAMPLES = pa.schema(
+    [
+        ("file_idx", pa.int32()),
+        ("run_id", pa.string()),
+        ("key", pa.string()),
+        ("task_id", pa.string()),
+        ("seed", pa.int64()),
+        ("epoch", pa.int64()),
+        ("episode_id", pa.string()),
+        ("status", pa.string()),
+        ("trace", pa.string()),
+        ("sample_idx", pa.int64()),
+        ("extra", pa.string()),
+    ]
+)
+_SCORES = pa.schema(
+    [
+        ("file_idx", pa.int32()),
+        ("run_id", pa.string()),
+        ("key", pa.string()),
+        ("task_id", pa.string()),
+        ("seed", pa.int64()),
+        ("epoch", pa.int64()),
+        ("episode_id", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("valid", pa.bool_()),
+        ("skip_reason", pa.string()),
+    ]
+)
+_SAMPLE_COLS = ["file_idx", "key", "task_id", "seed", "epoch", "episode_id"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FastLogs:
-    """Per-file results of the fast path; ``None`` where a file needs the checked path."""
+    """What the fast path read from a batch: tables with ``file_idx``, and the files it left.
 
-    runs: list[pa.Table | None]
-    samples: list[pa.Table | None]
-    scores: list[pa.Table | None]
+    ``slow`` are the positions (in the batch) of files the checked path must read.
+    """
+
+    runs: pa.Table
+    samples: pa.Table
+    scores: pa.Table
+    slow: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Log:
+    """One log that passed the per-file checks: its run's values and its ``samples`` list."""
+
+    idx: int
+    run: dict[str, Any]
+    samples: pa.ListArray
 
 
 def _is(t: pa.DataType, kinds: tuple[object, ...]) -> bool:
@@ -64,33 +134,33 @@ def _struct_ok(t: pa.DataType, fields: Mapping[str, tuple[object, ...]], require
     return all(n not in fields or _is(t.field(n).type, fields[n]) for n in names)
 
 
-def _col(struct: pa.StructArray, name: str, n: int, typ: pa.DataType) -> pa.Array:
-    t = struct.type
-    if t.get_field_index(name) < 0:
-        return pa.nulls(n, typ)
-    return struct.field(name).cast(typ)
+def _scalar(struct: pa.StructArray, name: str) -> Any:
+    return struct.field(name)[0].as_py() if struct.type.get_field_index(name) >= 0 else None
 
 
-def _json(values: pa.Array) -> pa.Array:
-    """Objects back to JSON text (rare, small: agent components, run results)."""
-    import json
-
-    return pa.array(
-        [None if v is None else json.dumps(v, separators=(",", ":")) for v in values.to_pylist()],
-        pa.string(),
-    )
+def _json(value: Any) -> str | None:
+    """A nested object back to JSON text (one per run: agent components, run results)."""
+    return None if value is None else json.dumps(value, separators=(",", ":"))
 
 
-def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Table] | None:
+def _read(sf: SourceFile) -> pa.Table | None:
+    """One log as a one-row table, or ``None`` if pyarrow cannot read it (runs in a thread)."""
     try:
-        doc = pj.read_json(
-            io.BytesIO(sf.data.replace(b"\n", b" ").replace(b"\r", b" ")),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * len(sf.data))),
+        return pj.read_json(
+            pa.BufferReader(sf.data),
+            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(sf.data))),
+            parse_options=_PARSE,
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
+
+
+def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
+    """The per-file checks: top-level types and required values; ``None`` sends it slow."""
+    if doc is None or doc.num_rows != 1:
+        return None
     names = set(doc.column_names)
-    if doc.num_rows != 1 or not names <= _TOP or not {"version", "run_id", "samples"} <= names:
+    if not names <= _TOP or not {"version", "run_id", "samples"} <= names:
         return None
     top = {n: doc.column(n).chunk(0) for n in names}
     if top["version"].type != pa.string() or top["version"][0].as_py() != fmt:
@@ -100,141 +170,67 @@ def _one(idx: int, sf: SourceFile, fmt: str) -> tuple[pa.Table, pa.Table, pa.Tab
     bench, agent = top.get("benchmark"), top.get("agent")
     if bench is None or not _struct_ok(bench.type, _BENCH, "id") or bench.field("id").null_count:
         return None
-    agent_fields = {"name": _STR, "version": _STR}
-    if agent is None or not _struct_ok(agent.type, agent_fields, "name"):
+    if agent is None or not _struct_ok(agent.type, _AGENT, "name"):
         return None
     if agent.field("name").null_count or not pa.types.is_string(agent.field("name").type):
         return None
-    if "results" in top and not _is(top["results"].type, (pa.types.is_struct, pa.types.is_null)):
+    results = top.get("results")
+    if results is not None and not _is(results.type, (pa.types.is_struct, pa.types.is_null)):
         return None
-    lst = top["samples"]
-    if not pa.types.is_list(lst.type) or lst.null_count:
+    samples = top["samples"]
+    if not pa.types.is_list(samples.type) or samples.null_count:
         return None
-    flat = lst.flatten()
-    n = len(flat)
-    if n and not pa.types.is_struct(flat.type):
-        return None
-    if n:
-        t = flat.type
-        fields = {t.field(i).name for i in range(t.num_fields)}
-        if not fields <= {*_SAMPLE, "scores"} or not set(_REQUIRED_SAMPLE) <= fields:
-            return None
-        if any(not _is(t.field(f).type, _SAMPLE[f]) for f in fields if f in _SAMPLE):
-            return None
-        if flat.null_count or any(flat.field(f).null_count for f in _REQUIRED_SAMPLE):
-            return None
-    key = _col(flat, "key", n, pa.string())
-    task = _col(flat, "task_id", n, pa.string())
-    seed = _col(flat, "seed", n, pa.int64())
-    if (
-        n
-        and not pc.all(
-            pc.equal(key, pc.binary_join_element_wise(task, pc.cast(seed, pa.string()), "#"))
-        ).as_py()
-    ):
-        return None
-    scores = flat.field("scores") if n and flat.type.get_field_index("scores") >= 0 else None
-    if scores is not None and not _is(scores.type, (pa.types.is_struct, pa.types.is_null)):
-        return None
-    if scores is not None and pa.types.is_struct(scores.type):
-        st = scores.type
-        if any(not _is(st.field(i).type, _NUM) for i in range(st.num_fields)):
-            return None
-
-    file_idx = pa.array(np.full(n, idx, np.int32))
-    run_id = top["run_id"][0].as_py()
-    samples = pa.table(
-        {
-            "file_idx": file_idx,
-            "run_id": pa.array([run_id] * n, pa.string()) if n else pa.array([], pa.string()),
-            "key": key,
-            "task_id": task,
-            "seed": seed,
-            "epoch": (epoch := _epochs(key, _col(flat, "epoch", n, pa.int64()))),
-            "episode_id": _episode_ids(key, epoch, _col(flat, "episode_id", n, pa.string())),
-            "status": _col(flat, "status", n, pa.string()),
-            "trace": _col(flat, "trace", n, pa.string()),
-            "sample_idx": pa.array(np.arange(n, dtype=np.int64)),
-            "extra": pa.nulls(n, pa.string()),
-        }
-    )
-    runs = pa.table(
-        {
-            "file_idx": pa.array([idx], pa.int32()),
-            "run_id": pa.array([run_id], pa.string()),
-            "source_format": pa.array([fmt], pa.string()),
-            "benchmark_id": bench.field("id").cast(pa.string()),
-            "benchmark_version": _col(bench, "version", 1, pa.string()),
-            "benchmark_digest": _col(bench, "digest", 1, pa.string()),
-            "split": _col(bench, "split", 1, pa.string()),
-            "requires_privileged": _col(bench, "requires_privileged", 1, pa.bool_()),
-            "agent_name": agent.field("name").cast(pa.string()),
-            "agent_version": _col(agent, "version", 1, pa.string()),
-            "agent_components": _json(agent.field("components"))
-            if agent.type.get_field_index("components") >= 0
-            else pa.nulls(1, pa.string()),
-            "results": _json(top["results"]) if "results" in top else pa.nulls(1, pa.string()),
-            "n_samples": pa.array([n], pa.int64()),
-            "extra": pa.nulls(1, pa.string()),
-        }
-    )
-    parts = []
-    if scores is not None and pa.types.is_struct(scores.type):
-        has = pa.array(np.flatnonzero(scores.is_valid().to_numpy(zero_copy_only=False)))
-        cols = ["run_id", "key", "task_id", "seed", "epoch", "episode_id"]
-        scored = samples.select(cols).take(has)  # in this thread: the copy runs in parallel
-        m = scored.num_rows
-        # an abstention of an errored episode says so, as the checked path and scorers do
-        reason = pc.if_else(
-            pc.equal(samples.column("status").take(has), "error"),
-            pa.scalar("episode errored"),
-            pa.scalar("abstained"),
-        ).fill_null("abstained")
-        for i in range(scores.type.num_fields):
-            value = scores.field(i).take(has).cast(pa.float64())
-            valid = pc.is_valid(value)
-            parts.append(
-                scored.append_column("metric", pa.repeat(pa.scalar(scores.type.field(i).name), m))
-                .append_column("value", value)
-                .append_column("valid", valid)
-                .append_column(
-                    "skip_reason",
-                    pc.if_else(valid, pa.scalar(None, pa.string()), reason),
-                )
-            )
-    score_rows = pa.concat_tables(parts) if parts else _NO_SCORES
-    score_rows = score_rows.add_column(
-        0, "file_idx", pa.array(np.full(score_rows.num_rows, idx, np.int32))
-    )
-    return runs, samples, score_rows
+    run = {
+        "run_id": top["run_id"][0].as_py(),
+        "source_format": fmt,
+        "benchmark_id": _scalar(bench, "id"),
+        "benchmark_version": _scalar(bench, "version"),
+        "benchmark_digest": _scalar(bench, "digest"),
+        "split": _scalar(bench, "split"),
+        "requires_privileged": _scalar(bench, "requires_privileged"),
+        "agent_name": _scalar(agent, "name"),
+        "agent_version": _scalar(agent, "version"),
+        "agent_components": _json(_scalar(agent, "components")),
+        "results": None if results is None else _json(results[0].as_py()),
+    }
+    return _Log(idx, run, samples)
 
 
-_NO_SCORES = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("key", pa.string()),
-        ("task_id", pa.string()),
-        ("seed", pa.int64()),
-        ("epoch", pa.int64()),
-        ("episode_id", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("valid", pa.bool_()),
-        ("skip_reason", pa.string()),
-    ]
-).empty_table()
+def _sample_type_ok(t: pa.DataType) -> bool:
+    """Whether a sample struct type is one the fast path models (fields, types, metrics)."""
+    if not pa.types.is_struct(t):
+        return False
+    fields = {t.field(i).name for i in range(t.num_fields)}
+    if not fields <= {*_SAMPLE, "scores"} or not set(_REQUIRED_SAMPLE) <= fields:
+        return False
+    if any(not _is(t.field(f).type, _SAMPLE[f]) for f in fields if f in _SAMPLE):
+        return False
+    if "scores" in fields:
+        st = t.field("scores").type
+        if pa.types.is_struct(st):
+            return all(_is(st.field(i).type, _NUM) for i in range(st.num_fields))
+        return bool(pa.types.is_null(st))
+    return True
 
 
-def _epochs(key: pa.Array, epoch: pa.Array) -> pa.Array:
-    """Epochs as the checked path numbers them: a repeated key's samples in file order."""
+def _col(struct: pa.StructArray, name: str, typ: pa.DataType) -> pa.Array:
+    if struct.type.get_field_index(name) < 0:
+        return pa.nulls(len(struct), typ)
+    return struct.field(name).cast(typ)
+
+
+def _epochs(file_of: np.ndarray, key: pa.Array, epoch: pa.Array) -> pa.Array:
+    """Epochs as the checked path numbers them: a key repeated in a log, in file order."""
     if not epoch.null_count:
         return epoch
-    codes = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False)
+    codes = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes += file_of.astype(np.int64) * (int(codes.max(initial=0)) + 1)
     n = len(codes)
     fill = np.ones(n, np.int64)
-    if len(np.unique(codes)) < n:
-        order = np.argsort(codes, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    order = np.argsort(codes, kind="stable")
+    new_key = np.r_[True, np.diff(codes[order]) != 0]
+    if not new_key.all():  # some key repeats in its log
+        starts = np.flatnonzero(new_key)
         sizes = np.diff(np.r_[starts, n])
         fill[order] = np.arange(n) - np.repeat(starts, sizes) + 1
     return pc.coalesce(epoch, pa.array(fill))
@@ -252,12 +248,197 @@ def _episode_ids(key: pa.Array, epoch: pa.Array, episode_id: pa.Array) -> pa.Arr
     return pc.coalesce(episode_id, named)
 
 
-def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> FastLogs:
-    """Try the fast path on every file; a ``None`` entry marks a file for the checked path."""
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        out = list(pool.map(lambda a: _one(a[0], a[1], fmt), enumerate(files)))
-    return FastLogs(
-        runs=[o[0] if o else None for o in out],
-        samples=[o[1] if o else None for o in out],
-        scores=[o[2] if o else None for o in out],
+def _bad_files(flat: pa.StructArray, file_of: np.ndarray) -> np.ndarray:
+    """Batch positions of files with a sample the fast path must not take (vectorized)."""
+    bad = pc.is_null(flat)
+    for f in _REQUIRED_SAMPLE:
+        bad = pc.or_(bad, pc.is_null(flat.field(f)))
+    key = pc.binary_join_element_wise(
+        flat.field("task_id").cast(pa.string()), pc.cast(flat.field("seed"), pa.string()), "#"
     )
+    bad = pc.or_(bad, pc.invert(pc.equal(flat.field("key").cast(pa.string()), key)))
+    mask = bad.fill_null(True).to_numpy(zero_copy_only=False)
+    return np.unique(file_of[mask])
+
+
+def _group(
+    logs: list[_Log], lists: list[pa.ListArray], slow: set[int]
+) -> tuple[list[_Log], pa.Table, pa.Table]:
+    """Samples and score rows of logs whose samples share one type, in one pass.
+
+    Files with a bad sample are added to ``slow`` and left out; the logs kept are returned.
+    """
+    item = lists[0].type.value_type
+    flats = [x.flatten() for x in lists]
+    sizes = np.array([len(f) for f in flats], np.int64)
+    if not _sample_type_ok(item):
+        if sizes.any():  # only empty sample lists come through with an unmodelled item type
+            slow.update(lg.idx for lg, n in zip(logs, sizes, strict=True) if n)
+            logs = [lg for lg, n in zip(logs, sizes, strict=True) if not n]
+        return logs, _SAMPLES.empty_table(), _SCORES.empty_table()
+    flat = pa.concat_arrays(flats) if len(flats) > 1 else flats[0]
+    del flats
+    batch_idx = np.array([lg.idx for lg in logs], np.int32)
+    file_of = np.repeat(batch_idx, sizes)
+    bad = _bad_files(flat, file_of)
+    if len(bad):
+        slow.update(bad.tolist())
+        keep = ~np.isin(batch_idx, bad)
+        flat = flat.filter(pa.array(np.repeat(keep, sizes)))
+        logs = [lg for lg, k in zip(logs, keep, strict=True) if k]
+        batch_idx, sizes = batch_idx[keep], sizes[keep]
+        file_of = np.repeat(batch_idx, sizes)
+    n = len(flat)
+    ordinal = np.repeat(np.arange(len(logs)), sizes)  # the log of each sample, 0..len(logs)
+    starts = np.cumsum(sizes) - sizes
+    key = flat.field("key").cast(pa.string())
+    epoch = _epochs(file_of, key, _col(flat, "epoch", pa.int64()))
+    run_ids = pa.array([lg.run["run_id"] for lg in logs], pa.string())
+    samples = pa.table(
+        {
+            "file_idx": pa.array(file_of, pa.int32()),
+            "run_id": _repeat(run_ids, ordinal),
+            "key": key,
+            "task_id": flat.field("task_id").cast(pa.string()),
+            "seed": flat.field("seed").cast(pa.int64()),
+            "epoch": epoch,
+            "episode_id": _episode_ids(key, epoch, _col(flat, "episode_id", pa.string())),
+            "status": _col(flat, "status", pa.string()),
+            "trace": _col(flat, "trace", pa.string()),
+            "sample_idx": pa.array(np.arange(n, dtype=np.int64) - np.repeat(starts, sizes)),
+            "extra": pa.nulls(n, pa.string()),
+        },
+        schema=_SAMPLES,
+    )
+    return logs, samples, _score_rows(flat, samples, ordinal, run_ids)
+
+
+def _repeat(values: pa.Array, index: np.ndarray) -> pa.Array:
+    """``values[index]`` for a few values repeated many times: decode a dictionary."""
+    return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), values).cast(
+        values.type
+    )
+
+
+def _score_rows(
+    flat: pa.StructArray, samples: pa.Table, ordinal: np.ndarray, run_ids: pa.Array
+) -> pa.Table:
+    """One row per (sample with a ``scores`` object, metric the log reports).
+
+    Rows come per log, then metric (in the log's order), then sample, as the checked path
+    orders them. Logs grouped together share the sample type, so they report the same metrics.
+    """
+    if flat.type.get_field_index("scores") < 0 or not pa.types.is_struct(flat.field("scores").type):
+        return _SCORES.empty_table()
+    scores = flat.field("scores")
+    metrics = [scores.type.field(i).name for i in range(scores.type.num_fields)]
+    n_metrics = len(metrics)
+    has = np.flatnonzero(scores.is_valid().to_numpy(zero_copy_only=False))
+    p = len(has)
+    if not n_metrics or not p:
+        return _SCORES.empty_table()
+    # output position of (metric m, scored sample j): per log, m-major, then j
+    log_of = ordinal[has]
+    count = np.bincount(log_of, minlength=len(run_ids))
+    first = np.cumsum(count) - count
+    j = np.arange(p)
+    m = np.arange(n_metrics)[:, None]
+    pos = first[log_of] * n_metrics + m * count[log_of] + (j - first[log_of])
+    src = np.empty(p * n_metrics, np.int64)
+    src[pos.ravel()] = np.arange(p * n_metrics)
+    metric_of, row_of = np.divmod(src, p)
+    take_has = pa.array(has)
+    values = pa.concat_arrays(
+        [scores.field(i).take(take_has).cast(pa.float64()) for i in range(n_metrics)]
+    ).take(pa.array(src))
+    rows = has[row_of]
+    sample_rows = pa.array(rows)
+    scored = samples.select(_SAMPLE_COLS).take(sample_rows)
+    scored = scored.add_column(1, "run_id", _repeat(run_ids, ordinal[rows]))
+    valid = pc.is_valid(values)
+    # an abstention of an errored episode says so, as the checked path and scorers do
+    reason = pc.if_else(
+        pc.equal(samples.column("status").take(sample_rows), "error"),
+        pa.scalar("episode errored"),
+        pa.scalar("abstained"),
+    ).fill_null("abstained")
+    return (
+        scored.append_column("metric", _repeat(pa.array(metrics, pa.string()), metric_of))
+        .append_column("value", values)
+        .append_column("valid", valid)
+        .append_column("skip_reason", pc.if_else(valid, pa.scalar(None, pa.string()), reason))
+    )
+
+
+def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> FastLogs:
+    """Read every file the fast path can take; the others are listed in ``slow``.
+
+    The batch is cut into ``threads`` runs of consecutive files, each read and flattened in its
+    own thread: pyarrow's parser and kernels release the GIL, so the parts run at once.
+    """
+    cuts = np.linspace(0, len(files), max(1, min(threads, len(files))) + 1).astype(int)
+    spans = [(int(a), int(b)) for a, b in pairwise(cuts)]
+    if len(spans) > 1:
+        with ThreadPoolExecutor(max_workers=len(spans)) as pool:
+            parts = list(pool.map(lambda ab: _part(files, ab[0], ab[1], fmt), spans))
+    else:
+        parts = [_part(files, spans[0][0], spans[0][1], fmt)]
+    if len(parts) == 1:
+        return parts[0]
+    return FastLogs(
+        pa.concat_tables([p.runs for p in parts]),
+        pa.concat_tables([p.samples for p in parts]),
+        pa.concat_tables([p.scores for p in parts]),
+        tuple(i for p in parts for i in p.slow),
+    )
+
+
+def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastLogs:
+    """The fast path over ``files[start:stop]`` (file indices stay those of the batch)."""
+    slow: set[int] = set()
+    by_type: dict[pa.DataType, list[_Log]] = {}
+    for i in range(start, stop):
+        lg = _log(i, _read(files[i]), fmt)
+        if lg is None:
+            slow.add(i)
+        else:
+            by_type.setdefault(lg.samples.type, []).append(lg)
+    kept: list[_Log] = []
+    samples, scores = [], []
+    for group in by_type.values():
+        ok, s, sc = _group(group, [lg.samples for lg in group], slow)
+        kept += ok
+        samples.append(s)
+        scores.append(sc)
+    del by_type
+    kept.sort(key=lambda lg: lg.idx)
+    counts = np.bincount(
+        np.concatenate([s["file_idx"].to_numpy() - start for s in samples] or [[]]).astype(int),
+        minlength=stop - start,
+    )
+    runs = pa.table(
+        {
+            "file_idx": [lg.idx for lg in kept],
+            **{c: [lg.run[c] for lg in kept] for c in _RUNS.names[1:-2]},
+            "n_samples": [int(counts[lg.idx - start]) for lg in kept],
+            "extra": [None] * len(kept),
+        },
+        schema=_RUNS,
+    )
+    return FastLogs(
+        runs,
+        _in_file_order(samples, _SAMPLES),
+        _in_file_order(scores, _SCORES),
+        tuple(sorted(slow)),
+    )
+
+
+def _in_file_order(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """Stack the groups' tables back into file order (groups interleave only if types differ)."""
+    if not parts:
+        return schema.empty_table()
+    if len(parts) == 1:
+        return parts[0]
+    table = pa.concat_tables(parts)
+    order = np.argsort(table["file_idx"].to_numpy(), kind="stable")
+    return table.take(pa.array(order))

@@ -115,11 +115,13 @@ _NUMERIC = "('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')"
 def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
     """Parse and validate EvalLogs; a file with any problem is rejected whole.
 
-    Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, a file per thread);
+    Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, one pass per batch);
     the rest take the checked DuckDB path, which reports each problem's file, line and field.
     """
     fast = parse_fast(files, FORMAT)
-    slow = [i for i, r in enumerate(fast.runs) if r is None]
+    slow = list(fast.slow)
+    if fast.runs.num_rows and not slow:
+        return ParsedLogs(fast.runs, fast.samples, _fast_scores(fast.scores))
     checked = _parse_checked(con, [files[i] for i in slow])
     remap = pa.array(np.asarray(slow, dtype=np.int32))
 
@@ -130,21 +132,16 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
             i, "file_idx", remap.take(t["file_idx"]) if len(slow) else t["file_idx"]
         )
 
-    ok_runs = [r for r in fast.runs if r is not None]
-    if not ok_runs:
-        checked.runs, checked.samples, checked.scores = (
-            back(checked.runs),
-            back(checked.samples),
-            back(checked.scores),
-        )
-        checked.bad_files = {slow[i] for i in checked.bad_files}
-        return checked
-    samples = pa.concat_tables([t for t in fast.samples if t is not None])
-    scores = _fast_scores(pa.concat_tables([t for t in fast.scores if t is not None]))
-    runs = pa.concat_tables([*ok_runs, back(checked.runs)], promote_options="permissive")
-    samples = pa.concat_tables([samples, back(checked.samples)], promote_options="permissive")
-    scores = pa.concat_tables([scores, back(checked.scores)], promote_options="permissive")
     bad = {slow[i] for i in checked.bad_files}
+    if not fast.runs.num_rows:
+        return ParsedLogs(
+            back(checked.runs), back(checked.samples), back(checked.scores), checked.problems, bad
+        )
+    runs = pa.concat_tables([fast.runs, back(checked.runs)], promote_options="permissive")
+    samples = pa.concat_tables([fast.samples, back(checked.samples)], promote_options="permissive")
+    scores = pa.concat_tables(
+        [_fast_scores(fast.scores), back(checked.scores)], promote_options="permissive"
+    )
     return ParsedLogs(runs, samples, scores, checked.problems, bad)
 
 
@@ -401,16 +398,19 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     ]
     traces = parse_traces(con, refs)
     problems.extend(traces.problems)
-    status = np.full(samples.num_rows, "none", dtype=object)
-    tpaths = np.full(samples.num_rows, None, dtype=object)
-    positions = np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))
-    for j, ref in enumerate(refs):
-        st = traces.trace_status.get(j, "ok")
-        status[positions[j]] = st
-        if st not in ("refused", "missing"):
-            tpaths[positions[j]] = str(ref.log_path.parent / ref.rel)
-    samples = samples.append_column("trace_status", pa.array(status, pa.string()))
-    samples = samples.append_column("trace_path", pa.array(tpaths, pa.string()))
+    # per trace (a file each) in Python, then spread over the sample rows by one take
+    ref_status = [traces.trace_status.get(j, "ok") for j in range(len(refs))]
+    ref_path = [
+        None if st in ("refused", "missing") else str(ref.log_path.parent / ref.rel)
+        for st, ref in zip(ref_status, refs, strict=True)
+    ]
+    slot = np.full(samples.num_rows, len(refs), np.int32)  # the last slot: no trace
+    slot[np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))] = np.arange(len(refs))
+    at = pa.array(slot)
+    samples = samples.append_column(
+        "trace_status", pa.array([*ref_status, "none"], pa.string()).take(at)
+    )
+    samples = samples.append_column("trace_path", pa.array([*ref_path, None], pa.string()).take(at))
     samples = samples.drop_columns(["sample_idx", "trace"])
     partial = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
     trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}

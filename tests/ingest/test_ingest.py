@@ -476,3 +476,97 @@ def test_traces_parsed_in_batches_give_the_same_rows(
     assert (
         batched.sql("SELECT count(*) FROM stg_samples WHERE trace_status = 'partial'").item() == 1
     )
+
+
+def _mixed_logs(folder: Path) -> list[Path]:
+    """Logs of three different sample types, all clean, plus one with a bad sample key."""
+
+    def log(run_id: str, samples: list[dict]) -> dict:
+        return {
+            "version": "hylo.evallog/v0.1", "run_id": run_id, "benchmark": {"id": "b"},
+            "agent": {"name": "a", "components": {"p": 1, "q": None}}, "samples": samples,
+        }  # fmt: skip
+
+    def s(seed: int, status: str = "success", **more: object) -> dict:
+        return {"key": f"t#{seed}", "task_id": "t", "seed": seed, "status": status, **more}
+
+    docs = {
+        # explicit epochs, two metrics, one sample without scores
+        "a": log("a", [s(1, epoch=1, scores={"success": 1.0, "steps": 4.0}),
+                       s(1, epoch=2, scores={"success": 0.0, "steps": None}),
+                       s(2, "error", epoch=1)]),
+        # repeated keys numbered in file order, one metric, a null scores object
+        "b": log("b", [s(1, scores={"success": 1.0}), s(1, scores={"success": 0.0}),
+                       s(2, "error", scores={"success": None}), s(3, scores=None)]),
+        # the same sample type as "b": one group; no samples at all in "c2"
+        "c": log("c", [s(1, scores={"success": 0.0})]),  # t#1 again, in another log
+        "c2": log("c2", []),
+        # a key that is not <task_id>#<seed> in a log of group "b": only this file is slow
+        "bad": log("bad", [s(1, scores={"success": 1.0}), {**s(2), "key": "t#9",
+                                                            "scores": {"success": 1.0}}]),
+    }  # fmt: skip
+    paths = []
+    for name, doc in docs.items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(doc, indent=1))
+        paths.append(path)
+    return paths
+
+
+def test_fast_path_batch_of_mixed_sample_types(tmp_path: Path) -> None:
+    import duckdb
+
+    from hylo_analytics.ingest import _hylo_fast, hylo
+    from hylo_analytics.ingest._files import read_files
+
+    files = list(read_files(_mixed_logs(tmp_path)))
+    con = duckdb.connect()
+    checked = hylo._parse_checked(con, files[:4])
+    for threads in (1, 2, 5):  # one part holding every log of a sample type, or split
+        fast = _hylo_fast.parse_fast(files, hylo.FORMAT, threads=threads)
+        assert fast.slow == (4,)  # every clean log stayed on the fast path
+        assert fast.runs["n_samples"].to_pylist() == [3, 4, 1, 0]
+        assert json.loads(fast.runs["agent_components"][0].as_py()) == {"p": 1, "q": None}
+        keys = ["run_id", "sample_idx"]
+        a = _sorted(fast.samples, keys).drop("extra", "trace")
+        assert a.to_dicts() == _sorted(checked.samples, keys).select(a.columns).to_dicts()
+    both = hylo.parse_evallogs(con, files)
+    for name, keys in (
+        ("runs", ["run_id"]),
+        ("samples", ["run_id", "sample_idx"]),
+        ("scores", ["run_id", "key", "epoch", "metric"]),
+    ):
+        a = _sorted(getattr(both, name), keys)
+        b = _sorted(getattr(checked, name), keys)
+        if name == "runs":
+            a, b = a.drop("agent_components", "results"), b.drop("agent_components", "results")
+        assert a.to_dicts() == b.to_dicts(), name
+    assert _sorted(both.samples, ["run_id", "sample_idx"]).filter(
+        __import__("polars").col("run_id") == "b"
+    )["epoch"].to_list() == [1, 2, 1, 1]
+    (problem,) = both.problems
+    assert problem.field == "samples[1].key" and "is not '<task_id>#<seed>'" in problem.error
+    assert problem.line is not None
+
+
+def test_small_chunks_commit_the_same_rows(tmp_path: Path, sample_copy: Path) -> None:
+    from hylo_analytics.ingest import ingest_paths
+
+    _mixed_logs(sample_copy)
+    whole = ha.open_store(tmp_path / "whole")
+    one = whole.ingest(sample_copy, progress=False)
+    chunked = ha.open_store(tmp_path / "chunked")
+    many = ingest_paths(chunked, [sample_copy], progress=False, chunk_bytes=1)  # a file each
+    assert (many.runs_added, many.scores_added, many.quarantined) == (
+        one.runs_added, one.scores_added, one.quarantined,
+    )  # fmt: skip
+    assert one.quarantined == 1
+    batches = [p for p in (chunked.root / "batches").iterdir() if p.name.isdigit()]
+    assert len(batches) > len(list((whole.root / "batches").iterdir()))
+    for table in ("runs", "samples", "scores", "quarantine"):
+        a, b = (s.sql(f"SELECT * FROM {table}") for s in (whole, chunked))
+        cols = sorted(set(a.columns) - {"batch_seq", "ingested_at"})
+        assert (
+            a.height
+            and a.select(cols).sort(cols).to_dicts() == b.select(cols).sort(cols).to_dicts()
+        ), table
