@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,16 +77,29 @@ def read_files(
     roots: Sequence[Path] | None = None,
     on_done: Callable[[int], object] | None = None,
     threads: int = 4,
+    ahead: int = 256,
 ) -> Iterator[SourceFile]:
     """Read and hash ``paths`` in a thread pool, yielding results in input order.
 
-    With ``roots``, a path that is a symlink leading outside its root is refused unread.
+    At most ``ahead`` files are read ahead of the consumer, so a slow consumer (a parser
+    working batch by batch) holds a bounded number of files in memory. With ``roots``, a
+    path that is a symlink leading outside its root is refused unread.
     """
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for sf in pool.map(_read_one, paths, roots or [None] * len(paths)):
-            if on_done is not None:
-                on_done(1)
-            yield sf
+        queue: deque[Future[SourceFile]] = deque()
+        for k, path in enumerate(paths):
+            queue.append(pool.submit(_read_one, path, roots[k] if roots else None))
+            if len(queue) >= ahead:
+                yield _done(queue.popleft(), on_done)
+        while queue:
+            yield _done(queue.popleft(), on_done)
+
+
+def _done(fut: Future[SourceFile], on_done: Callable[[int], object] | None) -> SourceFile:
+    sf = fut.result()
+    if on_done is not None:
+        on_done(1)
+    return sf
 
 
 def split_lines(chunks: Sequence[bytes]) -> tuple[pa.LargeStringArray, np.ndarray, np.ndarray]:

@@ -464,7 +464,7 @@ def test_traces_parsed_in_batches_give_the_same_rows(
     trace.write_text(trace.read_text() + "{broken")  # a problem in a later batch
     whole = ha.open_store(tmp_path / "whole")
     whole.ingest(sample_copy, progress=False)
-    monkeypatch.setattr(traces, "_BATCH", 64)
+    monkeypatch.setattr(traces, "_BATCH_BYTES", 100_000)
     batched = ha.open_store(tmp_path / "batched")
     batched.ingest(sample_copy, progress=False)
     for q in (
@@ -475,4 +475,13 @@ def test_traces_parsed_in_batches_give_the_same_rows(
         assert whole.sql(q).equals(batched.sql(q)), q
     assert (
         batched.sql("SELECT count(*) FROM stg_samples WHERE trace_status = 'partial'").item() == 1
+    )
+    # the traces came in several commits, and a run larger than a batch was split across two
+    commits = "SELECT count(DISTINCT batch_seq) FROM raw_events"
+    assert whole.sql(commits).item() == 1 and batched.sql(commits).item() > 3
+    split = "SELECT count(*) FROM (SELECT run_id FROM raw_events GROUP BY 1 HAVING count(DISTINCT batch_seq) > 1)"
+    assert batched.sql(split).item() > 0
+    assert (
+        batched.sql("SELECT count(*) FROM stg_runs").item()
+        == whole.sql("SELECT count(*) FROM stg_runs").item()
     )
