@@ -12,6 +12,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -319,24 +320,34 @@ def _ingest_chunk(
         first = True
         seen: set[int] = set()  # runs whose tombstones are committed
         remaining = Counter(r.file_idx for r in refs)
-        for batch in batches:
-            chunk.take(batch)
-            ev = _concat([batch.events], "events")
-            done = set()
-            for r in refs[batch.start : batch.stop]:
-                remaining[r.file_idx] -= 1
-                if not remaining[r.file_idx]:
-                    done.add(r.file_idx)
-            started = {r.file_idx for r in refs[batch.start : batch.stop]} - seen
-            seen |= started
-            if first:
-                ev = pa.concat_tables([events, ev]) if events.num_rows else ev
-                done |= untraced
-                started |= untraced
-                commit(ev, problems + batch.problems, file_rows, done=done, started=started)
-                first = False
-            else:
-                commit(ev, batch.problems, [], done=done, started=started)
+        # One commit writes (Parquet, single-threaded) while the next batch is read and
+        # parsed; at most one is in flight, so at most two batches are in memory.
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            pending: Future[None] | None = None
+            for batch in batches:
+                chunk.take(batch)
+                ev = _concat([batch.events], "events")
+                done = set()
+                for r in refs[batch.start : batch.stop]:
+                    remaining[r.file_idx] -= 1
+                    if not remaining[r.file_idx]:
+                        done.add(r.file_idx)
+                started = {r.file_idx for r in refs[batch.start : batch.stop]} - seen
+                seen |= started
+                batch_problems, rows = batch.problems, []
+                if first:
+                    ev = pa.concat_tables([events, ev]) if events.num_rows else ev
+                    done |= untraced
+                    started |= untraced
+                    batch_problems, rows = problems + batch.problems, file_rows
+                    first = False
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(
+                    commit, ev, batch_problems, rows, done=done, started=started
+                )
+            if pending is not None:
+                pending.result()
     return IngestReport(
         files_read=len(files),
         files_unchanged=unchanged,

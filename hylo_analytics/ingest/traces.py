@@ -54,29 +54,34 @@ class TraceRef:
 def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
     """Each trace's ``(path, run root)``, or why it is refused (it escapes the run folder).
 
-    Paths are checked as strings, then the real path of each distinct folder is taken once;
-    a trace file that is itself a symlink is checked when it is read (see ``read_files``).
+    Paths are checked as strings, then the real path of each distinct (run folder, trace
+    folder) pair is taken and checked once, so a trace costs a few string operations; a
+    trace file that is itself a symlink is checked when it is read (see ``read_files``).
     """
-    real_dirs: dict[Path, Path] = {}
-
-    def real(d: Path) -> Path:
-        if d not in real_dirs:
-            real_dirs[d] = Path(os.path.realpath(d))
-        return real_dirs[d]
-
+    roots: dict[Path, tuple[str, Path]] = {}  # by log path: its folder's real path
+    folders: dict[tuple[str, str], str | None] = {}
     out: list[tuple[Path, Path] | str] = []
     for ref in refs:
         rel = ref.rel
         if os.path.isabs(rel) or rel.startswith("~"):
             out.append(f"trace path {rel!r} is absolute; it must be relative to the run folder")
             continue
-        root = real(ref.log_path.parent)
+        if ref.log_path not in roots:
+            real_root = os.path.realpath(ref.log_path.parent)
+            roots[ref.log_path] = (real_root, Path(real_root))
+        root, root_path = roots[ref.log_path]
         norm = os.path.normpath(rel)
-        folder = real(root / os.path.dirname(norm)) if os.path.dirname(norm) else root
-        if norm == ".." or norm.startswith("../") or not folder.is_relative_to(root):
-            out.append(f"trace path {rel!r} escapes the run folder {str(root)!r}")
+        head, name = os.path.split(norm)
+        if (root, head) not in folders:
+            folder = os.path.realpath(os.path.join(root, head)) if head else root
+            inside = folder == root or folder.startswith(root.rstrip("/") + "/")
+            escapes = norm == ".." or norm.startswith("../") or not inside
+            folders[(root, head)] = None if escapes else folder
+        folder_real = folders[(root, head)]
+        if folder_real is None or norm == "..":
+            out.append(f"trace path {rel!r} escapes the run folder {root!r}")
             continue
-        out.append((folder / os.path.basename(norm), root))
+        out.append((Path(folder_real, name), root_path))
     return out
 
 
@@ -165,7 +170,15 @@ def iter_traces(
     limit = batch_bytes or _BATCH_BYTES
     resolved = resolve_traces(refs)
     targets = [r for r in resolved if not isinstance(r, str)]
-    read = iter(read_files([t[0] for t in targets], roots=[t[1] for t in targets], threads=threads))
+    read = iter(
+        read_files(
+            [t[0] for t in targets],
+            roots=[t[1] for t in targets],
+            threads=threads,
+            group=64,
+            ahead=1024,
+        )
+    )
     pending: list[_Item] = []
     size = 0
     start = 0
