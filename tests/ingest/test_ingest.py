@@ -485,3 +485,19 @@ def test_traces_parsed_in_batches_give_the_same_rows(
         batched.sql("SELECT count(*) FROM stg_runs").item()
         == whole.sql("SELECT count(*) FROM stg_runs").item()
     )
+
+
+def test_strict_checks_every_trace_before_committing_a_batch(
+    tmp_path: Path, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hylo_analytics.ingest import traces
+
+    run_dir = _runs(sample_copy)[-1]
+    trace = run_dir / _log(run_dir)["samples"][-1]["trace"]
+    trace.write_text(trace.read_text() + "{broken\n" + json.dumps({"type": "note"}) + "\n")
+    monkeypatch.setattr(traces, "_BATCH_BYTES", 100_000)  # the bad line is in the last batch
+    store = ha.open_store(tmp_path / "s")
+    with pytest.raises(ha.IngestError) as err:
+        store.ingest(sample_copy, strict=True, progress=False)
+    assert str(trace) in str(err.value) and "malformed JSON line" in str(err.value)
+    assert _count(store, "runs") == 0 and _count(store, "events") == 0
