@@ -115,7 +115,7 @@ SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype
 FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_bad)
 """
 
-_BATCH_BYTES = 32 * 2**20  # of trace bytes per batch: bounds the memory of an ingest
+_BATCH_BYTES = 16 * 2**20  # of trace bytes per batch: bounds the memory of an ingest
 
 
 @dataclass
