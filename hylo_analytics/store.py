@@ -149,6 +149,7 @@ class ParquetStore:
         self._con.execute("SET parquet_metadata_cache = true")
         self._stamp: tuple[int, int, int] | None = None
         self._statements: list[str] = []
+        self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
         self.manifest = self._read_manifest()
         self._create_views()
 
@@ -220,13 +221,25 @@ class ParquetStore:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def commit(self, tables: Mapping[str, pa.Table], tombstones: Sequence[Tombstone] = ()) -> int:
+    def commit(
+        self,
+        tables: Mapping[str, pa.Table],
+        tombstones: Sequence[Tombstone] = (),
+        *,
+        publish: bool = True,
+    ) -> int:
         """Write one batch atomically and return its sequence number.
 
         Call with :meth:`lock` held. Every table is conformed to its declared schema and
-        stamped with the batch's ``batch_seq``.
+        stamped with the batch's ``batch_seq``. With ``publish=False`` the batch is written
+        but readers do not see it until :meth:`publish` publishes it with every other batch
+        held back so far, in one manifest: a large write in bounded memory, seen whole.
         """
         manifest = self._read_manifest()
+        if not (self.root / _manifest.FILE).exists():
+            # a store older than the manifest lists its folders: publish that list first, so
+            # the new folder stays unseen until its own manifest names it
+            _manifest.write_manifest(self.root, manifest)
         seq = self._next_seq(manifest)
         staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
@@ -248,9 +261,30 @@ class ParquetStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        self._publish(manifest.with_batch(Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT)))
-        self._merge_levels()
+        batch = Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT)
+        if not publish:
+            self._held.append(batch)
+            return seq
+        self._held.append(batch)
+        self.publish()
         return seq
+
+    def discard(self) -> None:
+        """Remove the batches written with ``publish=False`` and not published (a failed write)."""
+        for batch in self._held:
+            shutil.rmtree(self.root / _BATCHES / batch.name, ignore_errors=True)
+        self._held.clear()
+
+    def publish(self) -> None:
+        """Publish the batches written with ``publish=False`` (with the lock held), then merge."""
+        if not self._held:
+            return
+        manifest = self._read_manifest()
+        for batch in self._held:
+            manifest = manifest.with_batch(batch)
+        self._publish(manifest)
+        self._held.clear()
+        self._merge_levels()
 
     def compact(self) -> CompactionReport:
         """Merge every batch into one (call with :meth:`lock` held); nothing is dropped.
@@ -338,7 +372,7 @@ class ParquetStore:
         manifest = self._read_manifest()
         if not (self.root / _manifest.FILE).exists():
             return  # a store older than the manifest: every folder is the store
-        listed = {b.name for b in manifest.batches}
+        listed = {b.name for b in manifest.batches} | {b.name for b in self._held}
         now = time.time()
         young = {n for n, at in manifest.retired if now - at < _manifest.RETIRE_SECONDS}
         gone = set()

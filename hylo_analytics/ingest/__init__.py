@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm.std import tqdm  # text bar: tqdm.auto warns in kernels without ipywidgets
 
 from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
@@ -32,6 +34,7 @@ from hylo_analytics.ingest._reader import (
     remap_file_idx,
 )
 from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
+from hylo_analytics.ingest.traces import TRACE_FORMAT, TraceBatch, TraceRef, iter_traces
 from hylo_analytics.store import Tombstone
 
 if TYPE_CHECKING:
@@ -125,9 +128,11 @@ def ingest_paths(
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see :meth:`Store.ingest`.
 
-    Each chunk of about ``chunk_bytes`` of log files is one atomic commit, so a killed process
-    loses at most the two chunks in flight (one parsing, one writing), and the next ingest
-    redoes exactly those. Memory is bounded by those two chunks, not by the input.
+    Each chunk of about ``chunk_bytes`` of log files (and their traces) is published at once:
+    its commits (a batch of trace files each, so memory follows the batch, not the input) are
+    written unpublished and named by one new manifest after the last, so readers see a chunk
+    whole or not at all, and a killed process loses at most the chunks in flight (one parsing,
+    one writing), which the next ingest redoes.
     """
     t0 = time.perf_counter()
     missing = [str(p) for p in paths if not Path(p).exists()]
@@ -162,24 +167,36 @@ def ingest_paths(
         bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
         con = duckdb.connect(":memory:")
         con.execute(f"SET threads TO {int(store.threads)}")
-        # one commit in flight while the next chunk is read and parsed: Parquet writing
-        # releases the GIL, so it runs beside the parse; commits stay in chunk order
+        # One commit in flight while the next batch is read and parsed (Parquet writing releases
+        # the GIL, so it runs beside the parse); commits stay in order, at most two in memory.
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-commit")
-        pending: Future[int] | None = None
+        pending: list[Future[int]] = []
+
+        def submit(tables: dict[str, pa.Table], tombstones: list[Tombstone]) -> None:
+            if pending:
+                pending.pop().result()
+            pending.append(writer.submit(store.commit, tables, tombstones, publish=False))
+
+        def publish() -> None:  # a chunk's commits are seen together, after its last one
+            if pending:
+                pending.pop().result()
+            pending.append(writer.submit(_published, store))
+
         try:
             for chunk in _chunks(todo, chunk_bytes):
                 files = list(read_files(chunk, on_done=bar.update))
-                part, tables, stones = _ingest_chunk(
-                    store, con, files, known_logs, known_traces, strict=strict
+                part = _ingest_chunk(
+                    con, files, known_logs, known_traces, strict=strict, submit=submit
                 )
                 del files
-                if pending is not None:
-                    pending.result()
-                pending = writer.submit(store.commit, tables, stones)
-                del tables, stones
+                publish()
                 report = report.merge(part)
-            if pending is not None:
-                pending.result()
+            if pending:
+                pending.pop().result()
+        except BaseException:
+            writer.shutdown(wait=True)
+            store.discard()  # a chunk's unpublished commits: never half of it
+            raise
         finally:
             writer.shutdown(wait=True)
             bar.close()
@@ -193,16 +210,21 @@ def ingest_paths(
     )
 
 
+def _published(store: ParquetStore) -> int:
+    store.publish()
+    return 0
+
+
 def _ingest_chunk(
-    store: ParquetStore,
     con: duckdb.DuckDBPyConnection,
     files: list[SourceFile],
     known_logs: dict[str, _Known],
     known_traces: dict[str, list[tuple[str, _Known]]],
     *,
     strict: bool,
-) -> tuple[IngestReport, dict[str, pa.Table], list[Tombstone]]:
-    """Parse one chunk into the tables and tombstones of its commit, and its report."""
+    submit: Callable[[dict[str, pa.Table], list[Tombstone]], None],
+) -> IngestReport:
+    """Parse one chunk and hand each of its commits (tables, tombstones) to ``submit``."""
     now = datetime.now(UTC)
     problems: list[Problem] = []
     unchanged = 0
@@ -245,6 +267,7 @@ def _ingest_chunk(
         raise IngestError(problems[0])
 
     parts: list[Parsed] = []
+    refs: list[TraceRef] = []
     for parse in dict.fromkeys(r.parse for r in READERS):
         idx = by_reader.get(parse)
         if not idx:
@@ -257,6 +280,12 @@ def _ingest_chunk(
         part.samples = remap_file_idx(part.samples, mapping)
         part.scores = remap_file_idx(part.scores, mapping)
         part.events = remap_file_idx(part.events, mapping)
+        if part.traces:
+            offset = pa.scalar(len(refs), pa.int32())
+            pos = part.samples.column_names.index("trace_ref")
+            shifted = pc.add(part.samples["trace_ref"], offset)
+            part.samples = part.samples.set_column(pos, "trace_ref", shifted)
+            refs += [replace(r, file_idx=int(mapping[r.file_idx])) for r in part.traces]
         parts.append(part)
         problems.extend(part.problems)
     merged = Parsed(
@@ -273,6 +302,15 @@ def _ingest_chunk(
     runs, samples, scores, events = merged.runs, merged.samples, merged.scores, merged.events
     assert events is not None
     partial_runs = set().union(*(p.partial_runs for p in parts)) if parts else set()
+    if dups and refs:  # the traces of a dropped run are never read
+        alive = set(runs["file_idx"].to_pylist())
+        keep = np.fromiter((r.file_idx in alive for r in refs), bool, count=len(refs))
+        new_pos = (np.cumsum(keep) - 1).astype(np.int32)
+        pos = samples.column_names.index("trace_ref")
+        ref_col = samples["trace_ref"].combine_chunks()
+        moved = pa.array(new_pos).take(pc.fill_null(ref_col, 0))
+        samples = samples.set_column(pos, "trace_ref", pc.if_else(ref_col.is_valid(), moved, None))
+        refs = [r for r, k in zip(refs, keep, strict=True) if k]
 
     # runs: provenance columns
     file_idx = runs["file_idx"].to_pylist()
@@ -283,69 +321,208 @@ def _ingest_chunk(
         ("ingested_at", pa.array([now] * runs.num_rows, pa.timestamp("us", tz="UTC"))),
     ):
         runs = runs.set_column(runs.column_names.index(name), name, col)
-    runs = runs.drop_columns(["file_idx"])
     run_of_file = dict(zip(file_idx, runs["run_id"].to_pylist(), strict=True))
-    tombstones = [
-        Tombstone(table, rid)
-        for rid in runs["run_id"].to_pylist()
-        for table in ("runs", "samples", "events", "scores")
-    ]
+    stones_of: dict[int, list[Tombstone]] = {}
+    for i, rid in run_of_file.items():
+        stones_of[i] = [Tombstone(table, rid) for table in _RUN_TABLES]
+        # a changed file whose run_id changed (ids derived from content) replaces its old run
+        k = known_logs.get(str(claimed[i].path))
+        if k is not None and k.run_id and k.run_id != rid:
+            stones_of[i] += [Tombstone(table, k.run_id) for table in _RUN_TABLES]
     formats: dict[str, int] = {}
     for i, sf in enumerate(claimed):
-        rid = run_of_file.get(i)
-        outcome = "ingested" if rid is not None else "quarantined"
-        if rid in partial_runs:
-            outcome = "partial"
-        file_rows.append(_file_row(sf, "log", rid, outcome, now, fmt=fmt_of[i]))
+        if i not in run_of_file:  # rejected: recorded with the chunk's first commit
+            file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=fmt_of[i]))
         formats[fmt_of[i]] = formats.get(fmt_of[i], 0) + 1
-        # a changed file whose run_id changed (ids derived from content) replaces its old run
-        k = known_logs.get(str(sf.path))
-        if rid is not None and k is not None and k.run_id and k.run_id != rid:
-            tombstones += [
-                Tombstone(table, k.run_id) for table in ("runs", "samples", "events", "scores")
-            ]
-    for p in parts:
-        for sf, role, rid, fmt in p.side_files:
-            file_rows.append(_file_row(sf, role, rid, "ingested", now, fmt=fmt))
 
-    sha_of = {str(f.path): f.sha256 for f in files}
-    quarantine = pa.table(
-        {
-            "path": [p.path for p in problems],
-            "line": pa.array([p.line for p in problems], pa.int64()),
-            "field": [p.field for p in problems],
-            "error": [p.error for p in problems],
-            "sha256": [sha_of.get(p.path) for p in problems],
-            "ingested_at": pa.array([now] * len(problems), pa.timestamp("us", tz="UTC")),
-        }
-    )
-    tables = {
-        "runs": runs.drop_columns([c for c in runs.column_names if c not in _RUN_COLS]),
-        "samples": samples.drop_columns(["file_idx"]),
-        "events": events.drop_columns(["file_idx"]),
-        "scores": scores.drop_columns(["file_idx"]),
-        "quarantine": quarantine,
-        "ingested_files": pa.Table.from_pylist(file_rows, schema=_file_schema())
-        if file_rows
-        else None,
-    }
-    report = IngestReport(
+    chunk = _Chunk(
+        claimed, fmt_of, runs, samples, scores, refs, run_of_file, stones_of,
+        partial_runs, {str(f.path): f.sha256 for f in files}, now,
+    )  # fmt: skip
+    if not refs:
+        submit(
+            *chunk.commit(
+                events, problems, file_rows, done=set(run_of_file), started=set(run_of_file)
+            )
+        )
+    else:
+        traced = {r.file_idx for r in refs}
+        untraced = set(run_of_file) - traced
+        batches = iter_traces(con, refs, threads=4)
+        if strict:  # every trace checked before anything is stored: one commit
+            every = list(batches)
+            bad = [q for b in every for q in b.problems]
+            if bad:
+                raise IngestError(bad[0])
+            batches = iter([_merge_batches(every)])
+        first = True
+        seen: set[int] = set()  # runs whose tombstones are committed
+        remaining = Counter(r.file_idx for r in refs)
+        # each commit is written (``submit``: one in flight) while the next batch is parsed
+        for batch in batches:
+            chunk.take(batch)
+            ev = _concat([batch.events], "events")
+            done = set()
+            for r in refs[batch.start : batch.stop]:
+                remaining[r.file_idx] -= 1
+                if not remaining[r.file_idx]:
+                    done.add(r.file_idx)
+            started = {r.file_idx for r in refs[batch.start : batch.stop]} - seen
+            seen |= started
+            batch_problems, rows = batch.problems, []
+            if first:
+                ev = pa.concat_tables([events, ev]) if events.num_rows else ev
+                done |= untraced
+                started |= untraced
+                batch_problems, rows = problems + batch.problems, file_rows
+                first = False
+            submit(*chunk.commit(ev, batch_problems, rows, done=done, started=started))
+    return IngestReport(
         files_read=len(files),
         files_unchanged=unchanged,
         runs_added=runs.num_rows,
         samples_added=samples.num_rows,
-        events_added=events.num_rows,
+        events_added=chunk.events_added,
         scores_added=scores.num_rows,
-        quarantined=len(problems),
-        problems=tuple(problems),
+        quarantined=len(chunk.problems),
+        problems=tuple(chunk.problems),
         formats=tuple(sorted(formats.items())),
         file_formats=tuple(
             (str(r["path"]), r["format"])  # type: ignore[misc]
-            for r in file_rows
+            for r in [*file_rows, *chunk.log_rows]
             if r["role"] == "log"
         ),
     )
-    return report, {k: v for k, v in tables.items() if v is not None}, tombstones
+
+
+_RUN_TABLES = ("runs", "samples", "events", "scores")
+
+
+class _Chunk:
+    """A chunk's parsed logs, committed run by run as their traces are read.
+
+    Each commit holds a batch of trace events and the runs whose last trace is in it (runs,
+    samples, scores, ingested_files), with the tombstones of the runs whose first trace is in
+    it. A run whose traces fit in one batch is therefore one atomic commit; a larger run's
+    events come in several, its metadata with the last one, so a killed ingest leaves no run
+    row and no ingested_files row for it, and the next ingest redoes it whole.
+    """
+
+    def __init__(
+        self,
+        claimed: list[SourceFile],
+        fmt_of: list[str],
+        runs: pa.Table,
+        samples: pa.Table,
+        scores: pa.Table,
+        refs: list[TraceRef],
+        run_of_file: dict[int, str],
+        stones_of: dict[int, list[Tombstone]],
+        partial_runs: set[str],
+        sha_of: dict[str, str],
+        now: datetime,
+    ) -> None:
+        self.claimed, self.fmt_of, self.now = claimed, fmt_of, now
+        self.runs, self.samples, self.scores, self.refs = runs, samples, scores, refs
+        self.run_of_file, self.stones_of = run_of_file, stones_of
+        self.partial_runs, self.sha_of = set(partial_runs), sha_of
+        self.status = np.full(len(refs), None, dtype=object)
+        self.paths = np.full(len(refs), None, dtype=object)
+        self.trace_rows: dict[int, list[dict[str, object]]] = {}
+        self.problems: list[Problem] = []
+        self.log_rows: list[dict[str, object]] = []
+        self.events_added = 0
+
+    def take(self, batch: TraceBatch) -> None:
+        """Remember a parsed batch's statuses and trace files (committed with their runs)."""
+        for i, st in batch.status.items():
+            ref = self.refs[i]
+            self.status[i] = st
+            if st not in ("refused", "missing"):
+                self.paths[i] = str(ref.log_path.parent / ref.rel)
+            if st != "ok":
+                self.partial_runs.add(ref.run_id)
+        for i, sf in batch.files:
+            fi = self.refs[i].file_idx
+            rid = self.run_of_file.get(fi)
+            row = _file_row(sf, "trace", rid, "ingested", self.now, fmt=TRACE_FORMAT)
+            self.trace_rows.setdefault(fi, []).append(row)
+
+    def commit(
+        self,
+        events: pa.Table,
+        problems: list[Problem],
+        file_rows: list[dict[str, object]],
+        *,
+        done: set[int],
+        started: set[int],
+    ) -> tuple[dict[str, pa.Table], list[Tombstone]]:
+        """The commit of ``events`` with the runs of the files ``done`` and the tombstones of
+        ``started`` (written by the caller's writer thread)."""
+        tombstones = [t for i in sorted(started) for t in self.stones_of.get(i, [])]
+        sel = pa.array(sorted(done), pa.int32())
+        runs = self.runs.filter(pc.is_in(self.runs["file_idx"], sel))
+        samples = self._samples(self.samples.filter(pc.is_in(self.samples["file_idx"], sel)))
+        scores = self.scores.filter(pc.is_in(self.scores["file_idx"], sel))
+        rows = list(file_rows)
+        for i in sorted(done):
+            rid = self.run_of_file.get(i)
+            if rid is None:
+                continue
+            outcome = "partial" if rid in self.partial_runs else "ingested"
+            row = _file_row(self.claimed[i], "log", rid, outcome, self.now, fmt=self.fmt_of[i])
+            self.log_rows.append(row)
+            rows.append(row)
+            rows += self.trace_rows.pop(i, [])
+        quarantine = pa.table(
+            {
+                "path": [p.path for p in problems],
+                "line": pa.array([p.line for p in problems], pa.int64()),
+                "field": [p.field for p in problems],
+                "error": [p.error for p in problems],
+                "sha256": [self.sha_of.get(p.path) for p in problems],
+                "ingested_at": pa.array([self.now] * len(problems), pa.timestamp("us", tz="UTC")),
+            }
+        )
+        tables = {
+            "runs": runs.drop_columns([c for c in runs.column_names if c not in _RUN_COLS]),
+            "samples": samples.drop_columns(["file_idx", "trace_ref"]),
+            "events": events.drop_columns(["file_idx"]),
+            "scores": scores.drop_columns(["file_idx"]),
+            "quarantine": quarantine,
+            "ingested_files": pa.Table.from_pylist(rows, schema=_file_schema()) if rows else None,
+        }
+        self.problems += problems
+        self.events_added += events.num_rows
+        return {k: v for k, v in tables.items() if v is not None}, tombstones
+
+    def _samples(self, samples: pa.Table) -> pa.Table:
+        """Samples with the status and path of their trace, once it has been read."""
+        ref = samples["trace_ref"].combine_chunks()
+        if not len(self.refs) or not ref.null_count < len(ref):  # no sample here has a trace
+            at = samples.column_names.index("trace_status")
+            return samples.set_column(
+                at, "trace_status", pc.fill_null(samples["trace_status"], "none")
+            )
+        has = ref.is_valid()
+        at = pc.fill_null(ref, 0).to_numpy(zero_copy_only=False)
+        status = pc.if_else(has, pa.array(self.status[at], pa.string()), samples["trace_status"])
+        path = pc.if_else(has, pa.array(self.paths[at], pa.string()), samples["trace_path"])
+        samples = samples.set_column(
+            samples.column_names.index("trace_status"), "trace_status", pc.fill_null(status, "none")
+        )
+        return samples.set_column(samples.column_names.index("trace_path"), "trace_path", path)
+
+
+def _merge_batches(batches: list[TraceBatch]) -> TraceBatch:
+    return TraceBatch(
+        batches[0].start if batches else 0,
+        batches[-1].stop if batches else 0,
+        pa.concat_tables([b.events for b in batches]),
+        [q for b in batches for q in b.problems],
+        {i: st for b in batches for i, st in b.status.items()},
+        [f for b in batches for f in b.files],
+    )
 
 
 def _concat(tables: list[pa.Table], name: str) -> pa.Table:
@@ -355,12 +532,19 @@ def _concat(tables: list[pa.Table], name: str) -> pa.Table:
     fitted = []
     for t in tables:
         fi = t["file_idx"]
-        body = t.drop_columns([c for c in t.column_names if c == "file_idx"])
+        ref = t["trace_ref"] if "trace_ref" in t.column_names else pa.nulls(t.num_rows, pa.int32())
+        body = t.drop_columns([c for c in t.column_names if c in ("file_idx", "trace_ref")])
         body = _schema.conform(body, name).drop_columns(["batch_seq"])
-        fitted.append(body.append_column("file_idx", fi.cast(pa.int32())))
+        body = body.append_column("file_idx", fi.cast(pa.int32()))
+        if name == "samples":  # the position of the sample's trace in the chunk's refs
+            body = body.append_column("trace_ref", ref.cast(pa.int32()))
+        fitted.append(body)
     if not fitted:
         empty = _schema.empty(name).drop_columns(["batch_seq"])
-        return empty.append_column("file_idx", pa.array([], pa.int32()))
+        empty = empty.append_column("file_idx", pa.array([], pa.int32()))
+        if name == "samples":
+            empty = empty.append_column("trace_ref", pa.array([], pa.int32()))
+        return empty
     return pa.concat_tables(fitted) if len(fitted) > 1 else fitted[0]
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,18 +57,31 @@ def discover(paths: Sequence[Path], *, traces_dirname: str = "episodes") -> list
 
 
 def _read_one(path: Path, root: Path | None = None) -> SourceFile:
-    if root is not None and os.path.islink(path):
-        real = Path(os.path.realpath(path))
-        if not real.is_relative_to(root):
-            why = f"{str(path)!r} is a link to {str(real)!r}, outside {str(root)!r}"
-            return SourceFile(path, 0, 0, b"", "", error=why, refused=True)
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
+        # O_NOFOLLOW: a symlink fails to open (ELOOP) and only then is looked at, so a plain
+        # file costs open, fstat, read and close
+        fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if root is not None else 0))
+    except OSError as exc:
+        if root is not None and os.path.islink(path):
+            real = Path(os.path.realpath(path))
+            if not real.is_relative_to(root):
+                why = f"{str(path)!r} is a link to {str(real)!r}, outside {str(root)!r}"
+                return SourceFile(path, 0, 0, b"", "", error=why, refused=True)
+            return _read_one(path)  # a link that stays inside: follow it
+        return SourceFile(path, 0, 0, b"", "", error=f"cannot read: {exc.strerror or exc}")
+    try:
+        st = os.fstat(fd)
+        with open(fd, "rb", closefd=False) as fh:
             data = fh.read()
     except OSError as exc:
         return SourceFile(path, 0, 0, b"", "", error=f"cannot read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
     return SourceFile(path, st.st_size, st.st_mtime_ns, data, hashlib.sha256(data).hexdigest())
+
+
+def _read_group(paths: Sequence[Path], roots: Sequence[Path | None]) -> list[SourceFile]:
+    return [_read_one(p, r) for p, r in zip(paths, roots, strict=True)]
 
 
 def read_files(
@@ -76,16 +90,34 @@ def read_files(
     roots: Sequence[Path] | None = None,
     on_done: Callable[[int], object] | None = None,
     threads: int = 4,
+    ahead: int = 256,
+    group: int = 1,
 ) -> Iterator[SourceFile]:
     """Read and hash ``paths`` in a thread pool, yielding results in input order.
 
-    With ``roots``, a path that is a symlink leading outside its root is refused unread.
+    At most about ``ahead`` files are read ahead of the consumer, so a slow consumer (a
+    parser working batch by batch) holds a bounded number of files in memory. Small files
+    go to the pool ``group`` at a time, so a task is worth its hand-off. With ``roots``, a
+    path that is a symlink leading outside its root is refused unread.
     """
+    all_roots: Sequence[Path | None] = roots if roots is not None else [None] * len(paths)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for sf in pool.map(_read_one, paths, roots or [None] * len(paths)):
-            if on_done is not None:
-                on_done(1)
-            yield sf
+        queue: deque[Future[list[SourceFile]]] = deque()
+        for k in range(0, len(paths), group):
+            queue.append(pool.submit(_read_group, paths[k : k + group], all_roots[k : k + group]))
+            if len(queue) * group >= ahead:
+                yield from _done(queue.popleft(), on_done)
+        while queue:
+            yield from _done(queue.popleft(), on_done)
+
+
+def _done(
+    fut: Future[list[SourceFile]], on_done: Callable[[int], object] | None
+) -> list[SourceFile]:
+    files = fut.result()
+    if on_done is not None:
+        on_done(len(files))
+    return files
 
 
 def split_lines(chunks: Sequence[bytes]) -> tuple[pa.LargeStringArray, np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import TraceRef
 
 __all__ = ["SNIFF_BYTES", "Parsed", "Reader", "json_strings", "remap_file_idx"]
 
@@ -35,6 +36,11 @@ class Parsed:
     holds columns of the runs schema (without provenance), ``samples``/``scores``/``events``
     columns of theirs. ``side_files`` are files read on the way (traces): ``(file, role,
     run_id, format)``; ``partial_runs`` are runs to re-read on the next ingest.
+
+    ``traces`` are traces the samples name, not read yet: the orchestrator reads and commits
+    them a batch at a time (so memory follows the batch, not the input). Samples then carry
+    ``trace_ref``, the position of their trace in ``traces`` (null when none), and get their
+    ``trace_status`` / ``trace_path`` once it is read.
     """
 
     runs: pa.Table
@@ -44,6 +50,7 @@ class Parsed:
     problems: list[Problem] = field(default_factory=list)
     side_files: list[tuple[SourceFile, str, str | None, str]] = field(default_factory=list)
     partial_runs: set[str] = field(default_factory=set)
+    traces: list[TraceRef] = field(default_factory=list)
 
 
 ParseFn = Callable[[duckdb.DuckDBPyConnection, Sequence[SourceFile]], Parsed]
@@ -125,6 +132,7 @@ def drop_duplicate_runs(parsed: Parsed, paths: Sequence[str]) -> tuple[Parsed, l
             parsed.problems,
             parsed.side_files,
             parsed.partial_runs,
+            parsed.traces,
         ),
         problems,
     )

@@ -23,13 +23,14 @@ from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
-from hylo_analytics.ingest.traces import TRACE_FORMAT, TraceRef, parse_traces
+from hylo_analytics.ingest.traces import TRACE_FORMAT, TraceRef, iter_traces, parse_traces
 
 __all__ = [
     "FORMAT",
     "READER",
     "TRACE_FORMAT",
     "ParsedLogs",
+    "iter_traces",
     "parse",
     "parse_evallogs",
     "parse_traces",
@@ -372,17 +373,17 @@ def _with_lines(problems: list[Problem], files: Sequence[SourceFile]) -> list[Pr
 
 
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
-    """Parse EvalLogs, drop runs claimed twice, then read and parse their traces.
+    """Parse EvalLogs, drop runs claimed twice, and name the traces their samples point to.
 
-    Duplicates are dropped before the traces are read, so a rejected log's traces are never
-    opened. Samples come back with ``trace_status`` and ``trace_path``.
+    The traces are read later, a batch at a time, by the orchestrator (``iter_traces``);
+    duplicates are dropped first, so a rejected log's traces are never opened. Samples come
+    back with ``trace_ref`` (their trace's position in ``Parsed.traces``).
     """
     parsed = parse_evallogs(con, files)
     paths = [str(f.path) for f in files]
     base, dup_problems = drop_duplicate_runs(
         Parsed(parsed.runs, parsed.samples, parsed.scores), paths
     )
-    problems = [*parsed.problems, *dup_problems]
     samples = base.samples
     has_trace = pc.is_valid(samples["trace"])
     ref_rows = samples.filter(has_trace)
@@ -396,26 +397,12 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
             strict=True,
         )
     ]
-    traces = parse_traces(con, refs)
-    problems.extend(traces.problems)
-    # per trace (a file each) in Python, then spread over the sample rows by one take
-    ref_status = [traces.trace_status.get(j, "ok") for j in range(len(refs))]
-    ref_path = [
-        None if st in ("refused", "missing") else str(ref.log_path.parent / ref.rel)
-        for st, ref in zip(ref_status, refs, strict=True)
-    ]
-    slot = np.full(samples.num_rows, len(refs), np.int32)  # the last slot: no trace
-    slot[np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))] = np.arange(len(refs))
-    at = pa.array(slot)
-    samples = samples.append_column(
-        "trace_status", pa.array([*ref_status, "none"], pa.string()).take(at)
-    )
-    samples = samples.append_column("trace_path", pa.array([*ref_path, None], pa.string()).take(at))
+    ref_of = np.full(samples.num_rows, -1, dtype=np.int32)
+    ref_of[np.flatnonzero(has_trace.to_numpy(zero_copy_only=False))] = np.arange(len(refs))
+    samples = samples.append_column("trace_ref", pa.array(ref_of, mask=ref_of < 0))
     samples = samples.drop_columns(["sample_idx", "trace"])
-    partial = {refs[j].run_id for j, s in traces.trace_status.items() if s != "ok"}
-    trace_run = {str(r.log_path.parent / r.rel): r.run_id for r in refs}
-    side = [(sf, "trace", trace_run.get(str(sf.path)), TRACE_FORMAT) for sf in traces.files]
-    return Parsed(base.runs, samples, base.scores, traces.events, problems, side, partial)
+    problems = [*parsed.problems, *dup_problems]
+    return Parsed(base.runs, samples, base.scores, None, problems, traces=refs)
 
 
 READER = Reader(FORMAT, sniff, parse)

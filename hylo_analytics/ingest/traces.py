@@ -1,16 +1,20 @@
-"""hylo episode traces (``hylo.trace/v0.1``): resolve, read and parse every trace of a batch.
+"""hylo episode traces (``hylo.trace/v0.1``): resolve, read and parse traces, a batch at a time.
 
-All trace files of a batch are joined into one buffer and split into lines with numpy (a
-zero-copy Arrow string array); DuckDB parses every line once (``try(json_transform)``); the raw
-line is kept as written. A trace path must stay inside its run folder: absolute paths, ``..``
-that climbs out and symlinks leading out are refused. Format: ``docs/trace-format.md``.
+Traces are many small files, so nothing here costs a parser call per file: the files of a
+batch (about ``batch_bytes`` of them, cut between runs when a run fits) are joined into one
+buffer, split into lines with numpy (a zero-copy Arrow string array), and DuckDB parses every
+line of the batch in one query (``try(json_transform)``). Only a batch with a bad line looks
+at its bad lines again, to name the file, line and field. Peak memory follows the batch size,
+not the input: :func:`iter_traces` yields one batch's events at a time. A trace path must stay
+inside its run folder: absolute paths, ``..`` that climbs out and symlinks leading out are
+refused. Format: ``docs/trace-format.md``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -21,7 +25,15 @@ import pyarrow.compute as pc
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
 from hylo_analytics.ingest._report import Problem
 
-__all__ = ["TRACE_FORMAT", "ParsedTraces", "TraceRef", "parse_traces", "resolve_traces"]
+__all__ = [
+    "TRACE_FORMAT",
+    "ParsedTraces",
+    "TraceBatch",
+    "TraceRef",
+    "iter_traces",
+    "parse_traces",
+    "resolve_traces",
+]
 
 TRACE_FORMAT = "hylo.trace/v0.1"
 
@@ -42,29 +54,34 @@ class TraceRef:
 def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
     """Each trace's ``(path, run root)``, or why it is refused (it escapes the run folder).
 
-    Paths are checked as strings, then the real path of each distinct folder is taken once;
-    a trace file that is itself a symlink is checked when it is read (see ``read_files``).
+    Paths are checked as strings, then the real path of each distinct (run folder, trace
+    folder) pair is taken and checked once, so a trace costs a few string operations; a
+    trace file that is itself a symlink is checked when it is read (see ``read_files``).
     """
-    real_dirs: dict[Path, Path] = {}
-
-    def real(d: Path) -> Path:
-        if d not in real_dirs:
-            real_dirs[d] = Path(os.path.realpath(d))
-        return real_dirs[d]
-
+    roots: dict[Path, tuple[str, Path]] = {}  # by log path: its folder's real path
+    folders: dict[tuple[str, str], str | None] = {}
     out: list[tuple[Path, Path] | str] = []
     for ref in refs:
         rel = ref.rel
         if os.path.isabs(rel) or rel.startswith("~"):
             out.append(f"trace path {rel!r} is absolute; it must be relative to the run folder")
             continue
-        root = real(ref.log_path.parent)
+        if ref.log_path not in roots:
+            real_root = os.path.realpath(ref.log_path.parent)
+            roots[ref.log_path] = (real_root, Path(real_root))
+        root, root_path = roots[ref.log_path]
         norm = os.path.normpath(rel)
-        folder = real(root / os.path.dirname(norm)) if os.path.dirname(norm) else root
-        if norm == ".." or norm.startswith("../") or not folder.is_relative_to(root):
-            out.append(f"trace path {rel!r} escapes the run folder {str(root)!r}")
+        head, name = os.path.split(norm)
+        if (root, head) not in folders:
+            folder = os.path.realpath(os.path.join(root, head)) if head else root
+            inside = folder == root or folder.startswith(root.rstrip("/") + "/")
+            escapes = norm == ".." or norm.startswith("../") or not inside
+            folders[(root, head)] = None if escapes else folder
+        folder_real = folders[(root, head)]
+        if folder_real is None or norm == "..":
+            out.append(f"trace path {rel!r} escapes the run folder {root!r}")
             continue
-        out.append((folder / os.path.basename(norm), root))
+        out.append((Path(folder_real, name), root_path))
     return out
 
 
@@ -74,11 +91,43 @@ _EVENT_STRUCT = (
     '"grader":"VARCHAR","name":"VARCHAR","value":"DOUBLE","explanation":"VARCHAR"}'
 )
 
-
 _VALID_EVENT = (
     "e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
     "AND coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'UBIGINT', 'NULL')"
 )
+
+# One parse per line, in line order (DuckDB keeps the insertion order of a projection).
+# try() turns a malformed line into NULL instead of an error; the raw text never comes back
+# from DuckDB: it is the input array itself.
+_TYPED_SQL = f"""
+SELECT coalesce({_VALID_EVENT}, false) AS valid,
+       e.type->>'$' AS type, TRY_CAST(e.t AS BIGINT) AS t,
+       e.reward AS reward, e.terminated AS terminated, e.truncated AS truncated,
+       e.info.success AS success, e.latency_ms AS latency_ms,
+       e.reason AS reason, e.status AS status, e.grader AS grader,
+       e.name AS name, e.value AS value, e.explanation AS explanation
+FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_lines)
+"""
+
+# Only for the bad lines of a batch: what is wrong with each.
+_WHY_SQL = f"""
+SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype
+FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_bad)
+"""
+
+_BATCH_BYTES = 16 * 2**20  # of trace bytes per batch: bounds the memory of an ingest
+
+
+@dataclass
+class TraceBatch:
+    """The traces ``refs[start:stop]`` parsed: their events, problems and statuses."""
+
+    start: int
+    stop: int
+    events: pa.Table  # with file_idx, run_id, key, episode_id
+    problems: list[Problem]
+    status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
+    files: list[tuple[int, SourceFile]]  # (ref index, file read without its bytes)
 
 
 @dataclass
@@ -89,123 +138,199 @@ class ParsedTraces:
     files: list[SourceFile]  # the trace files read (for ingested_files)
 
 
-_BATCH = 1000  # traces parsed per query: bounds memory, keeps the working set in cache
-
-
 def parse_traces(
     con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], *, threads: int = 4
 ) -> ParsedTraces:
-    """Read every referenced trace file and parse their lines, a batch of traces per query."""
-    if len(refs) <= _BATCH:
-        return _parse_batch(con, refs, threads=threads)
-    parts = [
-        _parse_batch(con, refs[k : k + _BATCH], threads=threads)
-        for k in range(0, len(refs), _BATCH)
-    ]
-    status = {
-        k * _BATCH + i: st for k, part in enumerate(parts) for i, st in part.trace_status.items()
-    }
+    """Every trace of ``refs`` at once (all in memory; :func:`iter_traces` streams)."""
+    parts = list(iter_traces(con, refs, threads=threads))
     return ParsedTraces(
-        pa.concat_tables([p.events for p in parts]),
+        pa.concat_tables([p.events for p in parts]) if parts else _empty_events(),
         [q for p in parts for q in p.problems],
-        status,
-        [f for p in parts for f in p.files],
+        {i: st for p in parts for i, st in p.status.items()},
+        [f for p in parts for _, f in p.files],
     )
+
+
+_Item = tuple[int, SourceFile | None, str | None]  # ref index, file read, why refused
+
+
+def iter_traces(
+    con: duckdb.DuckDBPyConnection,
+    refs: Sequence[TraceRef],
+    *,
+    batch_bytes: int | None = None,
+    threads: int = 4,
+) -> Iterator[TraceBatch]:
+    """Read and parse ``refs`` in order, about ``batch_bytes`` of trace files per batch.
+
+    A batch is cut before the first trace of a run once it holds ``batch_bytes``, so a run
+    whose traces fit in a batch is never split; a larger run is cut within at twice that.
+    Files are read ahead in a thread pool (a bounded window) while DuckDB parses.
+    """
+    limit = batch_bytes or _BATCH_BYTES
+    resolved = resolve_traces(refs)
+    targets = [r for r in resolved if not isinstance(r, str)]
+    read = iter(
+        read_files(
+            [t[0] for t in targets],
+            roots=[t[1] for t in targets],
+            threads=threads,
+            group=64,
+            ahead=1024,
+        )
+    )
+    pending: list[_Item] = []
+    size = 0
+    start = 0
+    for i, res in enumerate(resolved):
+        new_run = refs[i].file_idx != refs[i - 1].file_idx
+        if pending and size >= limit and (new_run or size >= 2 * limit):
+            yield _parse_batch(con, refs, start, pending)
+            start, pending, size = i, [], 0
+        if isinstance(res, str):
+            pending.append((i, None, res))
+            continue
+        sf = next(read)
+        pending.append((i, sf, None))
+        size += sf.size
+    if pending:
+        yield _parse_batch(con, refs, start, pending)
+
+
+def _empty_events() -> pa.Table:
+    from hylo_analytics._schema import EVENTS
+
+    fields = [pa.field("file_idx", pa.int32())] + [f for f in EVENTS if f.name != "batch_seq"]
+    return pa.schema(fields).empty_table()
 
 
 def _parse_batch(
-    con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], *, threads: int = 4
-) -> ParsedTraces:
-    """Read every referenced trace file and parse all their lines in one query."""
+    con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], start: int, items: list[_Item]
+) -> TraceBatch:
+    """Parse the trace files of one batch: one query over all their lines."""
     problems: list[Problem] = []
     status: dict[int, str] = {}
-    resolved: list[tuple[int, Path, Path]] = []
-    for i, (ref, res) in enumerate(zip(refs, resolve_traces(refs), strict=True)):
-        if isinstance(res, str):
-            status[i] = "refused"
-            problems.append(
-                Problem(str(ref.log_path), None, f"samples[{ref.sample_idx}].trace", res)
-            )
-        else:
-            resolved.append((i, res[0], res[1]))
-    files: list[SourceFile] = []
+    files: list[tuple[int, SourceFile]] = []
     chunks: list[bytes] = []
     owners: list[int] = []
-    read = read_files(
-        [t for _, t, _ in resolved], roots=[r for _, _, r in resolved], threads=threads
-    )
-    for (i, target, _), sf in zip(resolved, read, strict=True):
+    for i, sf, refused in items:
         ref = refs[i]
-        if sf.refused:
+        where = f"samples[{ref.sample_idx}].trace"
+        if refused is not None:
+            status[i] = "refused"
+            problems.append(Problem(str(ref.log_path), None, where, refused))
+        elif sf is None:
+            continue
+        elif sf.refused:
             status[i] = "refused"
             problems.append(
                 Problem(
                     str(ref.log_path),
                     None,
-                    f"samples[{ref.sample_idx}].trace",
+                    where,
                     f"trace path {ref.rel!r} escapes the run folder: {sf.error}",
                 )
             )
-            continue
-        if sf.error is not None:
+        elif sf.error is not None:
             status[i] = "missing"
             problems.append(
-                Problem(
-                    str(ref.log_path),
-                    None,
-                    f"samples[{ref.sample_idx}].trace",
-                    f"trace file {str(target)!r}: {sf.error}",
-                )
+                Problem(str(ref.log_path), None, where, f"trace file {str(sf.path)!r}: {sf.error}")
             )
-            continue
-        pos = bad_utf8(sf.data)
-        if pos is not None:
-            status[i] = "bad"
-            problems.append(Problem(str(target), pos[0], None, f"not UTF-8 (column {pos[1]})"))
-            files.append(sf)
-            continue
-        files.append(sf)
-        chunks.append(sf.data)
-        owners.append(i)
+        else:
+            files.append((i, replace(sf, data=b"")))
+            chunks.append(sf.data)
+            owners.append(i)
     lines, file_index, line_number = split_lines(chunks)
-    owners_arr = np.asarray(owners, dtype=np.int32)
-    ref_idx = owners_arr[file_index] if len(owners) else np.zeros(0, np.int32)
-    table = pa.table(
-        {
-            "pos": pa.array(np.arange(len(lines), dtype=np.int64)),
-            "ref": pa.array(ref_idx),
-            "idx": pa.array(line_number),
-            "raw": lines,
-        }
+    try:
+        lines.validate(full=True)  # UTF-8 of the whole batch at once
+    except pa.ArrowInvalid:
+        keep = []
+        for k, (i, data) in enumerate(zip(owners, chunks, strict=True)):
+            pos = bad_utf8(data)
+            if pos is None:
+                keep.append(k)
+                continue
+            status[i] = "bad"
+            path = str(files[k][1].path)
+            problems.append(Problem(path, pos[0], None, f"not UTF-8 (column {pos[1]})"))
+        chunks = [chunks[k] for k in keep]
+        owners = [owners[k] for k in keep]
+        lines, file_index, line_number = split_lines(chunks)
+    line_ref = np.asarray(owners, dtype=np.int32)[file_index]
+    con.register("_trace_lines", pa.table({"raw": lines}))
+    try:
+        typed = con.sql(_TYPED_SQL).to_arrow_table()
+    finally:
+        con.unregister("_trace_lines")
+    valid = typed["valid"].combine_chunks()
+    typed = typed.drop_columns(["valid"])
+    raw = pc.utf8_rtrim(lines, characters="\r\n")
+    if valid.false_count:
+        keep_mask = valid.to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(~keep_mask)
+        last = np.bincount(file_index, minlength=len(owners))  # each file's last line number
+        problems.extend(
+            _line_problems(con, refs, lines, bad, line_ref, line_number, file_index, last, status)
+        )
+        typed = typed.filter(valid)
+        raw = raw.filter(valid)
+        file_index = file_index[keep_mask]
+        line_number = line_number[keep_mask]
+    per_ref = {
+        "file_idx": pa.array([refs[i].file_idx for i in owners], pa.int32()),
+        "run_id": pa.array([refs[i].run_id for i in owners], pa.string()),
+        "key": pa.array([refs[i].key for i in owners], pa.string()),
+        "episode_id": pa.array([refs[i].episode_id for i in owners], pa.string()),
+    }
+    local = pa.array(file_index)  # a line's position among the batch's files
+    events = typed.add_column(0, "idx", pa.array(line_number))
+    for k, (col, values) in enumerate(per_ref.items()):
+        events = events.add_column(k, col, values.take(local))
+    events = events.append_column("raw", raw)
+    for i in owners:
+        status.setdefault(i, "ok")
+    return TraceBatch(start, start + len(items), events, problems, status, files)
+
+
+def _line_problems(
+    con: duckdb.DuckDBPyConnection,
+    refs: Sequence[TraceRef],
+    lines: pa.LargeStringArray,
+    bad: np.ndarray,
+    line_ref: np.ndarray,
+    line_number: np.ndarray,
+    file_index: np.ndarray,
+    last: np.ndarray,
+    status: dict[int, str],
+) -> list[Problem]:
+    """What is wrong with each bad line of a batch (blank lines are skipped, not bad)."""
+    bad_lines = lines.take(pa.array(bad))
+    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(bad_lines)), 0).to_numpy(
+        zero_copy_only=False
     )
-    con.register("_lines", table)
-    # One JSON parse per line; try() turns a malformed line into NULL instead of an error.
-    # The raw text never goes through DuckDB: it is sliced from the Arrow array below.
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE _ev AS
-        SELECT pos, ref, idx, e, coalesce({_VALID_EVENT}, false) AS valid
-        FROM (SELECT pos, ref, idx, try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _lines)
-        """
-    )
-    con.unregister("_lines")
-    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines)), 0) if len(lines) else None
-    last = dict(con.execute("SELECT ref, max(idx) FROM _ev GROUP BY ref").fetchall())
-    for pos, ref_i, idx, ok, etype, ttype in con.execute(
-        """SELECT pos, ref, idx, e IS NOT NULL, json_type(e.type), json_type(e.t) FROM _ev
-           WHERE NOT valid ORDER BY ref, idx"""
-    ).fetchall():
-        if blank is not None and blank[pos].as_py():
-            continue
+    bad, bad_lines = bad[~blank], bad_lines.filter(pa.array(~blank))
+    if not len(bad):
+        return []
+    con.register("_trace_bad", pa.table({"raw": bad_lines}))
+    try:
+        why = con.execute(_WHY_SQL).fetchall()
+    finally:
+        con.unregister("_trace_bad")
+    order = np.lexsort((line_number[bad], line_ref[bad]))
+    problems: list[Problem] = []
+    for k in order:
+        ok, etype, ttype = why[k]
+        pos = int(bad[k])
+        ref_i, idx = int(line_ref[pos]), int(line_number[pos])
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
         if not ok:
-            truncated = idx == last[ref_i]
-            why = (
+            truncated = idx == last[file_index[pos]]
+            text = (
                 "truncated last line (kept the lines before it)"
                 if truncated
                 else "malformed JSON line"
             )
-            problems.append(Problem(path, idx, None, why))
+            problems.append(Problem(path, idx, None, text))
             status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
         elif etype is None:
             problems.append(Problem(path, idx, "type", "missing required field (expected string)"))
@@ -215,32 +340,4 @@ def _parse_batch(
             got = (etype if fld == "type" else ttype).lower()
             problems.append(Problem(path, idx, fld, f"expected {want}, got {got}"))
             status[ref_i] = "bad"
-    typed = con.sql(
-        """
-        SELECT pos, idx,
-               e.type->>'$' AS type, CAST(e.t AS BIGINT) AS t,
-               e.reward AS reward, e.terminated AS terminated, e.truncated AS truncated,
-               e.info.success AS success, e.latency_ms AS latency_ms,
-               e.reason AS reason, e.status AS status, e.grader AS grader,
-               e.name AS name, e.value AS value, e.explanation AS explanation
-        FROM _ev
-        WHERE valid
-        """
-    ).to_arrow_table()
-    con.execute("DROP TABLE IF EXISTS _ev")
-    pos = typed["pos"].combine_chunks()
-    row_ref = pa.array(ref_idx).take(pos)
-    events = typed.drop_columns(["pos"])
-    per_ref = {
-        "file_idx": pa.array([r.file_idx for r in refs], pa.int32()),
-        "run_id": pa.array([r.run_id for r in refs], pa.string()),
-        "key": pa.array([r.key for r in refs], pa.string()),
-        "episode_id": pa.array([r.episode_id for r in refs], pa.string()),
-    }
-    for i, (col, values) in enumerate(per_ref.items()):
-        events = events.add_column(i, col, values.take(row_ref))
-    raw = pc.utf8_rtrim(lines, characters="\r\n") if len(lines) else pa.array([], pa.large_string())
-    events = events.append_column("raw", raw.take(pos))
-    for i in owners:
-        status.setdefault(i, "ok")
-    return ParsedTraces(events, problems, status, files)
+    return problems

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import hylo_analytics as ha
+from hylo_analytics.store import ParquetStore
 
 N_RUNS, N_SAMPLES = 3, 200
 
@@ -464,9 +465,28 @@ def test_traces_parsed_in_batches_give_the_same_rows(
     trace.write_text(trace.read_text() + "{broken")  # a problem in a later batch
     whole = ha.open_store(tmp_path / "whole")
     whole.ingest(sample_copy, progress=False)
-    monkeypatch.setattr(traces, "_BATCH", 64)
+    monkeypatch.setattr(traces, "_BATCH_BYTES", 100_000)
     batched = ha.open_store(tmp_path / "batched")
+    # another reader, looking after every commit: a chunk's commits are published together
+    reader = ha.open_store(batched.root, create=False)
+    orphans = (
+        "SELECT count(*) FROM stg_events AS e "
+        "WHERE NOT EXISTS (SELECT 1 FROM stg_runs AS r WHERE r.run_id = e.run_id)"
+    )
+    seen: list[tuple[int, int]] = []
+    real_commit = ParquetStore.commit
+
+    def watched(self: ParquetStore, *args: object, **kw: object) -> int:
+        seq = real_commit(self, *args, **kw)  # type: ignore[arg-type]
+        seen.append((reader.sql(orphans).item(), reader.sql("SELECT count(*) FROM runs").item()))
+        return seq
+
+    monkeypatch.setattr(ParquetStore, "commit", watched)
     batched.ingest(sample_copy, progress=False)
+    monkeypatch.undo()
+    assert len(seen) > 3 and all(o == 0 for o, _ in seen)
+    assert {runs for _, runs in seen} == {0}  # one chunk: nothing visible until it is whole
+    assert reader.sql("SELECT count(*) FROM runs").item() == 3
     for q in (
         "SELECT run_id, episode_id, idx, type, raw FROM stg_events ORDER BY ALL",
         "SELECT run_id, key, trace_status FROM stg_samples ORDER BY ALL",
@@ -475,6 +495,15 @@ def test_traces_parsed_in_batches_give_the_same_rows(
         assert whole.sql(q).equals(batched.sql(q)), q
     assert (
         batched.sql("SELECT count(*) FROM stg_samples WHERE trace_status = 'partial'").item() == 1
+    )
+    # the traces came in several commits, and a run larger than a batch was split across two
+    commits = "SELECT count(DISTINCT batch_seq) FROM raw_events"
+    assert whole.sql(commits).item() == 1 and batched.sql(commits).item() > 3
+    split = "SELECT count(*) FROM (SELECT run_id FROM raw_events GROUP BY 1 HAVING count(DISTINCT batch_seq) > 1)"
+    assert batched.sql(split).item() > 0
+    assert (
+        batched.sql("SELECT count(*) FROM stg_runs").item()
+        == whole.sql("SELECT count(*) FROM stg_runs").item()
     )
 
 
@@ -570,3 +599,19 @@ def test_small_chunks_commit_the_same_rows(tmp_path: Path, sample_copy: Path) ->
             a.height
             and a.select(cols).sort(cols).to_dicts() == b.select(cols).sort(cols).to_dicts()
         ), table
+
+
+def test_strict_checks_every_trace_before_committing_a_batch(
+    tmp_path: Path, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hylo_analytics.ingest import traces
+
+    run_dir = _runs(sample_copy)[-1]
+    trace = run_dir / _log(run_dir)["samples"][-1]["trace"]
+    trace.write_text(trace.read_text() + "{broken\n" + json.dumps({"type": "note"}) + "\n")
+    monkeypatch.setattr(traces, "_BATCH_BYTES", 100_000)  # the bad line is in the last batch
+    store = ha.open_store(tmp_path / "s")
+    with pytest.raises(ha.IngestError) as err:
+        store.ingest(sample_copy, strict=True, progress=False)
+    assert str(trace) in str(err.value) and "malformed JSON line" in str(err.value)
+    assert _count(store, "runs") == 0 and _count(store, "events") == 0
