@@ -39,7 +39,6 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import zstandard
 
 from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
@@ -129,6 +128,8 @@ def sniff_json(head: bytes, path: Path | None = None) -> bool:
 
 def read_zip_member(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """One member's bytes; zstd members (method 93) are decompressed from the local header."""
+    import zstandard  # on first use: plain .json logs never need it
+
     if info.compress_type != ZIP_ZSTD:
         return zf.read(info)
     off = info.header_offset
@@ -189,6 +190,8 @@ def eval_document(data: bytes) -> bytes:
 def _decode(sf: SourceFile) -> tuple[bytes | None, str | None]:
     if not sf.data.startswith(b"PK"):
         return sf.data, None
+    import zstandard
+
     try:
         return eval_document(sf.data), None
     except (zipfile.BadZipFile, ValueError, KeyError, zstandard.ZstdError, struct.error) as exc:
