@@ -15,11 +15,15 @@ stage's module; ``docs/architecture.md`` has the module map):
   :func:`evaluate_policies`, :class:`Policy`, :func:`measure_callable`,
   :class:`MeasurementBudget`
 - **spec**: :func:`load_analysis_spec`, :func:`run_analysis`
-- **output**: :func:`build_report`, :func:`export_evallog`, :mod:`charts` (loaded on first use)
+- **output**: :func:`build_report`, :func:`export_evallog`, :mod:`charts`
 - **contracts**: :class:`Score`, :class:`TaskSpec`, :class:`TaskInstance`, :class:`Benchmark`,
   :class:`Predicate`, :class:`MetricSpec`, :func:`default_registry`,
   :class:`DerivedMetricOutput`, :class:`ConfigError`
 - **stats**: :mod:`stats`, the statistics engine every figure comes from
+
+Every name is imported on first use (PEP 562 ``__getattr__``): ``import hylo_analytics`` loads
+no polars, pyarrow or DuckDB, and a stage loads only its own dependencies (scipy, altair,
+jsonschema, ... stay out until a verb needs them; tests/test_lazy.py guards it).
 """
 
 from __future__ import annotations
@@ -27,52 +31,50 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hylo_analytics import stats
-from hylo_analytics._config import ConfigError
-from hylo_analytics.aggregate import AggregateResult, aggregate_scores
-from hylo_analytics.analysis import load_analysis_spec, run_analysis
-from hylo_analytics.api import Store, open_store
-from hylo_analytics.compare import (
-    ComparabilityError,
-    RelativeNoiseRule,
-    StatisticalRule,
-    compare_runs,
-    compare_scores,
-    paired_compare,
-)
-from hylo_analytics.contracts import (
-    Benchmark,
-    DerivedMetricOutput,
-    Predicate,
-    Score,
-    TaskInstance,
-    TaskSpec,
-)
-from hylo_analytics.derive import (
-    MeasurementBudget,
-    Policy,
-    evaluate_policies,
-    load_pricing,
-    measure_callable,
-    paired_baseline,
-    token_cost,
-)
-from hylo_analytics.export import export_evallog
-from hylo_analytics.ingest import IngestError, IngestReport
-from hylo_analytics.metrics import MetricSpec, default_registry
-from hylo_analytics.scoring import (
-    DeclarativeScorer,
-    EpisodeScorer,
-    ScoringCall,
-    ScoringReport,
-    VectorizedScorer,
-    load_scorers,
-)
-from hylo_analytics.store import RunSelectionError, StoreNotFoundError
-
-if TYPE_CHECKING:  # loaded on first use: altair and vl-convert take a second to import
-    from hylo_analytics import charts
+if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checkers see them here
+    from hylo_analytics import charts, stats
+    from hylo_analytics._config import ConfigError
+    from hylo_analytics.aggregate import AggregateResult, aggregate_scores
+    from hylo_analytics.analysis import load_analysis_spec, run_analysis
+    from hylo_analytics.api import Store, open_store
+    from hylo_analytics.compare import (
+        ComparabilityError,
+        RelativeNoiseRule,
+        StatisticalRule,
+        compare_runs,
+        compare_scores,
+        paired_compare,
+    )
+    from hylo_analytics.contracts import (
+        Benchmark,
+        DerivedMetricOutput,
+        Predicate,
+        Score,
+        TaskInstance,
+        TaskSpec,
+    )
+    from hylo_analytics.derive import (
+        MeasurementBudget,
+        Policy,
+        evaluate_policies,
+        load_pricing,
+        measure_callable,
+        paired_baseline,
+    )
+    from hylo_analytics.derive.token_cost import token_cost  # the function, not the module
+    from hylo_analytics.export import export_evallog
+    from hylo_analytics.ingest import IngestError, IngestReport
+    from hylo_analytics.metrics import MetricSpec, default_registry
     from hylo_analytics.report import build_report
+    from hylo_analytics.scoring import (
+        DeclarativeScorer,
+        EpisodeScorer,
+        ScoringCall,
+        ScoringReport,
+        VectorizedScorer,
+        load_scorers,
+    )
+    from hylo_analytics.store import RunSelectionError, StoreNotFoundError
 
 __all__ = [
     "AggregateResult",
@@ -121,15 +123,65 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "charts": ("hylo_analytics.charts", None),
-    "build_report": ("hylo_analytics.report", "build_report"),
+# name -> the module that defines it. Importing a stage costs polars, pyarrow and DuckDB
+# (about 0.4 s); charts and reports add altair and vl-convert (a second). A script that only
+# reads a contract, and ``hylo-analytics --help``, pay for none of it.
+_LAZY: dict[str, str] = {
+    "charts": "hylo_analytics.charts",
+    "stats": "hylo_analytics.stats",
+    "ConfigError": "hylo_analytics._config",
+    "AggregateResult": "hylo_analytics.aggregate",
+    "aggregate_scores": "hylo_analytics.aggregate",
+    "load_analysis_spec": "hylo_analytics.analysis",
+    "run_analysis": "hylo_analytics.analysis",
+    "Store": "hylo_analytics.api",
+    "open_store": "hylo_analytics.api",
+    "ComparabilityError": "hylo_analytics.compare",
+    "RelativeNoiseRule": "hylo_analytics.compare",
+    "StatisticalRule": "hylo_analytics.compare",
+    "compare_runs": "hylo_analytics.compare",
+    "compare_scores": "hylo_analytics.compare",
+    "paired_compare": "hylo_analytics.compare",
+    "Benchmark": "hylo_analytics.contracts",
+    "DerivedMetricOutput": "hylo_analytics.contracts",
+    "Predicate": "hylo_analytics.contracts",
+    "Score": "hylo_analytics.contracts",
+    "TaskInstance": "hylo_analytics.contracts",
+    "TaskSpec": "hylo_analytics.contracts",
+    "MeasurementBudget": "hylo_analytics.derive",
+    "Policy": "hylo_analytics.derive",
+    "evaluate_policies": "hylo_analytics.derive",
+    "load_pricing": "hylo_analytics.derive",
+    "measure_callable": "hylo_analytics.derive",
+    "paired_baseline": "hylo_analytics.derive",
+    "token_cost": "hylo_analytics.derive",
+    "export_evallog": "hylo_analytics.export",
+    "IngestError": "hylo_analytics.ingest",
+    "IngestReport": "hylo_analytics.ingest",
+    "MetricSpec": "hylo_analytics.metrics",
+    "default_registry": "hylo_analytics.metrics",
+    "build_report": "hylo_analytics.report",
+    "DeclarativeScorer": "hylo_analytics.scoring",
+    "EpisodeScorer": "hylo_analytics.scoring",
+    "ScoringCall": "hylo_analytics.scoring",
+    "ScoringReport": "hylo_analytics.scoring",
+    "VectorizedScorer": "hylo_analytics.scoring",
+    "load_scorers": "hylo_analytics.scoring",
+    "RunSelectionError": "hylo_analytics.store",
+    "StoreNotFoundError": "hylo_analytics.store",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    """Import the defining module at first access (PEP 562) and keep the value."""
+    module = _LAZY.get(name)
+    if module is None:
         raise AttributeError(f"module 'hylo_analytics' has no attribute {name!r}")
-    module, attr = _LAZY[name]
-    value = importlib.import_module(module)
-    return value if attr is None else getattr(value, attr)
+    target = importlib.import_module(module)
+    value = target if module == f"{__name__}.{name}" else getattr(target, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -27,11 +27,10 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
-import yaml
 
 from hylo_analytics import _schema
 from hylo_analytics._config import (
@@ -41,6 +40,7 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._lazy import LazyModule
 from hylo_analytics.contracts import DerivedMetricOutput
 from hylo_analytics.derive.policies import (
     Policy,
@@ -71,6 +71,11 @@ from hylo_analytics.scoring import (
     score_store,
 )
 from hylo_analytics.store import ParquetStore, commit_scores
+
+if TYPE_CHECKING:
+    import yaml
+else:  # imported on first use (a spec or pricing file is read)
+    yaml = LazyModule("yaml")
 
 __all__ = [
     "AnalysisReport",

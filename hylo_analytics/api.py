@@ -13,16 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from hylo_analytics.aggregate import aggregate_scores
-from hylo_analytics.compare import compare_runs
-from hylo_analytics.ingest import IngestReport, ingest_paths
-from hylo_analytics.scoring import ScorersArg, ScoringReport, score_store
 from hylo_analytics.store import ParquetStore
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store stays cheap
+    import polars as pl
+
+    from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
+    from hylo_analytics.scoring import ScorersArg, ScoringReport
 
 __all__ = ["Store", "open_store"]
 
@@ -38,16 +36,22 @@ class Store(ParquetStore):
         progress: bool = True,
     ) -> IngestReport:
         """Read EvalLogs (and their traces) from files and folders into the store."""
+        from hylo_analytics.ingest import ingest_paths
+
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
 
     def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
         """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
+        from hylo_analytics.scoring import score_store
+
         return score_store(self, scorers, runs)
 
     def aggregate(self, by: Sequence[str] = ("run_id",), **options: Any) -> pl.DataFrame:
         """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores."""
+        from hylo_analytics.aggregate import aggregate_scores
+
         return aggregate_scores(self, by, **options)
 
     def compare(
@@ -65,13 +69,15 @@ class Store(ParquetStore):
 
         See :func:`hylo_analytics.compare.compare_runs` for the options and the gate.
         """
+        from hylo_analytics.compare import compare_runs
+
         return compare_runs(
             self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
         )
 
     def report(self, candidate: str, parent: str, **options: Any) -> ComparisonReport:
         """The comparison report of ``candidate`` against ``parent`` (see ``build_report``)."""
-        from hylo_analytics.report import build_report  # altair is heavy: load it on demand
+        from hylo_analytics.report import build_report
 
         return build_report(self, candidate, parent, **options)
 

@@ -1,7 +1,9 @@
 """The ``hylo-analytics`` command line.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module sets
-``func`` on its parser. Adding a command is adding a module to ``_COMMANDS``.
+``func`` on its parser. Adding a command is adding a module to ``_COMMANDS``. Building the
+parser imports no engine (polars, pyarrow, DuckDB, numpy): a command's ``func`` imports what
+it needs, so ``--help`` answers in a few tens of milliseconds (tests/cli/test_help_imports.py).
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-
-import duckdb
 
 __all__ = ["build_parser", "main"]
 
@@ -50,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    import duckdb  # after parsing: --help and usage errors load no engine
+
     try:
         code: int = args.func(args)
     except (ValueError, KeyError, FileNotFoundError, duckdb.Error) as exc:

@@ -6,12 +6,12 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:  # the engine is imported when a command runs, not when parsers are built
+    import polars as pl
 
-from hylo_analytics.api import Store, open_store
-from hylo_analytics.compare import StatisticalRule
+    from hylo_analytics.api import Store
 
 __all__ = [
     "FORMATS",
@@ -105,6 +105,8 @@ def add_verdict_args(parser: argparse.ArgumentParser) -> None:
 
 def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
     """``rule``, ``directions``, ``family`` and ``errors_as_failures`` from the arguments."""
+    from hylo_analytics.compare import StatisticalRule
+
     directions: dict[str, str] = {}
     for item in args.direction:
         metric, sep, direction = item.partition("=")
@@ -120,6 +122,8 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def store_from(args: argparse.Namespace) -> Store:
+    from hylo_analytics.api import open_store
+
     return open_store(args.store, create=getattr(args, "store_create", False))
 
 
@@ -152,6 +156,8 @@ def is_identifier(column: str) -> bool:
 
 def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
     """``df`` as a terminal table: ids whole, other text cut at TEXT_WIDTH unless ``wide``."""
+    import polars as pl
+
     text_cols = [c for c, t in df.schema.items() if t == pl.String and not is_identifier(c)]
     if not wide and text_cols:
         cut = pl.col(text_cols)
@@ -179,6 +185,8 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
 
 def _longest(column: pl.Series) -> int:
     """The widest cell of ``column`` as printed (strings by length, others by their text)."""
+    import polars as pl
+
     text = column if column.dtype == pl.String else column.cast(pl.String, strict=False)
     n = text.str.len_chars().max() if text.dtype == pl.String else None
     return int(n) if isinstance(n, int) else 12

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-import polars as pl
-
-from hylo_analytics.aggregate import CI_METHODS, aggregate_scores
 from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.cli._defaults import CI_METHODS, DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +42,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from hylo_analytics.aggregate import aggregate_scores
+
     out = aggregate_scores(
         store_from(args),
         by=[c.strip() for c in args.by.split(",") if c.strip()],

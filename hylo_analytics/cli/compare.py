@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import polars as pl
-
 from hylo_analytics.cli._common import (
     add_format_args,
     add_store_arg,
@@ -14,8 +12,7 @@ from hylo_analytics.cli._common import (
     store_from,
     verdict_options,
 )
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.cli._defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
 per --by group. Pairs where either side abstained are dropped and counted per side, with
@@ -129,6 +126,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
     store = store_from(args)
     options = verdict_options(args)
     result = store.compare(

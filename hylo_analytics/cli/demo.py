@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
-from hylo_analytics import charts
 from hylo_analytics._resources import sample_data_dir
-from hylo_analytics.api import open_store
 from hylo_analytics.cli._common import emit
-from hylo_analytics.compare import StatisticalRule
-from hylo_analytics.report import run_labels, write_report
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _COMPARE_COLUMNS = (
     "candidate", "level", "n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped",
@@ -59,6 +57,13 @@ _METRICS = ("success", "steps", "latency_p95")
 
 
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from hylo_analytics import charts
+    from hylo_analytics.api import open_store
+    from hylo_analytics.compare import StatisticalRule
+    from hylo_analytics.report import run_labels, write_report
+
     data = args.data if args.data is not None else sample_data_dir()
     store = open_store(args.out / "store")
     print(store.ingest(data, progress=False))

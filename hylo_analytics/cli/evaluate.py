@@ -6,9 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import polars as pl
-
-from hylo_analytics.analysis import load_analysis_spec, run_analysis
 from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
 
 HELP = """Run an analysis spec (YAML with score, derive, post_derive and policies sections)
@@ -46,6 +43,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from hylo_analytics.analysis import load_analysis_spec, run_analysis
+
     spec = load_analysis_spec(args.spec)
     store = store_from(args)
     report = run_analysis(store, spec, runs=args.runs, write=not args.dry_run)

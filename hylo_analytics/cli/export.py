@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, store_from
-from hylo_analytics.export import export_evallog
 
 HELP = """Write a stored run back out as a hylo EvalLog. v0.1 is the layout 'ingest' reads
 (a v0.1 run round-trips losslessly); v0.2 follows Inspect's top level (eval / results /
@@ -35,6 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hylo_analytics.export import export_evallog
+
     store = store_from(args)
     out = export_evallog(
         store, args.run, args.output, version=args.version, traces=not args.no_traces

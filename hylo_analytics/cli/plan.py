@@ -7,19 +7,13 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hylo_analytics.cli._common import store_from
-from hylo_analytics.stats.power import (
-    Plan,
-    PlanKind,
-    discordance_from_marginals,
-    plan_for,
-    points,
-    power_at,
-    smallest_detectable,
-)
-from hylo_analytics.stats.significance import Alternative
+
+if TYPE_CHECKING:  # numpy and the power functions are imported when a plan is computed
+    from hylo_analytics.stats.power import Plan, PlanKind
+    from hylo_analytics.stats.significance import Alternative
 
 HELP = """Plan a paired comparison: the pairs (episodes per run, paired by task and seed) that
 detect a difference with the wanted power, using the test 'compare' runs (the exact McNemar
@@ -133,6 +127,8 @@ def _planned(
     alternative: Alternative,
 ) -> tuple[str, dict[str, Any]]:
     """The plan for --delta and what --pairs can detect, for either kind of metric."""
+    from hylo_analytics.stats.power import plan_for, smallest_detectable
+
     name = "discordance" if kind == "binary" else "sd"
     lines: list[str] = []
     data: dict[str, Any] = {"mode": "assumptions", "kind": kind, name: spread}
@@ -153,6 +149,8 @@ def _planned(
 
 def _discordance(args: argparse.Namespace) -> tuple[float, str | None]:
     """ψ as given, or from the parent's rate, the candidate's (rate + delta) and rho."""
+    from hylo_analytics.stats.power import discordance_from_marginals
+
     if args.discordance is not None:
         if args.parent_rate is not None:
             raise ValueError("give --parent-rate (with --rho) or --discordance, not both")
@@ -182,6 +180,8 @@ def _discordance(args: argparse.Namespace) -> tuple[float, str | None]:
 def _at_pairs(
     n: int, mde: float, args: argparse.Namespace, spread: float, alt: Alternative, *, kind: PlanKind
 ) -> tuple[str, dict[str, Any]]:
+    from hylo_analytics.stats.power import points, power_at
+
     side = "one-sided" if alt == "greater" else "two-sided"
     shown = f"{points(mde)} points" if kind == "binary" else f"{mde:+.4g}"
     text = (

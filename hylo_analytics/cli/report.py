@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, add_verdict_args, store_from, verdict_options
-from hylo_analytics.report import write_report
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +53,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hylo_analytics.report import write_report  # altair, vl-convert: on use
+
     path = write_report(
         store_from(args),
         args.candidate,

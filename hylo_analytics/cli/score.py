@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from hylo_analytics.cli._common import add_store_arg, store_from
-from hylo_analytics.scoring import BUILTIN_SCORERS
+from hylo_analytics.cli._defaults import BUILTIN_SCORERS
 
 HELP = f"""Re-score stored runs from their stored events (source files are not read again).
 Without --scorers, runs the built-in scorers ({", ".join(BUILTIN_SCORERS)}; 'grades' turns

@@ -40,11 +40,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
-import yaml
 
 from hylo_analytics._config import (
     ConfigError,
@@ -54,6 +53,12 @@ from hylo_analytics._config import (
     expect_number,
     expect_str,
 )
+from hylo_analytics._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import yaml
+else:  # imported on first use (a spec or pricing file is read)
+    yaml = LazyModule("yaml")
 
 __all__ = ["RATE_KINDS", "PricingTable", "load_pricing", "parse_pricing"]
 

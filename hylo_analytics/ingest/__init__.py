@@ -22,7 +22,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm.std import tqdm  # text bar: tqdm.auto warns in kernels without ipywidgets
 
 from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
 from hylo_analytics.ingest._files import SourceFile, discover, read_files
@@ -164,6 +163,8 @@ def ingest_paths(
                 unchanged += 1
             else:
                 todo.append(p)
+        from tqdm.std import tqdm  # text bar: tqdm.auto warns without ipywidgets
+
         bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
         con = duckdb.connect(":memory:")
         con.execute(f"SET threads TO {int(store.threads)}")

@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
-from hylo_analytics.ingest._hylo_fast import parse_fast
 from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
@@ -119,6 +118,8 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     Clean logs take the fast path (``_hylo_fast``: pyarrow's JSON reader, one pass per batch);
     the rest take the checked DuckDB path, which reports each problem's file, line and field.
     """
+    from hylo_analytics.ingest._hylo_fast import parse_fast  # pyarrow.json, pandas: on use
+
     fast = parse_fast(files, FORMAT)
     slow = list(fast.slow)
     if fast.runs.num_rows and not slow:

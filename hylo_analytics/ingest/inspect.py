@@ -39,7 +39,6 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import zstandard
 
 from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
@@ -143,11 +142,15 @@ def read_zip_member(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> 
 
 
 def _zstd_member(data: bytes, name: str, off: int, csize: int, size: int) -> bytes:
+    import zstandard  # on first use: plain .json logs never need it
+
     if data[off : off + 4] != b"PK\x03\x04":
         raise ValueError(f"member {name!r}: no local file header at offset {off}")
     name_len, extra_len = struct.unpack_from("<HH", data, off + 26)
     start = off + 30 + name_len + extra_len
-    out = zstandard.ZstdDecompressor().decompressobj().decompress(data[start : start + csize])
+    out: bytes = (
+        zstandard.ZstdDecompressor().decompressobj().decompress(data[start : start + csize])
+    )
     if len(out) != size:
         raise ValueError(f"member {name!r}: decompressed {len(out)} bytes, expected {size}")
     return out
@@ -242,6 +245,8 @@ def _document(header: bytes, samples: bytes) -> bytes:
 def _decode(sf: SourceFile) -> tuple[bytes | None, str | None]:
     if not sf.data.startswith(b"PK"):
         return sf.data, None
+    import zstandard
+
     try:
         return eval_document(sf.data), None
     except (zipfile.BadZipFile, ValueError, KeyError, zstandard.ZstdError, struct.error) as exc:

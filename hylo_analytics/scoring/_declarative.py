@@ -29,12 +29,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
-import jsonschema
 import pyarrow as pa
-import yaml
 
 from hylo_analytics._config import (
     ConfigError,
@@ -43,7 +41,15 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._lazy import LazyModule
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
+
+if TYPE_CHECKING:
+    import jsonschema
+    import yaml
+else:  # imported on first use: jsonschema costs ~0.1 s, and most stores use no declarative scorer
+    jsonschema = LazyModule("jsonschema")
+    yaml = LazyModule("yaml")
 
 __all__ = [
     "RECORD_SQL",
