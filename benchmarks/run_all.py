@@ -90,17 +90,24 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     rows: list[dict[str, Any]] = []
+    missing: list[str] = []
     for name in args.only or SCRIPTS:
         t = time.perf_counter()
         print(f"# {name} ...", file=sys.stderr, flush=True)
-        module = importlib.import_module(name)
-        got = module.run(args.small)
-        rows += got
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            print(f"# {name}: no such script, skipped", file=sys.stderr)
+            missing.append(name)
+            continue
+        rows += module.run(args.small)
         print(f"# {name}: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
     print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}\n")
     print(table(rows))
     met = sum(bool(r.get("met")) for r in rows)
     print(f"\n{met} of {len(rows)} targets met")
+    if missing:
+        print(f"scripts not found: {', '.join(missing)}")
 
 
 if __name__ == "__main__":
