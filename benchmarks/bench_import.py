@@ -30,11 +30,13 @@ FLOOR = "import polars, pyarrow, duckdb"
 ROOT = Path(hylo_analytics.__file__).resolve().parents[1]
 
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 t = time.perf_counter()
 {body}
 inner = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM starts afresh at exec; ru_maxrss would carry the parent's peak over
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+rss = int(hwm.split()[1]) / 1024
 print(json.dumps({{"inner": inner, "rss": rss}}), file=sys.stderr)
 """
 _CLI = """
@@ -60,7 +62,12 @@ def _once(body: str) -> tuple[float, float, float]:
     code = _CHILD.format(body=body)
     t = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=ROOT,  # ``-c`` puts the working directory first on sys.path
     )
     wall = time.perf_counter() - t
     stats = json.loads(out.stderr.strip().splitlines()[-1])
