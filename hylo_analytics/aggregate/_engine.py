@@ -141,9 +141,7 @@ def aggregate_scores(
     # resampling weights are then applied to the same values whatever order the store's
     # parallel scan returned the rows in, so one store gives one interval on every run.
     order = [*by, "metric", *([stratify] if stratify else [])]
-    frame = frame.with_columns(_norm=_normalized(specs)).sort(
-        [*order, "_value"], nulls_last=True
-    )
+    frame = frame.with_columns(_norm=_normalized(specs)).sort([*order, "_value"], nulls_last=True)
     out = _statistics(frame, by, specs, optimality_threshold, errors_known)
     out = out.with_columns(reducer=pl.lit(str(how) if how else "none"))
     out = _with_intervals(out, frame, by, specs, ci, level, seed, n_resamples, stratify)

@@ -71,6 +71,26 @@ def bootstrap_means(
     bootstrap does. Groups are processed in chunks so one chunk's resamples take at most
     ``max_bytes``.
     """
+    chunks = _chunked_means(
+        values, sizes, strata_sizes, n_resamples, seed, binary, max_bytes, squares=False
+    )
+    for g0, g1, means, _ in chunks:
+        yield g0, g1, means
+
+
+def _chunked_means(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    strata_sizes: ArrayLike | None,
+    n_resamples: int,
+    seed: Seed,
+    binary: bool | None,
+    max_bytes: int,
+    *,
+    squares: bool,
+) -> Iterator[tuple[int, int, FloatArray, FloatArray | None]]:
+    """:func:`bootstrap_means`, with the resampled means of ``values**2`` from the very same
+    resamples when ``squares`` (the studentized bootstrap's standard errors); unstratified."""
     x = _f(values)
     gsize = np.asarray(sizes, dtype=np.int64)
     ssize = gsize if strata_sizes is None else np.asarray(strata_sizes, dtype=np.int64)
@@ -79,6 +99,8 @@ def bootstrap_means(
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     plain = len(ssize) == len(gsize)
+    if squares and not plain:
+        raise ValueError("the resampled means of squares are not stratified")
     # Without strata each stratum is a group; 0/1 data and paired differences of it are
     # drawn as counts of their values, anything else by the shared weights.
     levels, codes = _small_levels(x) if plain else (None, None)
@@ -93,7 +115,7 @@ def bootstrap_means(
     g_first = np.concatenate([[0], strata_of_group[:-1]])
     # each stratum's position inside its group: the strata of one group never share draws
     position = np.arange(len(ssize)) - np.repeat(g_first, np.diff([0, *strata_of_group]))
-    rows_per_chunk = max(1, max_bytes // (8 * n_resamples))
+    rows_per_chunk = max(1, max_bytes // (8 * n_resamples * (2 if squares else 1)))
     weights: dict[tuple[int, int, int], FloatArray] = {}
     g0 = 0
     while g0 < len(gsize):
@@ -101,24 +123,32 @@ def bootstrap_means(
         limit = g_first[g0] + rows_per_chunk
         g1 = max(g0 + 1, int(np.searchsorted(strata_of_group, limit, side="right")))
         s0, s1 = int(g_first[g0]), int(strata_of_group[g1 - 1])
+        sq: FloatArray | None = None
         if levels is not None and codes is not None:
             span = slice(int(s_start[s0]), int(s_start[s1]))
             counts = _value_counts(codes[span], ssize[s0:s1], len(levels))
             sums = _discrete_means(levels, counts, n_resamples, base)
+            if squares:  # the same seeds and counts: the same draws
+                sq = _discrete_means(levels * levels, counts, n_resamples, base)
         elif binary:
             sums = _binomial_sums(
                 s_sum[s0:s1], ssize[s0:s1], position[s0:s1], n_resamples, base, plain
             )
+        elif plain:
+            both = _coupled_means(
+                [x, x * x] if squares else [x], s_start[s0:s1], ssize[s0:s1], n_resamples, base
+            )
+            sums, sq = both[0], (both[1] if squares else None)
         else:
             sums = _multinomial_sums(
                 x, s_start, (s0, s1), (ssize, position), n_resamples, (base, max_bytes),
                 weights, plain,
             )  # fmt: skip
         if plain:
-            yield g0, g1, sums
+            yield g0, g1, sums, sq
         else:
             local = g_first[g0:g1] - s0
-            yield g0, g1, np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None]
+            yield g0, g1, np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None], None
         g0 = g1
 
 
@@ -257,12 +287,10 @@ def _studentized(
     se = np.sqrt(var / sizes)
     alpha = 1 - level
     lo, hi = mean.copy(), mean.copy()
-    rng = np.random.default_rng(seed)
-    common = int(rng.integers(2**62))  # one seed for both passes: the same weights
-    kw = {"n_resamples": n_resamples, "binary": False, "max_bytes": max_bytes // 2}
-    first = bootstrap_means(x, sizes, seed=common, **kw)  # type: ignore[arg-type]
-    second = bootstrap_means(x * x, sizes, seed=common, **kw)  # type: ignore[arg-type]
-    for (g0, g1, m1), (_, _, m2) in zip(first, second, strict=True):
+    common = int(np.random.default_rng(seed).integers(2**62))  # the seed of earlier versions
+    chunks = _chunked_means(x, sizes, None, n_resamples, common, False, max_bytes, squares=True)
+    for g0, g1, m1, m2 in chunks:
+        assert m2 is not None
         n = sizes[g0:g1, None].astype(np.float64)
         v = np.maximum(m2 - m1 * m1, 0.0) * n / np.maximum(n - 1, 1)
         centred = m1 - mean[g0:g1, None]
@@ -303,6 +331,146 @@ def _binomial_sums(
     if as_means:
         draws /= keys[0][:, None]
     return draws[inverse.ravel()]
+
+
+# Resamples are drawn in fixed blocks of columns, and the shared Poisson counts in fixed tiles
+# of cells, so a draw depends on its resample's index and its cell only: never on how many
+# resamples, groups or cells the call has, nor on the memory budget.
+_COLS = 1024
+_TILE = 256
+_TAG_POISSON, _TAG_CORRECT = 0x9015, 0xC044
+# P(X <= k) for X ~ Poisson(1): the inverse-CDF draw of the shared counts
+_POISSON1_CDF = np.cumsum(np.exp(-1.0) / np.cumprod(np.r_[1.0, np.arange(1.0, 25.0)]))
+
+
+def _coupled_means(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+) -> list[FloatArray]:
+    """Resampled means, shape (G, B), of the groups ``starts``/``sizes`` of each array in ``xs``.
+
+    Every resample of a group of ``n`` is an exact Multinomial(n, 1/n) draw of its values, from
+    one Poisson process per cell shared by every group: cell ``j`` holds ``P_j ~ Poisson(1)``
+    balls (the same ``P`` for every size, seeded by tile), so a group's first ``n`` cells hold
+    ``K = P_0 + ... + P_{n-1}`` balls, each uniform over the ``n`` cells given ``K``. The
+    first ``n`` arrivals of those ``n`` processes are the resample: when ``K > n`` the last
+    ``K - n`` arrivals, a uniform subset of the balls, are taken away; when ``K < n`` the next
+    ``n - K`` arrivals, uniform over the cells, are added. Those ``|K - n|`` (about
+    ``0.8 sqrt(n)``) corrections are drawn per size (seeded by the size and the block of
+    columns), the rest is one matrix product of the values with ``P`` for all groups at once,
+    whatever their sizes. So a group's resamples depend only on its values and the seed; as
+    with shared weights, the Monte-Carlo noise of two groups is correlated.
+    """
+    n_groups = len(sizes)
+    outs = [np.empty((n_groups, n_resamples)) for _ in xs]
+    # Groups of similar size share one product, zero-padded to a bin's width (<= 1/8 more).
+    step = np.maximum(8, 2 ** np.maximum(np.floor(np.log2(np.maximum(sizes, 1))) - 3, 0))
+    width = (np.ceil(sizes / step) * step).astype(np.int64)
+    bins = []
+    for w in np.unique(width).tolist():
+        idx = np.flatnonzero(width == w)
+        cells = np.arange(w)
+        inside = cells[None, :] < sizes[idx, None]
+        at = np.where(inside, starts[idx, None] + cells[None, :], 0)
+        bins.append((idx, w, [np.where(inside, x[at], 0.0) for x in xs]))
+    by_size = [(int(n), np.flatnonzero(sizes == n)) for n in np.unique(sizes).tolist()]
+    rows = -(-int(width.max()) // _TILE) * _TILE
+    for c, b0 in enumerate(range(0, n_resamples, _COLS)):
+        cols = min(_COLS, n_resamples - b0)
+        counts = _poisson_counts(base, rows, c)[:cols]  # (resamples, cells)
+        p = counts.astype(np.float64)
+        for idx, w, blocks in bins:
+            for out, block in zip(outs, blocks, strict=True):
+                out[idx, b0 : b0 + cols] = block @ p[:, :w].T
+        del p
+        cum = np.cumsum(counts, axis=1, dtype=np.int32)
+        del counts
+        for n, idx in by_size:
+            cell, col, sign = _corrections(base, n, c, cum)
+            if not len(cell):
+                continue
+            order = np.argsort(col, kind="stable")
+            cell, col, sign = cell[order], col[order], sign[order]
+            used, first = np.unique(col, return_index=True)
+            at = starts[idx, None] + cell[None, :]
+            for out, x in zip(outs, xs, strict=True):
+                fix = np.add.reduceat(x[at] * sign, first, axis=1)
+                out[idx[:, None], b0 + used[None, :]] += fix
+    for out in outs:
+        out /= sizes[:, None]
+    return outs
+
+
+def _poisson_counts(base: int, rows: int, block: int) -> npt.NDArray[np.int8]:
+    """The shared Poisson(1) counts, shape (``_COLS`` resamples, ``rows`` cells), of the
+    resample block ``block``; drawn tile by tile, so a cell's counts never depend on ``rows``."""
+    u = np.concatenate(
+        [
+            np.random.default_rng([base, _TAG_POISSON, t, block]).random((_COLS, _TILE))
+            for t in range(rows // _TILE)
+        ],
+        axis=1,
+    )
+    # the inverse CDF: three comparisons settle 98 % of the draws, a search the rest
+    k: npt.NDArray[np.int8] = (u >= _POISSON1_CDF[0]).view(np.int8)
+    k += u >= _POISSON1_CDF[1]
+    k += u >= _POISSON1_CDF[2]
+    tail = np.flatnonzero(u >= _POISSON1_CDF[2])
+    k.ravel()[tail] = np.searchsorted(_POISSON1_CDF, u.ravel()[tail], side="right")
+    return k
+
+
+def _corrections(
+    base: int,
+    n: int,
+    block: int,
+    cum: npt.NDArray[np.int32],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray]:
+    """The balls to add (+1) and take away (-1) to turn the first ``n`` cells' Poisson counts
+    into Multinomial(n, 1/n) counts, as (cell, resample, sign). ``cum`` holds the running
+    counts over the cells, shape (resamples, cells)."""
+    total = cum[:, n - 1].astype(np.int64)
+    span = int(total.max()) + 1
+    gen = np.random.default_rng([base, _TAG_CORRECT, n, block])
+    short = n - total
+    add_col = np.repeat(np.arange(len(total)), np.maximum(short, 0))
+    add_cell = gen.integers(0, n, len(add_col))
+    rm_col = np.repeat(np.arange(len(total)), np.maximum(-short, 0))
+    if len(rm_col):
+        # a uniform subset of the balls of each resample: draw, then draw again the repeats
+        # (the procedure treats every ball alike, so the subset it ends with is uniform)
+        high = total[rm_col]
+        ball = gen.integers(0, high)
+        while True:
+            key = rm_col * span + ball
+            order = np.argsort(key, kind="stable")
+            ordered = key[order]
+            again = order[1:][ordered[1:] == ordered[:-1]]
+            if not len(again):
+                break
+            ball[again] = gen.integers(0, high[again])
+        # ball b of a resample lies in its first cell whose running count exceeds b: a binary
+        # search of each resample's first n running counts, all balls at once
+        rm_col, ball = ordered // span, ordered % span
+        rows = cum.shape[1]
+        flat = cum.ravel()
+        lo = rm_col * rows
+        length = np.full(len(lo), n, dtype=np.int64)
+        while length.any():
+            half = length // 2
+            right = flat[lo + half] <= ball
+            lo = np.where(right, lo + half + 1, lo)
+            length = np.where(right, length - half - 1, half)
+        rm_cell = lo - rm_col * rows
+    else:
+        rm_cell = np.zeros(0, dtype=np.int64)
+    cell = np.concatenate([add_cell, rm_cell])
+    col = np.concatenate([add_col, rm_col])
+    sign = np.concatenate([np.ones(len(add_col)), -np.ones(len(rm_col))])
+    return cell, col, sign
 
 
 def _multinomial_sums(
