@@ -28,7 +28,7 @@ and inputs give the same interval).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -42,7 +42,14 @@ if TYPE_CHECKING:
 else:  # scipy is imported on first use: it costs half a second at startup
     special = LazyModule("scipy.special")
 
-__all__ = ["DEFAULT_RESAMPLES", "BootstrapMethod", "Seed", "bootstrap_ci", "bootstrap_means"]
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "BootstrapMethod",
+    "Seed",
+    "bootstrap_ci",
+    "bootstrap_cis",
+    "bootstrap_means",
+]
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
@@ -177,18 +184,46 @@ def bootstrap_ci(
     pooled group values (an approximation). Groups whose values are all equal get the
     zero-width interval at that value.
     """
-    _check_level(level)
+    return bootstrap_cis(
+        values,
+        sizes,
+        levels=(level,),
+        method=method,
+        strata_sizes=strata_sizes,
+        n_resamples=n_resamples,
+        seed=seed,
+        binary=binary,
+        max_bytes=max_bytes,
+    )[0]
+
+
+def bootstrap_cis(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    *,
+    levels: Sequence[float],
+    method: BootstrapMethod = "percentile",
+    strata_sizes: ArrayLike | None = None,
+    n_resamples: int = 10_000,
+    seed: Seed = None,
+    binary: bool | None = None,
+    max_bytes: int = _DEFAULT_MAX_BYTES,
+) -> list[tuple[FloatArray, FloatArray]]:
+    """:func:`bootstrap_ci` at several ``levels`` from one set of resamples: the same bounds
+    as one call per level with the same seed (the same draws), for the cost of one."""
+    for level in levels:
+        _check_level(level)
     if method not in ("percentile", "bca", "studentized"):
         raise ValueError(
             f"bootstrap method must be 'percentile', 'bca' or 'studentized', got {method!r}"
         )
     x = _f(values)
     size = np.asarray(sizes, dtype=np.int64)
-    low = np.full(len(size), np.nan)
-    high = np.full(len(size), np.nan)
+    low = [np.full(len(size), np.nan) for _ in levels]
+    high = [np.full(len(size), np.nan) for _ in levels]
     keep = size > 0
     if not keep.any():
-        return low, high
+        return list(zip(low, high, strict=True))
     kept_sizes = size[keep]
     if strata_sizes is not None and not keep.all():
         raise ValueError("stratified bootstrap needs every group to have values")
@@ -198,9 +233,10 @@ def bootstrap_ci(
     if method == "studentized":
         if strata_sizes is not None:
             raise ValueError("the studentized bootstrap is not stratified; use 'percentile'")
-        lo_t, hi_t = _studentized(x, kept_sizes, level, n_resamples, seed, max_bytes)
-        low[keep], high[keep] = lo_t, hi_t
-        return low, high
+        bounds = _studentized(x, kept_sizes, levels, n_resamples, seed, max_bytes)
+        for k, (lo_t, hi_t) in enumerate(bounds):
+            low[k][keep], high[k][keep] = lo_t, hi_t
+        return list(zip(low, high, strict=True))
     if strata_sizes is None:
         # groups of 0/1 values or of their paired differences go by counts, group by group,
         # so that the path a group takes does not depend on the other groups of the call
@@ -218,22 +254,26 @@ def bootstrap_ci(
             ones = np.add.reduceat(xs == 1, st) if len(xs) else np.zeros(0, np.int64)
             minus = np.add.reduceat(xs == -1, st) if len(xs) else np.zeros(0, np.int64)
             counts = np.stack([minus, kept_sizes[small] - ones - minus, ones], axis=1)
-            levels = _SMALL_LEVELS[1]
-            lo_s, hi_s = _counts_ci(levels, counts, method, level, n_resamples, base, max_bytes)
-            low[kept[small]], high[kept[small]] = lo_s, hi_s
+            values_of = _SMALL_LEVELS[1]
+            for k, level in enumerate(levels):
+                lo_s, hi_s = _counts_ci(
+                    values_of, counts, method, level, n_resamples, base, max_bytes
+                )
+                low[k][kept[small]], high[k][kept[small]] = lo_s, hi_s
             if in_small is not None:
-                lo_o, hi_o = bootstrap_ci(
+                others = bootstrap_cis(
                     x[~in_small],
                     kept_sizes[~small],
+                    levels=levels,
                     method=method,
-                    level=level,
                     n_resamples=n_resamples,
                     seed=seed,
                     binary=False,
                     max_bytes=max_bytes,
                 )
-                low[kept[~small]], high[kept[~small]] = lo_o, hi_o
-            return low, high
+                for k, (lo_o, hi_o) in enumerate(others):
+                    low[k][kept[~small]], high[k][kept[~small]] = lo_o, hi_o
+            return list(zip(low, high, strict=True))
     mean = np.add.reduceat(x, starts) / kept_sizes
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
@@ -242,8 +282,8 @@ def bootstrap_ci(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         accel = np.where(flat | (m2 <= 0), 0.0, m3 / (6 * m2**1.5))
     accel = np.nan_to_num(accel, nan=0.0, posinf=0.0, neginf=0.0)
-    alpha = 1 - level
-    lo_k, hi_k = np.empty(len(mean)), np.empty(len(mean))
+    lo_k = [np.empty(len(mean)) for _ in levels]
+    hi_k = [np.empty(len(mean)) for _ in levels]
     for g0, g1, means in bootstrap_means(
         x,
         kept_sizes,
@@ -253,15 +293,19 @@ def bootstrap_ci(
         binary=binary,
         max_bytes=max_bytes,
     ):
-        if method == "percentile":
-            q = np.array([alpha / 2, 1 - alpha / 2])
-            lo_k[g0:g1], hi_k[g0:g1] = _row_quantiles(means, np.broadcast_to(q, (g1 - g0, 2)))
-        else:
-            q = _bca_levels(means, mean[g0:g1], accel[g0:g1], alpha)
-            lo_k[g0:g1], hi_k[g0:g1] = _row_quantiles(means, q)
-    lo_k[flat], hi_k[flat] = x[starts][flat], x[starts][flat]
-    low[keep], high[keep] = lo_k, hi_k
-    return low, high
+        for k, level in enumerate(levels):
+            # the quantiles work in place, reordering each row: the next level reads the same
+            # resampled means, in another order
+            alpha = 1 - level
+            if method == "percentile":
+                q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
+            else:
+                q = _bca_levels(means, mean[g0:g1], accel[g0:g1], alpha)
+            lo_k[k][g0:g1], hi_k[k][g0:g1] = _row_quantiles(means, q)
+    for k in range(len(levels)):
+        lo_k[k][flat], hi_k[k][flat] = x[starts][flat], x[starts][flat]
+        low[k][keep], high[k][keep] = lo_k[k], hi_k[k]
+    return list(zip(low, high, strict=True))
 
 
 # -- internals ---------------------------------------------------------------------------------
@@ -270,11 +314,11 @@ def bootstrap_ci(
 def _studentized(
     x: FloatArray,
     sizes: npt.NDArray[np.int64],
-    level: float,
+    levels: Sequence[float],
     n_resamples: int,
     seed: Seed,
     max_bytes: int,
-) -> tuple[FloatArray, FloatArray]:
+) -> list[tuple[FloatArray, FloatArray]]:
     """Bootstrap-t bounds: ``mean - t*_(1-a/2) se, mean - t*_(a/2) se``.
 
     The resampled means of ``x`` and of ``x**2`` come from the same multinomial weights
@@ -285,8 +329,8 @@ def _studentized(
     mean = np.add.reduceat(x, starts) / sizes
     var = np.add.reduceat((x - np.repeat(mean, sizes)) ** 2, starts) / np.maximum(sizes - 1, 1)
     se = np.sqrt(var / sizes)
-    alpha = 1 - level
-    lo, hi = mean.copy(), mean.copy()
+    lo = [mean.copy() for _ in levels]
+    hi = [mean.copy() for _ in levels]
     common = int(np.random.default_rng(seed).integers(2**62))  # the seed of earlier versions
     chunks = _chunked_means(x, sizes, None, n_resamples, common, False, max_bytes, squares=True)
     for g0, g1, m1, m2 in chunks:
@@ -299,12 +343,14 @@ def _studentized(
         # a resample of one repeated value has no spread: its t is +-infinite (0 when it
         # sits on the mean), kept finite so the partition-based quantiles stay exact
         t = np.where(np.isfinite(t), t, np.sign(centred) * 1e300)
-        q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
-        q_lo, q_hi = _row_quantiles(t, q)
-        ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
-        lo[g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
-        hi[g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
-    return lo, hi
+        for k, level in enumerate(levels):
+            alpha = 1 - level
+            q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
+            q_lo, q_hi = _row_quantiles(t, q)
+            ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
+            lo[k][g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
+            hi[k][g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
+    return list(zip(lo, hi, strict=True))
 
 
 def _binomial_sums(
