@@ -10,14 +10,16 @@ exact way to draw a resampled sum is chosen from the data:
   chained binomials for three values), nothing per value. Groups with the same counts are
   bootstrapped once, each from a generator seeded by its counts, so a group's interval
   depends only on its own values and the seed, never on the other groups of the call;
-- anything else: ``x @ w`` with ``w ~ Multinomial(n, 1/n)``; one weight matrix per distinct
-  group size (seeded by the size) is shared by every group of that size (common random
-  numbers), which turns the bootstrap into a matrix product. Each group's interval is an exact
-  bootstrap interval that again depends only on its values and the seed; only the Monte-Carlo
-  noise is correlated across groups of equal size, so do not difference two groups' resamples.
+- anything else, unstratified: exact Multinomial(n, 1/n) resamples built from one shared
+  Poisson(1) count per cell and resample (the same counts for every group and size, drawn in
+  fixed tiles) plus about ``0.8 sqrt(n)`` balls added or taken away per resample and size
+  (see :func:`_coupled_means`), so the bulk is one matrix product for all groups whatever
+  their sizes. Each group's interval is an exact bootstrap interval that depends only on its
+  values and the seed; only the Monte-Carlo noise is correlated across groups (common random
+  numbers), so do not difference two groups' resamples.
 - stratified (``strata_sizes``): each stratum is resampled on its own, 0/1 strata as
-  binomials, others by weights. The draws of a stratum are seeded by its position in its
-  group (and its size, or its (n, k)), so the strata of one group are independent (sharing
+  binomials, others by a Multinomial(n, 1/n) weight matrix per (size, position). The draws
+  of a stratum are seeded by its position in its group (and its size, or its (n, k)), so the strata of one group are independent (sharing
   draws between equal strata would correlate them and inflate the interval several times),
   while the i-th strata of two groups share common random numbers as above.
 
