@@ -423,30 +423,50 @@ def _coupled_means(
         cells = np.arange(w)
         inside = cells[None, :] < sizes[idx, None]
         at = np.where(inside, starts[idx, None] + cells[None, :], 0)
-        bins.append((idx, w, [np.where(inside, x[at], 0.0) for x in xs]))
-    by_size = [(int(n), np.flatnonzero(sizes == n)) for n in np.unique(sizes).tolist()]
+        # every array's rows in one product (x and x**2 for the studentized bootstrap)
+        bins.append((idx, w, np.concatenate([np.where(inside, x[at], 0.0) for x in xs])))
+    uniq = np.unique(sizes)
+    by_size = [(int(n), np.flatnonzero(sizes == n)) for n in uniq.tolist()]
     rows = -(-int(width.max()) // _TILE) * _TILE
     for c, b0 in enumerate(range(0, n_resamples, _COLS)):
         cols = min(_COLS, n_resamples - b0)
         counts = _poisson_counts(base, rows, c)[:cols]  # (resamples, cells)
         p = counts.astype(np.float64)
-        for idx, w, blocks in bins:
-            for out, block in zip(outs, blocks, strict=True):
-                out[idx, b0 : b0 + cols] = block @ p[:, :w].T
+        for idx, w, block in bins:
+            prod = block @ p[:, :w].T
+            for k, out in enumerate(outs):
+                out[idx, b0 : b0 + cols] = prod[k * len(idx) : (k + 1) * len(idx)]
         del p
         cum = np.cumsum(counts, axis=1, dtype=np.int32)
         del counts
-        for n, idx in by_size:
-            cell, col, sign = _corrections(base, n, c, cum)
+        # the corrections of every size: drawn size by size (each from its own seed), then
+        # located and applied all at once
+        drawn = [_corrections(base, n, c, cum[:, n - 1]) for n, _ in by_size]
+        n_rm = np.array([len(d[2]) for d in drawn])
+        rm_col = np.concatenate([d[2] for d in drawn])
+        rm_cell = _ball_cells(
+            cum, rm_col, np.concatenate([d[3] for d in drawn]), np.repeat(uniq, n_rm)
+        )
+        rm_cells = np.split(rm_cell, np.cumsum(n_rm)[:-1])
+        at_parts, target_parts, sign_parts = [], [], []
+        for (_, idx), (add_cell, add_col, rm_c, _), rm_ce in zip(
+            by_size, drawn, rm_cells, strict=True
+        ):
+            cell = np.concatenate([add_cell, rm_ce])
             if not len(cell):
                 continue
-            order = np.argsort(col, kind="stable")
-            cell, col, sign = cell[order], col[order], sign[order]
-            used, first = np.unique(col, return_index=True)
-            at = starts[idx, None] + cell[None, :]
+            col = np.concatenate([add_col, rm_c])
+            at_parts.append((starts[idx, None] + cell[None, :]).ravel())
+            target_parts.append((idx[:, None] * cols + col[None, :]).ravel())
+            sign_parts.append(
+                np.tile(np.r_[np.ones(len(add_cell)), -np.ones(len(rm_ce))], len(idx))
+            )
+        if at_parts:
+            at, target = np.concatenate(at_parts), np.concatenate(target_parts)
+            sign = np.concatenate(sign_parts)
             for out, x in zip(outs, xs, strict=True):
-                fix = np.add.reduceat(x[at] * sign, first, axis=1)
-                out[idx[:, None], b0 + used[None, :]] += fix
+                fix = np.bincount(target, weights=x[at] * sign, minlength=n_groups * cols)
+                out[:, b0 : b0 + cols] += fix.reshape(n_groups, cols)
     for out in outs:
         out /= sizes[:, None]
     return outs
@@ -472,53 +492,56 @@ def _poisson_counts(base: int, rows: int, block: int) -> npt.NDArray[np.int8]:
 
 
 def _corrections(
-    base: int,
-    n: int,
-    block: int,
-    cum: npt.NDArray[np.int32],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatArray]:
-    """The balls to add (+1) and take away (-1) to turn the first ``n`` cells' Poisson counts
-    into Multinomial(n, 1/n) counts, as (cell, resample, sign). ``cum`` holds the running
-    counts over the cells, shape (resamples, cells)."""
-    total = cum[:, n - 1].astype(np.int64)
-    span = int(total.max()) + 1
+    base: int, n: int, block: int, total: npt.NDArray[np.int32]
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """The balls to add and to take away to turn the first ``n`` cells' Poisson counts into
+    Multinomial(n, 1/n) counts: (cell, resample) of each added ball, (resample, ball) of each
+    one taken away (ball ``b``: the ``b``-th of the resample's balls in cell order).
+    ``total`` is the balls in the first ``n`` cells of each resample."""
+    total = total.astype(np.int64)
     gen = np.random.default_rng([base, _TAG_CORRECT, n, block])
     short = n - total
     add_col = np.repeat(np.arange(len(total)), np.maximum(short, 0))
     add_cell = gen.integers(0, n, len(add_col))
     rm_col = np.repeat(np.arange(len(total)), np.maximum(-short, 0))
-    if len(rm_col):
-        # a uniform subset of the balls of each resample: draw, then draw again the repeats
-        # (the procedure treats every ball alike, so the subset it ends with is uniform)
-        high = total[rm_col]
-        ball = gen.integers(0, high)
-        while True:
-            key = rm_col * span + ball
-            order = np.argsort(key, kind="stable")
-            ordered = key[order]
-            again = order[1:][ordered[1:] == ordered[:-1]]
-            if not len(again):
-                break
-            ball[again] = gen.integers(0, high[again])
-        # ball b of a resample lies in its first cell whose running count exceeds b: a binary
-        # search of each resample's first n running counts, all balls at once
-        rm_col, ball = ordered // span, ordered % span
-        rows = cum.shape[1]
-        flat = cum.ravel()
-        lo = rm_col * rows
-        length = np.full(len(lo), n, dtype=np.int64)
-        while length.any():
-            half = length // 2
-            right = flat[lo + half] <= ball
-            lo = np.where(right, lo + half + 1, lo)
-            length = np.where(right, length - half - 1, half)
-        rm_cell = lo - rm_col * rows
-    else:
-        rm_cell = np.zeros(0, dtype=np.int64)
-    cell = np.concatenate([add_cell, rm_cell])
-    col = np.concatenate([add_col, rm_col])
-    sign = np.concatenate([np.ones(len(add_col)), -np.ones(len(rm_col))])
-    return cell, col, sign
+    if not len(rm_col):
+        return add_cell, add_col, rm_col, np.zeros(0, dtype=np.int64)
+    # a uniform subset of the balls of each resample: draw, then draw again the repeats
+    # (the procedure treats every ball alike, so the subset it ends with is uniform)
+    span = int(total.max()) + 1
+    high = total[rm_col]
+    ball = gen.integers(0, high)
+    while True:
+        key = rm_col * span + ball
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        again = order[1:][ordered[1:] == ordered[:-1]]
+        if not len(again):
+            break
+        ball[again] = gen.integers(0, high[again])
+    return add_cell, add_col, rm_col, ball
+
+
+def _ball_cells(
+    cum: npt.NDArray[np.int32],
+    col: npt.NDArray[np.int64],
+    ball: npt.NDArray[np.int64],
+    n: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """The cell of each ball: the first of its resample's first ``n`` cells whose running
+    count exceeds it (a binary search of every ball at once)."""
+    rows = cum.shape[1]
+    flat = cum.ravel()
+    lo = col * rows
+    length = n.astype(np.int64)
+    while length.any():
+        half = length // 2
+        right = flat[lo + half] <= ball
+        lo = np.where(right, lo + half + 1, lo)
+        length = np.where(right, length - half - 1, half)
+    return np.asarray(lo - col * rows, dtype=np.int64)
 
 
 def _multinomial_sums(
