@@ -42,7 +42,7 @@ import polars as pl
 
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.metrics import Direction, resolve_directions
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_ci
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_cis
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning, z_value
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.significance import (
@@ -544,13 +544,13 @@ def _with_ci(
         gid = d["_gid"].to_numpy()
         sizes = np.bincount(gid, minlength=rows)[rest]
         diffs = d["diff"].to_numpy()
-        for (lo_k, hi_k), lvl in (
-            (("ci_low", "ci_high"), level),
-            (("eq_low", "eq_high"), eq_level),
+        # one set of resamples for both levels (the same draws as one call per level)
+        bounds = bootstrap_cis(
+            diffs, sizes, levels=(level, eq_level), method=kind, n_resamples=n_resamples, seed=seed
+        )
+        for (lo_k, hi_k), (lo, hi) in zip(
+            (("ci_low", "ci_high"), ("eq_low", "eq_high")), bounds, strict=True
         ):
-            lo, hi = bootstrap_ci(
-                diffs, sizes, method=kind, level=lvl, n_resamples=n_resamples, seed=seed
-            )
             out[lo_k][rest], out[hi_k][rest] = lo, hi
         method[rest] = kind
     return _ci_columns(st, out, method).drop("n_11", "sd_diff")

@@ -10,14 +10,16 @@ exact way to draw a resampled sum is chosen from the data:
   chained binomials for three values), nothing per value. Groups with the same counts are
   bootstrapped once, each from a generator seeded by its counts, so a group's interval
   depends only on its own values and the seed, never on the other groups of the call;
-- anything else: ``x @ w`` with ``w ~ Multinomial(n, 1/n)``; one weight matrix per distinct
-  group size (seeded by the size) is shared by every group of that size (common random
-  numbers), which turns the bootstrap into a matrix product. Each group's interval is an exact
-  bootstrap interval that again depends only on its values and the seed; only the Monte-Carlo
-  noise is correlated across groups of equal size, so do not difference two groups' resamples.
+- anything else, unstratified: exact Multinomial(n, 1/n) resamples built from one shared
+  Poisson(1) count per cell and resample (the same counts for every group and size, drawn in
+  fixed tiles) plus about ``0.8 sqrt(n)`` balls added or taken away per resample and size
+  (see :func:`_coupled_means`), so the bulk is one matrix product for all groups whatever
+  their sizes. Each group's interval is an exact bootstrap interval that depends only on its
+  values and the seed; only the Monte-Carlo noise is correlated across groups (common random
+  numbers), so do not difference two groups' resamples.
 - stratified (``strata_sizes``): each stratum is resampled on its own, 0/1 strata as
-  binomials, others by weights. The draws of a stratum are seeded by its position in its
-  group (and its size, or its (n, k)), so the strata of one group are independent (sharing
+  binomials, others by a Multinomial(n, 1/n) weight matrix per (size, position). The draws
+  of a stratum are seeded by its position in its group (and its size, or its (n, k)), so the strata of one group are independent (sharing
   draws between equal strata would correlate them and inflate the interval several times),
   while the i-th strata of two groups share common random numbers as above.
 
@@ -28,7 +30,7 @@ and inputs give the same interval).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -42,7 +44,14 @@ if TYPE_CHECKING:
 else:  # scipy is imported on first use: it costs half a second at startup
     special = LazyModule("scipy.special")
 
-__all__ = ["DEFAULT_RESAMPLES", "BootstrapMethod", "Seed", "bootstrap_ci", "bootstrap_means"]
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "BootstrapMethod",
+    "Seed",
+    "bootstrap_ci",
+    "bootstrap_cis",
+    "bootstrap_means",
+]
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
@@ -71,6 +80,26 @@ def bootstrap_means(
     bootstrap does. Groups are processed in chunks so one chunk's resamples take at most
     ``max_bytes``.
     """
+    chunks = _chunked_means(
+        values, sizes, strata_sizes, n_resamples, seed, binary, max_bytes, squares=False
+    )
+    for g0, g1, means, _ in chunks:
+        yield g0, g1, means
+
+
+def _chunked_means(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    strata_sizes: ArrayLike | None,
+    n_resamples: int,
+    seed: Seed,
+    binary: bool | None,
+    max_bytes: int,
+    *,
+    squares: bool,
+) -> Iterator[tuple[int, int, FloatArray, FloatArray | None]]:
+    """:func:`bootstrap_means`, with the resampled means of ``values**2`` from the very same
+    resamples when ``squares`` (the studentized bootstrap's standard errors); unstratified."""
     x = _f(values)
     gsize = np.asarray(sizes, dtype=np.int64)
     ssize = gsize if strata_sizes is None else np.asarray(strata_sizes, dtype=np.int64)
@@ -79,6 +108,8 @@ def bootstrap_means(
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     plain = len(ssize) == len(gsize)
+    if squares and not plain:
+        raise ValueError("the resampled means of squares are not stratified")
     # Without strata each stratum is a group; 0/1 data and paired differences of it are
     # drawn as counts of their values, anything else by the shared weights.
     levels, codes = _small_levels(x) if plain else (None, None)
@@ -93,7 +124,7 @@ def bootstrap_means(
     g_first = np.concatenate([[0], strata_of_group[:-1]])
     # each stratum's position inside its group: the strata of one group never share draws
     position = np.arange(len(ssize)) - np.repeat(g_first, np.diff([0, *strata_of_group]))
-    rows_per_chunk = max(1, max_bytes // (8 * n_resamples))
+    rows_per_chunk = max(1, max_bytes // (8 * n_resamples * (2 if squares else 1)))
     weights: dict[tuple[int, int, int], FloatArray] = {}
     g0 = 0
     while g0 < len(gsize):
@@ -101,24 +132,32 @@ def bootstrap_means(
         limit = g_first[g0] + rows_per_chunk
         g1 = max(g0 + 1, int(np.searchsorted(strata_of_group, limit, side="right")))
         s0, s1 = int(g_first[g0]), int(strata_of_group[g1 - 1])
+        sq: FloatArray | None = None
         if levels is not None and codes is not None:
             span = slice(int(s_start[s0]), int(s_start[s1]))
             counts = _value_counts(codes[span], ssize[s0:s1], len(levels))
             sums = _discrete_means(levels, counts, n_resamples, base)
+            if squares:  # the same seeds and counts: the same draws
+                sq = _discrete_means(levels * levels, counts, n_resamples, base)
         elif binary:
             sums = _binomial_sums(
                 s_sum[s0:s1], ssize[s0:s1], position[s0:s1], n_resamples, base, plain
             )
+        elif plain:
+            both = _coupled_means(
+                [x, x * x] if squares else [x], s_start[s0:s1], ssize[s0:s1], n_resamples, base
+            )
+            sums, sq = both[0], (both[1] if squares else None)
         else:
             sums = _multinomial_sums(
                 x, s_start, (s0, s1), (ssize, position), n_resamples, (base, max_bytes),
                 weights, plain,
             )  # fmt: skip
         if plain:
-            yield g0, g1, sums
+            yield g0, g1, sums, sq
         else:
             local = g_first[g0:g1] - s0
-            yield g0, g1, np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None]
+            yield g0, g1, np.add.reduceat(sums, local, axis=0) / gsize[g0:g1, None], None
         g0 = g1
 
 
@@ -147,18 +186,46 @@ def bootstrap_ci(
     pooled group values (an approximation). Groups whose values are all equal get the
     zero-width interval at that value.
     """
-    _check_level(level)
+    return bootstrap_cis(
+        values,
+        sizes,
+        levels=(level,),
+        method=method,
+        strata_sizes=strata_sizes,
+        n_resamples=n_resamples,
+        seed=seed,
+        binary=binary,
+        max_bytes=max_bytes,
+    )[0]
+
+
+def bootstrap_cis(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    *,
+    levels: Sequence[float],
+    method: BootstrapMethod = "percentile",
+    strata_sizes: ArrayLike | None = None,
+    n_resamples: int = 10_000,
+    seed: Seed = None,
+    binary: bool | None = None,
+    max_bytes: int = _DEFAULT_MAX_BYTES,
+) -> list[tuple[FloatArray, FloatArray]]:
+    """:func:`bootstrap_ci` at several ``levels`` from one set of resamples: the same bounds
+    as one call per level with the same seed (the same draws), for the cost of one."""
+    for level in levels:
+        _check_level(level)
     if method not in ("percentile", "bca", "studentized"):
         raise ValueError(
             f"bootstrap method must be 'percentile', 'bca' or 'studentized', got {method!r}"
         )
     x = _f(values)
     size = np.asarray(sizes, dtype=np.int64)
-    low = np.full(len(size), np.nan)
-    high = np.full(len(size), np.nan)
+    low = [np.full(len(size), np.nan) for _ in levels]
+    high = [np.full(len(size), np.nan) for _ in levels]
     keep = size > 0
     if not keep.any():
-        return low, high
+        return list(zip(low, high, strict=True))
     kept_sizes = size[keep]
     if strata_sizes is not None and not keep.all():
         raise ValueError("stratified bootstrap needs every group to have values")
@@ -168,9 +235,10 @@ def bootstrap_ci(
     if method == "studentized":
         if strata_sizes is not None:
             raise ValueError("the studentized bootstrap is not stratified; use 'percentile'")
-        lo_t, hi_t = _studentized(x, kept_sizes, level, n_resamples, seed, max_bytes)
-        low[keep], high[keep] = lo_t, hi_t
-        return low, high
+        bounds = _studentized(x, kept_sizes, levels, n_resamples, seed, max_bytes)
+        for k, (lo_t, hi_t) in enumerate(bounds):
+            low[k][keep], high[k][keep] = lo_t, hi_t
+        return list(zip(low, high, strict=True))
     if strata_sizes is None:
         # groups of 0/1 values or of their paired differences go by counts, group by group,
         # so that the path a group takes does not depend on the other groups of the call
@@ -188,22 +256,26 @@ def bootstrap_ci(
             ones = np.add.reduceat(xs == 1, st) if len(xs) else np.zeros(0, np.int64)
             minus = np.add.reduceat(xs == -1, st) if len(xs) else np.zeros(0, np.int64)
             counts = np.stack([minus, kept_sizes[small] - ones - minus, ones], axis=1)
-            levels = _SMALL_LEVELS[1]
-            lo_s, hi_s = _counts_ci(levels, counts, method, level, n_resamples, base, max_bytes)
-            low[kept[small]], high[kept[small]] = lo_s, hi_s
+            values_of = _SMALL_LEVELS[1]
+            for k, level in enumerate(levels):
+                lo_s, hi_s = _counts_ci(
+                    values_of, counts, method, level, n_resamples, base, max_bytes
+                )
+                low[k][kept[small]], high[k][kept[small]] = lo_s, hi_s
             if in_small is not None:
-                lo_o, hi_o = bootstrap_ci(
+                others = bootstrap_cis(
                     x[~in_small],
                     kept_sizes[~small],
+                    levels=levels,
                     method=method,
-                    level=level,
                     n_resamples=n_resamples,
                     seed=seed,
                     binary=False,
                     max_bytes=max_bytes,
                 )
-                low[kept[~small]], high[kept[~small]] = lo_o, hi_o
-            return low, high
+                for k, (lo_o, hi_o) in enumerate(others):
+                    low[k][kept[~small]], high[k][kept[~small]] = lo_o, hi_o
+            return list(zip(low, high, strict=True))
     mean = np.add.reduceat(x, starts) / kept_sizes
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
@@ -212,8 +284,8 @@ def bootstrap_ci(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         accel = np.where(flat | (m2 <= 0), 0.0, m3 / (6 * m2**1.5))
     accel = np.nan_to_num(accel, nan=0.0, posinf=0.0, neginf=0.0)
-    alpha = 1 - level
-    lo_k, hi_k = np.empty(len(mean)), np.empty(len(mean))
+    lo_k = [np.empty(len(mean)) for _ in levels]
+    hi_k = [np.empty(len(mean)) for _ in levels]
     for g0, g1, means in bootstrap_means(
         x,
         kept_sizes,
@@ -223,15 +295,19 @@ def bootstrap_ci(
         binary=binary,
         max_bytes=max_bytes,
     ):
-        if method == "percentile":
-            q = np.array([alpha / 2, 1 - alpha / 2])
-            lo_k[g0:g1], hi_k[g0:g1] = _row_quantiles(means, np.broadcast_to(q, (g1 - g0, 2)))
-        else:
-            q = _bca_levels(means, mean[g0:g1], accel[g0:g1], alpha)
-            lo_k[g0:g1], hi_k[g0:g1] = _row_quantiles(means, q)
-    lo_k[flat], hi_k[flat] = x[starts][flat], x[starts][flat]
-    low[keep], high[keep] = lo_k, hi_k
-    return low, high
+        for k, level in enumerate(levels):
+            # the quantiles work in place, reordering each row: the next level reads the same
+            # resampled means, in another order
+            alpha = 1 - level
+            if method == "percentile":
+                q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
+            else:
+                q = _bca_levels(means, mean[g0:g1], accel[g0:g1], alpha)
+            lo_k[k][g0:g1], hi_k[k][g0:g1] = _row_quantiles(means, q)
+    for k in range(len(levels)):
+        lo_k[k][flat], hi_k[k][flat] = x[starts][flat], x[starts][flat]
+        low[k][keep], high[k][keep] = lo_k[k], hi_k[k]
+    return list(zip(low, high, strict=True))
 
 
 # -- internals ---------------------------------------------------------------------------------
@@ -240,11 +316,11 @@ def bootstrap_ci(
 def _studentized(
     x: FloatArray,
     sizes: npt.NDArray[np.int64],
-    level: float,
+    levels: Sequence[float],
     n_resamples: int,
     seed: Seed,
     max_bytes: int,
-) -> tuple[FloatArray, FloatArray]:
+) -> list[tuple[FloatArray, FloatArray]]:
     """Bootstrap-t bounds: ``mean - t*_(1-a/2) se, mean - t*_(a/2) se``.
 
     The resampled means of ``x`` and of ``x**2`` come from the same multinomial weights
@@ -255,14 +331,12 @@ def _studentized(
     mean = np.add.reduceat(x, starts) / sizes
     var = np.add.reduceat((x - np.repeat(mean, sizes)) ** 2, starts) / np.maximum(sizes - 1, 1)
     se = np.sqrt(var / sizes)
-    alpha = 1 - level
-    lo, hi = mean.copy(), mean.copy()
-    rng = np.random.default_rng(seed)
-    common = int(rng.integers(2**62))  # one seed for both passes: the same weights
-    kw = {"n_resamples": n_resamples, "binary": False, "max_bytes": max_bytes // 2}
-    first = bootstrap_means(x, sizes, seed=common, **kw)  # type: ignore[arg-type]
-    second = bootstrap_means(x * x, sizes, seed=common, **kw)  # type: ignore[arg-type]
-    for (g0, g1, m1), (_, _, m2) in zip(first, second, strict=True):
+    lo = [mean.copy() for _ in levels]
+    hi = [mean.copy() for _ in levels]
+    common = int(np.random.default_rng(seed).integers(2**62))  # the seed of earlier versions
+    chunks = _chunked_means(x, sizes, None, n_resamples, common, False, max_bytes, squares=True)
+    for g0, g1, m1, m2 in chunks:
+        assert m2 is not None
         n = sizes[g0:g1, None].astype(np.float64)
         v = np.maximum(m2 - m1 * m1, 0.0) * n / np.maximum(n - 1, 1)
         centred = m1 - mean[g0:g1, None]
@@ -271,12 +345,14 @@ def _studentized(
         # a resample of one repeated value has no spread: its t is +-infinite (0 when it
         # sits on the mean), kept finite so the partition-based quantiles stay exact
         t = np.where(np.isfinite(t), t, np.sign(centred) * 1e300)
-        q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
-        q_lo, q_hi = _row_quantiles(t, q)
-        ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
-        lo[g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
-        hi[g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
-    return lo, hi
+        for k, level in enumerate(levels):
+            alpha = 1 - level
+            q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
+            q_lo, q_hi = _row_quantiles(t, q)
+            ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
+            lo[k][g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
+            hi[k][g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
+    return list(zip(lo, hi, strict=True))
 
 
 def _binomial_sums(
@@ -303,6 +379,169 @@ def _binomial_sums(
     if as_means:
         draws /= keys[0][:, None]
     return draws[inverse.ravel()]
+
+
+# Resamples are drawn in fixed blocks of columns, and the shared Poisson counts in fixed tiles
+# of cells, so a draw depends on its resample's index and its cell only: never on how many
+# resamples, groups or cells the call has, nor on the memory budget.
+_COLS = 1024
+_TILE = 256
+_TAG_POISSON, _TAG_CORRECT = 0x9015, 0xC044
+# P(X <= k) for X ~ Poisson(1): the inverse-CDF draw of the shared counts
+_POISSON1_CDF = np.cumsum(np.exp(-1.0) / np.cumprod(np.r_[1.0, np.arange(1.0, 25.0)]))
+
+
+def _coupled_means(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+) -> list[FloatArray]:
+    """Resampled means, shape (G, B), of the groups ``starts``/``sizes`` of each array in ``xs``.
+
+    Every resample of a group of ``n`` is an exact Multinomial(n, 1/n) draw of its values, from
+    one Poisson process per cell shared by every group: cell ``j`` holds ``P_j ~ Poisson(1)``
+    balls (the same ``P`` for every size, seeded by tile), so a group's first ``n`` cells hold
+    ``K = P_0 + ... + P_{n-1}`` balls, each uniform over the ``n`` cells given ``K``. The
+    first ``n`` arrivals of those ``n`` processes are the resample: when ``K > n`` the last
+    ``K - n`` arrivals, a uniform subset of the balls, are taken away; when ``K < n`` the next
+    ``n - K`` arrivals, uniform over the cells, are added. Those ``|K - n|`` (about
+    ``0.8 sqrt(n)``) corrections are drawn per size (seeded by the size and the block of
+    columns), the rest is one matrix product of the values with ``P`` for all groups at once,
+    whatever their sizes. So a group's resamples depend only on its values and the seed; as
+    with shared weights, the Monte-Carlo noise of two groups is correlated.
+    """
+    n_groups = len(sizes)
+    outs = [np.empty((n_groups, n_resamples)) for _ in xs]
+    # Groups of similar size share one product, zero-padded to a bin's width (<= 1/8 more).
+    step = np.maximum(8, 2 ** np.maximum(np.floor(np.log2(np.maximum(sizes, 1))) - 3, 0))
+    width = (np.ceil(sizes / step) * step).astype(np.int64)
+    bins = []
+    for w in np.unique(width).tolist():
+        idx = np.flatnonzero(width == w)
+        cells = np.arange(w)
+        inside = cells[None, :] < sizes[idx, None]
+        at = np.where(inside, starts[idx, None] + cells[None, :], 0)
+        # every array's rows in one product (x and x**2 for the studentized bootstrap)
+        bins.append((idx, w, np.concatenate([np.where(inside, x[at], 0.0) for x in xs])))
+    uniq = np.unique(sizes)
+    by_size = [(int(n), np.flatnonzero(sizes == n)) for n in uniq.tolist()]
+    rows = -(-int(width.max()) // _TILE) * _TILE
+    for c, b0 in enumerate(range(0, n_resamples, _COLS)):
+        cols = min(_COLS, n_resamples - b0)
+        counts = _poisson_counts(base, rows, c)[:cols]  # (resamples, cells)
+        p = counts.astype(np.float64)
+        for idx, w, block in bins:
+            prod = block @ p[:, :w].T
+            for k, out in enumerate(outs):
+                out[idx, b0 : b0 + cols] = prod[k * len(idx) : (k + 1) * len(idx)]
+        del p
+        cum = np.cumsum(counts, axis=1, dtype=np.int32)
+        del counts
+        # the corrections of every size: drawn size by size (each from its own seed), then
+        # located and applied all at once
+        drawn = [_corrections(base, n, c, cum[:, n - 1]) for n, _ in by_size]
+        n_rm = np.array([len(d[2]) for d in drawn])
+        rm_col = np.concatenate([d[2] for d in drawn])
+        rm_cell = _ball_cells(
+            cum, rm_col, np.concatenate([d[3] for d in drawn]), np.repeat(uniq, n_rm)
+        )
+        rm_cells = np.split(rm_cell, np.cumsum(n_rm)[:-1])
+        at_parts, target_parts, sign_parts = [], [], []
+        for (_, idx), (add_cell, add_col, rm_c, _), rm_ce in zip(
+            by_size, drawn, rm_cells, strict=True
+        ):
+            cell = np.concatenate([add_cell, rm_ce])
+            if not len(cell):
+                continue
+            col = np.concatenate([add_col, rm_c])
+            at_parts.append((starts[idx, None] + cell[None, :]).ravel())
+            target_parts.append((idx[:, None] * cols + col[None, :]).ravel())
+            sign_parts.append(
+                np.tile(np.r_[np.ones(len(add_cell)), -np.ones(len(rm_ce))], len(idx))
+            )
+        if at_parts:
+            at, target = np.concatenate(at_parts), np.concatenate(target_parts)
+            sign = np.concatenate(sign_parts)
+            for out, x in zip(outs, xs, strict=True):
+                fix = np.bincount(target, weights=x[at] * sign, minlength=n_groups * cols)
+                out[:, b0 : b0 + cols] += fix.reshape(n_groups, cols)
+    for out in outs:
+        out /= sizes[:, None]
+    return outs
+
+
+def _poisson_counts(base: int, rows: int, block: int) -> npt.NDArray[np.int8]:
+    """The shared Poisson(1) counts, shape (``_COLS`` resamples, ``rows`` cells), of the
+    resample block ``block``; drawn tile by tile, so a cell's counts never depend on ``rows``."""
+    u = np.concatenate(
+        [
+            np.random.default_rng([base, _TAG_POISSON, t, block]).random((_COLS, _TILE))
+            for t in range(rows // _TILE)
+        ],
+        axis=1,
+    )
+    # the inverse CDF: three comparisons settle 98 % of the draws, a search the rest
+    k: npt.NDArray[np.int8] = (u >= _POISSON1_CDF[0]).view(np.int8)
+    k += u >= _POISSON1_CDF[1]
+    k += u >= _POISSON1_CDF[2]
+    tail = np.flatnonzero(u >= _POISSON1_CDF[2])
+    k.ravel()[tail] = np.searchsorted(_POISSON1_CDF, u.ravel()[tail], side="right")
+    return k
+
+
+def _corrections(
+    base: int, n: int, block: int, total: npt.NDArray[np.int32]
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """The balls to add and to take away to turn the first ``n`` cells' Poisson counts into
+    Multinomial(n, 1/n) counts: (cell, resample) of each added ball, (resample, ball) of each
+    one taken away (ball ``b``: the ``b``-th of the resample's balls in cell order).
+    ``total`` is the balls in the first ``n`` cells of each resample."""
+    total = total.astype(np.int64)
+    gen = np.random.default_rng([base, _TAG_CORRECT, n, block])
+    short = n - total
+    add_col = np.repeat(np.arange(len(total)), np.maximum(short, 0))
+    add_cell = gen.integers(0, n, len(add_col))
+    rm_col = np.repeat(np.arange(len(total)), np.maximum(-short, 0))
+    if not len(rm_col):
+        return add_cell, add_col, rm_col, np.zeros(0, dtype=np.int64)
+    # a uniform subset of the balls of each resample: draw, then draw again the repeats
+    # (the procedure treats every ball alike, so the subset it ends with is uniform)
+    span = int(total.max()) + 1
+    high = total[rm_col]
+    ball = gen.integers(0, high)
+    while True:
+        key = rm_col * span + ball
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        again = order[1:][ordered[1:] == ordered[:-1]]
+        if not len(again):
+            break
+        ball[again] = gen.integers(0, high[again])
+    return add_cell, add_col, rm_col, ball
+
+
+def _ball_cells(
+    cum: npt.NDArray[np.int32],
+    col: npt.NDArray[np.int64],
+    ball: npt.NDArray[np.int64],
+    n: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """The cell of each ball: the first of its resample's first ``n`` cells whose running
+    count exceeds it (a binary search of every ball at once)."""
+    rows = cum.shape[1]
+    flat = cum.ravel()
+    lo = col * rows
+    length = n.astype(np.int64)
+    while length.any():
+        half = length // 2
+        right = flat[lo + half] <= ball
+        lo = np.where(right, lo + half + 1, lo)
+        length = np.where(right, length - half - 1, half)
+    return np.asarray(lo - col * rows, dtype=np.int64)
 
 
 def _multinomial_sums(
