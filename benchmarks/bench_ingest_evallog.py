@@ -29,11 +29,9 @@ The dataset is cached under ``/tmp/hylo-bench-evallog``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import multiprocessing as mp
-import resource
 import shutil
 import tempfile
 import time
@@ -43,6 +41,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _measure import peak_rss_mb, reset_peak, status_mib
 
 CACHE = Path("/tmp/hylo-bench-evallog")
 MEMORY_CHUNK = 8 * 2**20
@@ -113,32 +112,20 @@ def json_loop(data: Path, out: Path) -> int:
     return _write(_columns(data, json.loads), out)
 
 
-def _status_mib(field: str) -> float:
-    """A ``/proc/self/status`` size (VmRSS, VmHWM) in MiB; ru_maxrss where there is none."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 2**10
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
-
-
 def _ingest_child(data: str, store: str, chunk_bytes: int | None, conn: Any) -> None:
     import hylo_analytics as ha
     from hylo_analytics.ingest import ingest_paths
 
     s = ha.open_store(store)
-    before = _status_mib("VmRSS")
-    with contextlib.suppress(OSError):  # restart the high-water mark (Linux): the peak is then
-        Path("/proc/self/clear_refs").write_text("5")  # this ingest's own
+    before = status_mib("VmRSS")
+    reset_peak()  # the peak is then this ingest's own
     t0 = time.perf_counter()
     if chunk_bytes is None:
         report = s.ingest(data, progress=False)
     else:
         report = ingest_paths(s, [Path(data)], progress=False, chunk_bytes=chunk_bytes)
     seconds = time.perf_counter() - t0
-    peak = _status_mib("VmHWM")
+    peak = peak_rss_mb()
     conn.send((seconds, before, peak, report.samples_added, report.quarantined))
     conn.close()
 

@@ -23,14 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _measure import peak_rss_mb
+
 HERE = Path(__file__).resolve()
-
-
-def _peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _child(step: str, store_path: str, logs: str) -> None:
@@ -50,7 +45,7 @@ def _child(step: str, store_path: str, logs: str) -> None:
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
         store.compare(ids[1:], ids[0], by=["task_id"])
     seconds = time.perf_counter() - t
-    print(json.dumps({"seconds": seconds, "rss_mb": _peak_rss_mb()}))
+    print(json.dumps({"seconds": seconds, "rss_mb": peak_rss_mb()}))
 
 
 def _step(step: str, store: Path, logs: Path) -> dict[str, float]:

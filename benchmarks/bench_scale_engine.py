@@ -22,18 +22,16 @@ Goals: under 5 s and 2 GB each.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import multiprocessing as mp
-import resource
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from _measure import peak_rss_mb, reset_peak
 
 N_RUNS, N_TASKS, ABSTAIN = 200, 20, 0.03
 GOAL_S, GOAL_MB = 5.0, 2048.0
@@ -67,26 +65,11 @@ def build(small: bool) -> pl.DataFrame:
     return pl.concat(parts).with_columns(pl.col("value").fill_nan(None))
 
 
-def _reset_peak() -> None:
-    with contextlib.suppress(OSError):  # not Linux: ru_maxrss then includes what came before
-        Path("/proc/self/clear_refs").write_text("5")
-
-
-def _peak_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _measure(fn: Callable[[], pl.DataFrame]) -> tuple[float, float, pl.DataFrame]:
-    _reset_peak()
+    reset_peak()
     t0 = time.perf_counter()
     out = fn()
-    return time.perf_counter() - t0, _peak_mb(), out
+    return time.perf_counter() - t0, peak_rss_mb(), out
 
 
 def digest(frame: pl.DataFrame) -> str:

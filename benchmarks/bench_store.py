@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _measure import peak_rss_mb
 
 import hylo_analytics as ha
 from hylo_analytics.testing import SynthConfig, write_dataset
@@ -53,14 +54,6 @@ def _queries(store: ha.Store, ids: list[str]) -> dict[str, Any]:
         "compare two runs": lambda: store.compare(ids[-1], ids[0]),
         "aggregate every run": lambda: store.aggregate(("run_id",), metrics=["success"]),
     }
-
-
-def peak_rss_mb() -> float:
-    """This process's own peak RSS (``VmHWM``; ``ru_maxrss`` keeps the forking parent's)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _child(kind: str, root: str) -> None:

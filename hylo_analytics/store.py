@@ -261,12 +261,9 @@ class ParquetStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        batch = Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT)
-        if not publish:
-            self._held.append(batch)
-            return seq
-        self._held.append(batch)
-        self.publish()
+        self._held.append(Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT))
+        if publish:
+            self.publish()
         return seq
 
     def discard(self) -> None:

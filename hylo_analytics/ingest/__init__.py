@@ -171,7 +171,7 @@ def ingest_paths(
         # One commit in flight while the next batch is read and parsed (Parquet writing releases
         # the GIL, so it runs beside the parse); commits stay in order, at most two in memory.
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-commit")
-        pending: list[Future[int]] = []
+        pending: list[Future[object]] = []
 
         def submit(tables: dict[str, pa.Table], tombstones: list[Tombstone]) -> None:
             if pending:
@@ -181,7 +181,7 @@ def ingest_paths(
         def publish() -> None:  # a chunk's commits are seen together, after its last one
             if pending:
                 pending.pop().result()
-            pending.append(writer.submit(_published, store))
+            pending.append(writer.submit(store.publish))
 
         try:
             for chunk in _chunks(todo, chunk_bytes):
@@ -209,11 +209,6 @@ def ingest_paths(
             seconds=time.perf_counter() - t0,
         )
     )
-
-
-def _published(store: ParquetStore) -> int:
-    store.publish()
-    return 0
 
 
 def _ingest_chunk(
@@ -342,7 +337,7 @@ def _ingest_chunk(
     )  # fmt: skip
     if not refs:
         submit(
-            *chunk.commit(
+            *chunk.commit_tables(
                 events, problems, file_rows, done=set(run_of_file), started=set(run_of_file)
             )
         )
@@ -377,7 +372,7 @@ def _ingest_chunk(
                 started |= untraced
                 batch_problems, rows = problems + batch.problems, file_rows
                 first = False
-            submit(*chunk.commit(ev, batch_problems, rows, done=done, started=started))
+            submit(*chunk.commit_tables(ev, batch_problems, rows, done=done, started=started))
     return IngestReport(
         files_read=len(files),
         files_unchanged=unchanged,
@@ -449,7 +444,7 @@ class _Chunk:
             row = _file_row(sf, "trace", rid, "ingested", self.now, fmt=TRACE_FORMAT)
             self.trace_rows.setdefault(fi, []).append(row)
 
-    def commit(
+    def commit_tables(
         self,
         events: pa.Table,
         problems: list[Problem],
