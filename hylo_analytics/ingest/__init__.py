@@ -149,7 +149,8 @@ def ingest_paths(
     report = IngestReport()
     with store.lock():
         store.clean_staging()
-        candidates = discover(list(paths))
+        skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
+        candidates = discover(list(paths), skipped=skipped)
         known_logs, known_traces = _known_files(store)
         todo: list[Path] = []
         unchanged = 0
@@ -191,11 +192,13 @@ def ingest_paths(
             pending.append(writer.submit(store.publish))
 
         try:
-            for chunk in _chunks(todo, chunk_bytes):
+            for chunk in _chunks(todo, chunk_bytes) or ([[]] if skipped else []):
                 files = list(read_files(chunk, on_done=bar.update))
                 part = _ingest_chunk(
-                    con, files, known_logs, known_traces, strict=strict, submit=submit
-                )
+                    con, files, known_logs, known_traces, strict=strict, submit=submit,
+                    notes=skipped,
+                )  # fmt: skip
+                skipped = []
                 del files
                 publish()
                 report = report.merge(part)
@@ -226,10 +229,13 @@ def _ingest_chunk(
     *,
     strict: bool,
     submit: Callable[[dict[str, pa.Table], list[Tombstone]], None],
+    notes: Sequence[Problem] = (),
 ) -> IngestReport:
-    """Parse one chunk and hand each of its commits (tables, tombstones) to ``submit``."""
+    """Parse one chunk and hand each of its commits (tables, tombstones) to ``submit``.
+
+    ``notes`` are problems found before reading (folders skipped), committed with it."""
     now = datetime.now(UTC)
-    problems: list[Problem] = []
+    problems: list[Problem] = list(notes)
     unchanged = 0
     file_rows: list[dict[str, object]] = []
     # the files each reader claimed, as positions in ``claimed``

@@ -7,7 +7,6 @@ resolves trace paths and turns the few rejected items into :class:`Problem` reco
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hylo_analytics.ingest._common import json_problem
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
@@ -98,13 +98,7 @@ class ParsedLogs:
 
 def _json_problem(sf: SourceFile) -> Problem:
     """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path)."""
-    try:
-        doc = json.loads(sf.data)
-    except json.JSONDecodeError as exc:
-        return Problem(
-            str(sf.path), exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
-        )
-    return Problem(str(sf.path), 1, None, f"expected a JSON object, got {type(doc).__name__}")
+    return json_problem(sf)
 
 
 _KNOWN_SAMPLE = "{" + ", ".join(f'"{k}": null' for k in _SAMPLE_KEYS) + "}"
