@@ -37,7 +37,7 @@ __all__ = [
 LOG_SUFFIXES = (".json", ".eval", ".jsonl", ".ndjson")
 
 
-def _limit(name: str, default: int) -> int:
+def limit_from_env(name: str, default: int) -> int:
     value = os.environ.get(name)
     return int(value) if value else default
 
@@ -46,9 +46,9 @@ def _limit(name: str, default: int) -> int:
 # depth is far above any real log (the sample and real data nest at most about 10 levels)
 # and far below what a recursive parser survives (pyarrow's JSON reader crashes the process
 # near 100,000; Python's ``json`` raises RecursionError near 1,000).
-MAX_JSON_DEPTH = _limit("HYLO_INGEST_MAX_JSON_DEPTH", 512)
-MAX_DOC_BYTES = _limit("HYLO_INGEST_MAX_DOC_BYTES", 1 << 30)  # one JSON document, unpacked
-MAX_FILE_BYTES = _limit("HYLO_INGEST_MAX_FILE_BYTES", 4 << 30)  # a file read into memory
+MAX_JSON_DEPTH = limit_from_env("HYLO_INGEST_MAX_JSON_DEPTH", 512)
+MAX_DOC_BYTES = limit_from_env("HYLO_INGEST_MAX_DOC_BYTES", 1 << 30)  # one JSON document, unpacked
+MAX_FILE_BYTES = limit_from_env("HYLO_INGEST_MAX_FILE_BYTES", 4 << 30)  # a file read into memory
 
 
 @dataclass(frozen=True)
