@@ -294,11 +294,11 @@ def _ingest_chunk(
     refs: list[TraceRef] = []
     pieces: list[tuple[list[int], Parsed]] = []
     for parse in dict.fromkeys(r.parse for r in READERS):
-        done, failed = _parse_isolated(con, parse, claimed, fmt_of, by_reader.get(parse, []))
+        read, failed = _parse_isolated(con, parse, claimed, fmt_of, by_reader.get(parse, []))
         if strict and failed:
             raise IngestError(failed[0])
         problems.extend(failed)
-        pieces += done
+        pieces += read
     for idx, part in pieces:
         if strict and part.problems:
             raise IngestError(part.problems[0])
