@@ -340,8 +340,9 @@ def too_deep(line: int, column: int) -> str:
 def deep_lines(lines: pa.LargeStringArray, limit: int | None = None) -> dict[int, int]:
     """``{line index: column}`` of the lines (of :func:`split_lines`) nested too deep.
 
-    Only a line holding more than ``limit`` opening brackets can be, so the good path is one
-    comparison pass over the bytes; the few lines with that many are scanned exactly.
+    Only a line of more than ``limit`` bytes can hold that many opening brackets, so the good
+    path (short lines) costs one subtraction per line; long lines are counted, and the few
+    with that many brackets are scanned exactly.
     """
     limit = MAX_JSON_DEPTH if limit is None else limit
     if not len(lines):
@@ -349,19 +350,24 @@ def deep_lines(lines: pa.LargeStringArray, limit: int | None = None) -> dict[int
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[
         lines.offset : lines.offset + len(lines) + 1
     ]
-    buf = np.frombuffer(lines.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    long = np.flatnonzero(np.diff(offsets) > limit)
+    if not len(long):
+        return {}
+    some = lines.take(pa.array(long)) if len(long) < len(lines) else lines
+    sub = np.frombuffer(some.buffers()[1], dtype=np.int64)[
+        some.offset : some.offset + len(some) + 1
+    ]
+    buf = np.frombuffer(some.buffers()[2], dtype=np.uint8)[sub[0] : sub[-1]]
     opens = buf == 91
     opens |= buf == 123
     at = np.flatnonzero(opens)
     if len(at) <= limit:
         return {}
-    per_line = np.bincount(
-        np.searchsorted(offsets - offsets[0], at, side="right") - 1, minlength=len(lines)
-    )
+    per_line = np.bincount(np.searchsorted(sub - sub[0], at, side="right") - 1, minlength=len(some))
     out: dict[int, int] = {}
-    for i in np.flatnonzero(per_line > limit):
-        line = buf[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]].tobytes()
+    for k in np.flatnonzero(per_line > limit):
+        line = buf[sub[k] - sub[0] : sub[k + 1] - sub[0]].tobytes()
         found = deep_json([line], limit)
         if found:
-            out[int(i)] = found[0][1]
+            out[int(long[k])] = found[0][1]
     return out

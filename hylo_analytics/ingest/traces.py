@@ -69,30 +69,38 @@ def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
     folders: dict[tuple[str, str], str | None] = {}
     out: list[tuple[Path, Path] | str] = []
     for ref in refs:
-        rel = ref.rel
-        if "\x00" in rel:
-            out.append(f"trace path {rel!r} contains a NUL byte")
-            continue
-        if os.path.isabs(rel) or rel.startswith("~"):
-            out.append(f"trace path {rel!r} is absolute; it must be relative to the run folder")
-            continue
-        if ref.log_path not in roots:
-            real_root = os.path.realpath(ref.log_path.parent)
-            roots[ref.log_path] = (real_root, Path(real_root))
-        root, root_path = roots[ref.log_path]
-        norm = os.path.normpath(rel)
-        head, name = os.path.split(norm)
-        if (root, head) not in folders:
-            folder = os.path.realpath(os.path.join(root, head)) if head else root
-            inside = folder == root or folder.startswith(root.rstrip("/") + "/")
-            escapes = norm == ".." or norm.startswith("../") or not inside
-            folders[(root, head)] = None if escapes else folder
-        folder_real = folders[(root, head)]
-        if folder_real is None or norm == "..":
-            out.append(f"trace path {rel!r} escapes the run folder {root!r}")
-            continue
-        out.append((Path(folder_real, name), root_path))
+        try:
+            out.append(_resolve_one(ref, roots, folders))
+        except Exception as exc:  # a path the OS cannot take (e.g. not encodable): refused
+            out.append(f"trace path {ref.rel!r} cannot be resolved: {type(exc).__name__}: {exc}")
     return out
+
+
+def _resolve_one(
+    ref: TraceRef,
+    roots: dict[Path, tuple[str, Path]],
+    folders: dict[tuple[str, str], str | None],
+) -> tuple[Path, Path] | str:
+    rel = ref.rel
+    if "\x00" in rel:
+        return f"trace path {rel!r} contains a NUL byte"
+    if os.path.isabs(rel) or rel.startswith("~"):
+        return f"trace path {rel!r} is absolute; it must be relative to the run folder"
+    if ref.log_path not in roots:
+        real_root = os.path.realpath(ref.log_path.parent)
+        roots[ref.log_path] = (real_root, Path(real_root))
+    root, root_path = roots[ref.log_path]
+    norm = os.path.normpath(rel)
+    head, name = os.path.split(norm)
+    if (root, head) not in folders:
+        folder = os.path.realpath(os.path.join(root, head)) if head else root
+        inside = folder == root or folder.startswith(root.rstrip("/") + "/")
+        escapes = norm == ".." or norm.startswith("../") or not inside
+        folders[(root, head)] = None if escapes else folder
+    folder_real = folders[(root, head)]
+    if folder_real is None or norm == "..":
+        return f"trace path {rel!r} escapes the run folder {root!r}"
+    return (Path(folder_real, name), root_path)
 
 
 _EVENT_STRUCT = (
