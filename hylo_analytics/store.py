@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import fcntl
 import os
+import re
 import shutil
 import time
 import uuid
@@ -419,7 +420,7 @@ class ParquetStore:
             files = [
                 self.root / _BATCHES / b.name / f"{name}.parquet" for b in self.manifest.batches
             ]
-            listed = ", ".join(f"'{_quote(f.as_posix())}'" for f in files if f.exists())
+            listed = ", ".join(_path_literal(f) for f in files if f.exists())
             out.append((f"raw_{name}", f"SELECT * FROM read_parquet([{listed}]{by_name})"))
         return out
 
@@ -628,7 +629,7 @@ def _merge_batches(
             files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
             if not files:
                 continue
-            listed = "[" + ", ".join(f"'{_quote(f.as_posix())}'" for f in files) + "]"
+            listed = "[" + ", ".join(_path_literal(f) for f in files) + "]"
             before = _count(
                 con, f"read_parquet({listed}{', union_by_name = true' if reconcile else ''})"
             )
@@ -654,7 +655,7 @@ def _merge_batches(
                 f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, "
                 f"ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
             )
-            after = _count(con, f"read_parquet('{_quote(target.as_posix())}')")
+            after = _count(con, f"read_parquet({_path_literal(target)})")
             if after != before:
                 raise RuntimeError(
                     f"compaction of {name}: {before} rows in, {after} rows out; nothing published"
@@ -687,6 +688,18 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 def _quote(text: str) -> str:
     return text.replace("'", "''")
+
+
+def _path_literal(path: Path) -> str:
+    """``path`` as a SQL string DuckDB reads as that one file, never as a glob pattern.
+
+    DuckDB expands ``*``, ``?`` and ``[`` in every path it reads, even in a list of files: a
+    store at ``a[1]`` would read its sibling ``a1``. Each becomes a one-character class.
+    """
+    return "'" + _quote(_GLOB_CHARS.sub(r"[\g<0>]", path.as_posix())) + "'"
+
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def _ident(name: str) -> str:

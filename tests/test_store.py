@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,8 @@ import pytest
 import hylo_analytics as ha
 from hylo_analytics import _schema
 from hylo_analytics.store import Tombstone
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
 def _samples(run_id: str, keys: list[str]) -> pa.Table:
@@ -121,3 +124,40 @@ def test_batches_keep_runs_together_in_row_groups_readers_can_skip(tmp_path: Pat
     got = store.sql("SELECT key, epoch FROM stg_samples WHERE run_id = 'run-007'")
     assert got["key"].to_list() == [f"t#{j}" for j in range(per_run)]
     assert store.sql("SELECT count(*) FROM stg_samples").item() == table.num_rows
+
+
+@pytest.mark.parametrize(("odd", "plain"), [("a[1]", "a1"), ("b?", "bx"), ("c*", "cc")])
+def test_paths_are_never_glob_patterns(tmp_path: Path, odd: str, plain: str) -> None:
+    """A store (and an input folder) whose name DuckDB would glob reads its own files only.
+
+    The sibling's name is one the pattern matches, so a path read as a glob shows its rows.
+    """
+    runs = sorted(p for p in SAMPLE.iterdir() if p.is_dir())
+    inputs = {"in[1]": runs[:1], "in1": runs[1:]}
+    for folder, chosen in inputs.items():
+        for run in chosen:
+            shutil.copytree(run, tmp_path / folder / run.name)
+    sibling = ha.open_store(tmp_path / plain)
+    sibling.ingest(tmp_path / "in1", progress=False)
+    store = ha.open_store(tmp_path / odd)
+    store.ingest(tmp_path / "in[1]", progress=False)
+    own = {r.name for r in runs[:1]}
+
+    def seen(s: ha.Store) -> tuple[set[str], int]:
+        ids = set(s.sql("SELECT run_id FROM runs")["run_id"].to_list())
+        return ids, int(s.sql("SELECT count(*) AS n FROM samples")["n"].item())
+
+    ids, n_samples = seen(store)
+    assert ids == own and n_samples > 0
+    assert seen(sibling)[0] == {r.name for r in runs[1:]}
+    store.score()
+    n_scores = int(store.sql("SELECT count(*) AS n FROM scores")["n"].item())
+    assert n_scores > 0
+    assert set(store.sql("SELECT DISTINCT run_id FROM scores")["run_id"].to_list()) == own
+    with store.lock():
+        report = store.compact()
+    assert report.batches_after < report.batches_before
+    reopened = ha.open_store(tmp_path / odd, create=False)
+    assert seen(reopened) == (ids, n_samples)
+    assert int(reopened.sql("SELECT count(*) AS n FROM scores")["n"].item()) == n_scores
+    assert seen(sibling)[0] == {r.name for r in runs[1:]}
