@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when parser
 __all__ = [
     "FORMATS",
     "add_format_args",
+    "add_lock_arg",
     "add_store_arg",
     "add_verdict_args",
     "emit",
@@ -39,6 +40,28 @@ def add_store_arg(parser: argparse.ArgumentParser, *, create: bool = False) -> N
         help="the store folder" + (" (created if it does not exist)" if create else ""),
     )
     parser.set_defaults(store_create=create)
+
+
+def add_lock_arg(parser: argparse.ArgumentParser) -> None:
+    """``--lock-timeout SECONDS`` on the commands that write to the store."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="when another process is writing to the store, wait at most this long, then fail "
+        "(default: HYLO_ANALYTICS_LOCK_TIMEOUT, else wait for as long as it takes)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
 
 
 def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) -> None:
@@ -124,7 +147,11 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
 def store_from(args: argparse.Namespace) -> Store:
     from hylo_analytics.api import open_store
 
-    return open_store(args.store, create=getattr(args, "store_create", False))
+    return open_store(
+        args.store,
+        create=getattr(args, "store_create", False),
+        lock_timeout=getattr(args, "lock_timeout", None),
+    )
 
 
 def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False) -> None:
