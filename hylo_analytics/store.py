@@ -199,7 +199,8 @@ class ParquetStore:
                 raise _write_error(exc, f"creating the store {self.root}") from exc
         # tables whose empty file in batch 0 is missing or of older schemas (read-only stores)
         self._stale_empty = _stale_empty_tables(self.root / _BATCHES / f"{_EMPTY_SEQ:020d}")
-        if self._stale_empty and not any((self.root / _BATCHES).iterdir()):
+        created = self._stale_empty and not any((self.root / _BATCHES).iterdir())
+        if created:
             self._ensure_empty_batch()  # a new store: made whole now
         self._con = duckdb.connect(":memory:")
         self.threads = threads or duckdb_threads()
@@ -209,7 +210,7 @@ class ParquetStore:
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
         self.manifest = self._read_manifest()
-        self._create_views()
+        self._create_views(write=bool(created))
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -291,6 +292,7 @@ class ParquetStore:
                 if self._stale_empty:  # what a read-only open made in memory, now on disk
                     self._ensure_empty_batch()
                     self._refresh()
+                self._write_views_file()
                 yield
             finally:
                 _clear_holder(self.root)
@@ -534,7 +536,7 @@ class ParquetStore:
             out.append((f"raw_{name}", empty))
         return out
 
-    def _create_views(self) -> None:
+    def _create_views(self, *, write: bool) -> None:
         self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
         statements = [
             f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
@@ -546,14 +548,14 @@ class ParquetStore:
             self._con.execute(stmt)
             statements.append(stmt)
         self._statements = statements
-        self._write_views_file()
+        if write:  # an existing store's copy is brought up to date by its next writer
+            self._write_views_file()
 
     def _write_views_file(self) -> None:
         """``views.sql`` for the plain ``duckdb`` shell, when it changed and can be written.
 
-        A convenience copy of the views: a read-only or full disk leaves the old one (the
-        store itself is unaffected), and an unchanged one is not rewritten (opening writes
-        nothing).
+        A convenience copy of the views, written by writers (opening an existing store writes
+        nothing): a full disk leaves the old one, the store itself is unaffected.
         """
         path = self.root / "views.sql"
         text = ";\n".join(self._statements) + ";\n"
@@ -668,7 +670,7 @@ def _typed_empty_sql(name: str) -> str:
     cols = ", ".join(
         f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in _schema.SCHEMAS[name]
     )
-    return f"SELECT {cols} LIMIT 0"
+    return f"SELECT {cols} WHERE false"
 
 
 def _has_schema(path: Path, name: str) -> bool:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hylo_analytics as ha
@@ -161,3 +166,103 @@ def test_paths_are_never_glob_patterns(tmp_path: Path, odd: str, plain: str) -> 
     assert seen(reopened) == (ids, n_samples)
     assert int(reopened.sql("SELECT count(*) AS n FROM scores")["n"].item()) == n_scores
     assert seen(sibling)[0] == {r.name for r in runs[1:]}
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``root`` with its mtime and size: what a write would change."""
+    out = {".": (root.stat().st_mtime_ns, 0)}
+    for p in sorted(root.rglob("*")):
+        st = p.stat()
+        out[str(p.relative_to(root))] = (st.st_mtime_ns, 0 if p.is_dir() else st.st_size)
+    return out
+
+
+def _every_view(store: ha.Store) -> dict[str, int]:
+    names = store.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal")["view_name"]
+    return {n: store.sql(f'SELECT count(*) AS n FROM "{n}"')["n"].item() for n in names}
+
+
+def test_opening_and_querying_a_store_writes_nothing(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(SAMPLE, progress=False)
+    store.score()
+    answers = _every_view(store)
+    before = _files(store.root)
+    for create in (False, True):
+        reader = ha.open_store(store.root, create=create)
+        assert _every_view(reader) == answers
+        assert reader.runs().height == 3
+        assert reader.table("samples").collect().height == answers["samples"]
+    assert _files(store.root) == before
+
+
+def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next_writer(
+    tmp_path: Path,
+) -> None:
+    """Batch 0's empty files of older schemas (or none) are rewritten by a writer, not an open."""
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(SAMPLE, progress=False)
+    answers = _every_view(store)
+    empty = store.root / "batches" / f"{0:020d}"
+    old = _schema.empty("samples")
+    pq.write_table(old.drop_columns(old.column_names[-1]), empty / "samples.parquet")
+    (empty / "events.parquet").unlink()
+    before = _files(store.root)
+    reader = ha.open_store(store.root, create=False)
+    assert _every_view(reader) == answers
+    assert (
+        reader.sql("SELECT * FROM raw_samples LIMIT 0").columns == _schema.SCHEMAS["samples"].names
+    )
+    assert _files(store.root) == before
+    with reader.lock():
+        pass
+    assert pq.read_schema(empty / "samples.parquet").names == _schema.SCHEMAS["samples"].names
+    assert (empty / "events.parquet").exists()
+    assert _every_view(ha.open_store(store.root, create=False)) == answers
+
+
+def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` as a user without write permission: nobody (65534) when the tests run as root,
+    which ignores permissions, else the current user (the copy is chmod a-w)."""
+    prefix = []
+    if os.getuid() == 0:
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    code = "import sys; from hylo_analytics.cli import main; sys.exit(main())"
+    env = {**os.environ, "PYTHONPATH": str(SAMPLE.parents[1]), "HOME": "/tmp"}
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=120,
+    )
+
+
+def test_a_read_only_store_can_be_queried_by_a_user_who_cannot_write(
+    sample_store: ha.Store,
+) -> None:
+    """A real permission check: a chmod a-w copy queried by a non-root process."""
+    top = Path(tempfile.mkdtemp(prefix="hylo-ro-"))
+    try:
+        os.chmod(top, 0o755)
+        ro = top / "store"
+        shutil.copytree(sample_store.root, ro)
+        for p in [ro, *ro.rglob("*")]:
+            os.chmod(p, 0o555 if p.is_dir() else 0o444)
+        before = _files(ro)
+        out = _run_as_other_user(
+            ["sql", "--store", str(ro), "--format", "csv", "SELECT count(*) AS n FROM samples"]
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["n", str(sample_store.sql("FROM samples").height)]
+        denied = _run_as_other_user(["ingest", str(SAMPLE), "--store", str(ro)])
+        assert denied.returncode == 2
+        assert "Traceback" not in denied.stderr
+        assert f"permission denied while locking the store {ro} to {ro}/.lock" in denied.stderr
+        assert "the store can still be queried" in denied.stderr
+        assert _files(ro) == before
+    finally:
+        for p in [top, *top.rglob("*")]:
+            os.chmod(p, 0o755)
+        shutil.rmtree(top)
