@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -16,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics import _schema
-from hylo_analytics.store import Tombstone
+from hylo_analytics import _manifest, _schema
+from hylo_analytics.cli import main
+from hylo_analytics.store import StoreError, StoreWriteError, Tombstone
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
@@ -266,3 +271,115 @@ def test_a_read_only_store_can_be_queried_by_a_user_who_cannot_write(
         for p in [top, *top.rglob("*")]:
             os.chmod(p, 0o755)
         shutil.rmtree(top)
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path) -> Iterator[bool]:
+    """An 8 MB tmpfs at ``folder`` when this process may mount one (True), else a plain folder."""
+    folder.mkdir()
+    mounted = (
+        os.getuid() == 0
+        and shutil.which("mount") is not None
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+        == 0
+    )
+    try:
+        yield mounted
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def _fill(folder: Path) -> None:
+    """Write ``folder/filler`` until the disk is full."""
+    try:
+        with open(folder / "filler", "wb") as fh:
+            while True:
+                fh.write(b"x" * 65536)
+                fh.flush()
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+
+
+def test_a_full_disk_fails_the_commit_clearly_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ENOSPC at the Parquet write: a real full tmpfs where it can be mounted, else injected."""
+    runs = sorted(p for p in SAMPLE.iterdir() if p.is_dir())
+    with _small_disk(tmp_path / "disk") as real:
+        root = tmp_path / "disk" / "store"
+        store = ha.open_store(root)
+        store.ingest(runs[0], progress=False)
+        answers = _every_view(store)
+        batches = sorted(p.name for p in (root / "batches").iterdir())
+        if real:
+            _fill(tmp_path / "disk")
+        else:
+
+            def full(*args: object, **kwargs: object) -> None:
+                raise OSError(errno.ENOSPC, "Error writing bytes to file")
+
+            monkeypatch.setattr(pq, "write_table", full)
+        code = main(["ingest", str(runs[1]), "--store", str(root), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert "Traceback" not in err
+        assert re.search(
+            r"ingest: error: no space left on device while writing batch \d+ to "
+            + re.escape(str(root / "_staging"))
+            + r"/\S+; nothing was published, the store is unchanged",
+            err,
+        ), err
+        with pytest.raises(StoreWriteError, match="no space left on device while writing"):
+            store.ingest(runs[1], progress=False)
+        assert not any((root / "_staging").iterdir())
+        assert sorted(p.name for p in (root / "batches").iterdir()) == batches
+        assert _every_view(store) == answers
+        assert _every_view(ha.open_store(root, create=False)) == answers
+        monkeypatch.undo()
+        if real:
+            (tmp_path / "disk" / "filler").unlink(missing_ok=True)
+        store.ingest(runs[1], progress=False)  # space again: the same ingest goes through
+        assert store.runs().height == 2
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EACCES])
+def test_write_errors_at_every_step_leave_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """The batch write, the manifest's publication and a compaction's merge, each failing."""
+    store = ha.open_store(tmp_path / "s")
+    with store.lock():
+        store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
+        store.commit({"samples": _samples("r2", ["a#1"])})
+    answers = _every_view(store)
+    why = os.strerror(code).lower()
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    steps = [
+        (pq, "write_table", f"{why} while writing batch 3 to "),
+        (_manifest.json, "dump", f"{why} while publishing {store.root / 'manifest.json'}; "),
+    ]
+    for module, name, message in steps:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, failing)
+            with pytest.raises(StoreError, match=re.escape(message)) as exc, store.lock():
+                store.commit({"samples": _samples("r3", ["a#1"])})
+        assert "nothing was published, the store is unchanged" in str(exc.value)
+        store.discard()
+        assert _every_view(ha.open_store(store.root, create=False)) == answers
+        assert not [p for p in store.root.iterdir() if p.name.endswith(".tmp")]
+    with monkeypatch.context() as m:
+        m.setattr(os, "rename", failing)  # the merged batch's move into batches/
+        with (
+            pytest.raises(StoreWriteError, match=f"{why} while compacting 2 batches") as exc,
+            store.lock(),
+        ):
+            store.compact()
+    assert "the merged batch was not published, the store reads as before" in str(exc.value)
+    assert not any((store.root / "_staging").iterdir())
+    assert _every_view(ha.open_store(store.root, create=False)) == answers
