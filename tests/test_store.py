@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ import pytest
 import hylo_analytics as ha
 from hylo_analytics import _manifest, _schema
 from hylo_analytics.cli import main
-from hylo_analytics.store import StoreError, StoreWriteError, Tombstone
+from hylo_analytics.store import ManifestError, StoreError, StoreWriteError, Tombstone
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
@@ -383,3 +384,40 @@ def test_write_errors_at_every_step_leave_the_store_as_it_was(
     assert "the merged batch was not published, the store reads as before" in str(exc.value)
     assert not any((store.root / "_staging").iterdir())
     assert _every_view(ha.open_store(store.root, create=False)) == answers
+
+
+def test_a_corrupt_manifest_is_a_clear_error_and_is_never_rewritten(
+    sample_store: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(sample_store.root, root)
+    answers = _every_view(ha.open_store(root, create=False))
+    path = root / "manifest.json"
+    good = path.read_text()
+    data = json.loads(good)
+    folder = root / "batches" / data["batches"][-1]["name"]
+    broken = {
+        "truncated": (good[: len(good) // 2], "is corrupt or truncated"),
+        "hand-edited": (json.dumps({"batches": data["batches"]}), "missing field 'next_seq'"),
+        "not an object": ("[]", "is corrupt or truncated"),
+    }
+    for text, message in broken.values():
+        path.write_text(text)
+        with pytest.raises(ManifestError, match=f"^{re.escape(str(path))}: .*{message}"):
+            ha.open_store(root, create=False)
+        assert main(["ingest", str(SAMPLE), "--store", str(root), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"hylo-analytics ingest: error: {path}: ") and "Traceback" not in err
+        assert path.read_text() == text  # left as found, for a person to restore
+    path.write_text(good)
+    shutil.move(folder, tmp_path / "aside")
+    with pytest.raises(ManifestError) as exc:
+        ha.open_store(root, create=False)
+    assert str(exc.value).startswith(
+        f"{path} lists batch {folder.name!r}, but {folder} is missing: the store cannot be read"
+    )
+    assert main(["sql", "--store", str(root), "SELECT 1"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert path.read_text() == good
+    shutil.move(tmp_path / "aside", folder)
+    assert _every_view(ha.open_store(root, create=False)) == answers  # nothing was lost
