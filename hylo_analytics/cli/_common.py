@@ -166,7 +166,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         df.write_parquet(output)
         return
     if fmt == "csv":
-        text = df.write_csv()
+        text = _json_nested(df).write_csv()
     elif fmt == "json":
         text = df.write_json()
     else:
@@ -175,6 +175,29 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def _json_nested(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its list, array and struct columns as JSON text (CSV cells are flat).
+
+    Encoded in one pass per column: each value is wrapped in a one-field struct, encoded, and
+    the wrapper's ``{"name":`` and ``}`` cut off. A null stays an empty cell.
+    """
+    import json
+
+    import polars as pl
+
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if not nested:
+        return df
+    return df.with_columns(
+        pl.when(pl.col(c).is_null())
+        .then(None)
+        .otherwise(pl.struct(c).struct.json_encode().str.strip_prefix("{" + json.dumps(c) + ":"))
+        .str.strip_suffix("}")
+        .alias(c)
+        for c in nested
+    )
 
 
 def is_identifier(column: str) -> bool:
@@ -214,6 +237,8 @@ def _longest(column: pl.Series) -> int:
     """The widest cell of ``column`` as printed (strings by length, others by their text)."""
     import polars as pl
 
+    if column.dtype.is_nested():  # lists and structs: no cast to text, their JSON's length
+        column = _json_nested(column.to_frame()).to_series()
     text = column if column.dtype == pl.String else column.cast(pl.String, strict=False)
     n = text.str.len_chars().max() if text.dtype == pl.String else None
     return int(n) if isinstance(n, int) else 12
