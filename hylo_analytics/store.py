@@ -284,14 +284,18 @@ class ParquetStore:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise _write_error(exc, f"locking the store {self.root}") from exc
+            raise _write_error(exc, "locking the store", prep="at") from exc
         try:
             _acquire(fd, self.root, timeout)
             try:
                 _write_holder(self.root)
                 if self._stale_empty:  # what a read-only open made in memory, now on disk
-                    self._ensure_empty_batch()
+                    try:
+                        self._ensure_empty_batch()
+                    except OSError as exc:
+                        raise _write_error(exc, "writing the empty batch 0") from exc
                     self._refresh()
+                _ = self.con  # the newest manifest's views, before writing them out
                 self._write_views_file()
                 yield
             finally:
@@ -332,7 +336,7 @@ class ParquetStore:
             _manifest.write_manifest(self.root, manifest)
         seq = self._next_seq(manifest)
         staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
+        _make_staging(staging, f"writing batch {seq}")
         try:
             if tombstones:
                 tables = {**tables, "tombstones": _tombstone_table(tombstones)}
@@ -410,7 +414,7 @@ class ParquetStore:
         newest = max(b.seq for b in merged)
         name = f"{newest:020d}.c{uuid.uuid4().hex[:8]}"
         staging = self.root / _STAGING / name
-        staging.mkdir(parents=True)
+        _make_staging(staging, f"compacting {len(merged)} batches")
         try:
             rows = _merge_batches(
                 [self.root / _BATCHES / b.name for b in merged],
@@ -832,8 +836,20 @@ def _atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def _make_staging(staging: Path, doing: str) -> None:
+    try:
+        staging.mkdir(parents=True)
+    except OSError as exc:
+        raise _write_error(exc, doing, staging) from exc
+
+
 def _write_error(
-    exc: BaseException, doing: str, path: Path | None = None, *, what: str = "nothing"
+    exc: BaseException,
+    doing: str,
+    path: Path | None = None,
+    *,
+    what: str = "nothing",
+    prep: str = "to",
 ) -> StoreWriteError:
     """The clear message of a failed write: why, doing what, where, and that nothing changed.
 
@@ -845,7 +861,7 @@ def _write_error(
     else:  # pyarrow and DuckDB raise without an errno: their text says it
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     where = getattr(exc, "filename", None) or path
-    at = f" to {where}" if where else ""
+    at = f" {prep} {where}" if where else ""
     if what == "nothing":
         outcome = "nothing was published, the store is unchanged"
     else:
