@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
 
 HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
 Folders are searched recursively. Each file's format is detected from its content (hylo
@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files or folders")
     add_store_arg(p, create=True)
+    add_lock_arg(p)
     p.add_argument(
         "--strict",
         action="store_true",
