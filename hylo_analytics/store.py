@@ -30,6 +30,7 @@ import fcntl
 import functools
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -157,6 +158,7 @@ class ParquetStore:
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
         self._pins = 0  # open snapshot() blocks: the views stay on one manifest meanwhile
+        self._pins_lock = threading.Lock()  # a server's threads pin and unpin concurrently
         # the stamp before the manifest: a publish in between is then noticed by ``con``
         self._stamp: tuple[int, int, int] | None = _manifest.stamp(self.root, self.root / _BATCHES)
         self.manifest = self._read_published()
@@ -184,13 +186,15 @@ class ParquetStore:
         manifests (this process's own commits still show); blocks nest. A snapshot held past
         the retirement period may find its files collected: :class:`StaleSnapshotError`.
         """
-        if not self._pins:
-            self.con  # noqa: B018 -- refresh once, at the operation's start
-        self._pins += 1
+        with self._pins_lock:
+            if not self._pins:
+                self.con  # noqa: B018 -- refresh once, at the operation's start
+            self._pins += 1
         try:
             yield self
         finally:
-            self._pins -= 1
+            with self._pins_lock:
+                self._pins -= 1
 
     # -- reading -------------------------------------------------------------------------
 
