@@ -188,7 +188,7 @@ def _read_while_writing(
             versions.add(check_aggregate(agg))
         queries += 1
         assert writer.poll() is None, "the writer ended before the readers were done"
-        assert time.monotonic() - t0 < 45
+        assert time.monotonic() - t0 < 120  # a guard: ~40 s on a quiet 2-core machine
 
 
 def test_a_snapshot_holds_across_commits_and_says_when_its_files_are_gone(
