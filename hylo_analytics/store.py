@@ -29,6 +29,7 @@ import datetime as dt
 import difflib
 import errno
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -36,13 +37,14 @@ import re
 import shutil
 import socket
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import duckdb
 import numpy as np
@@ -63,12 +65,14 @@ __all__ = [
     "ManifestError",
     "ParquetStore",
     "RunSelectionError",
+    "StaleSnapshotError",
     "StoreError",
     "StoreLockedError",
     "StoreNotFoundError",
     "StoreWriteError",
     "Tombstone",
     "commit_scores",
+    "pinned",
 ]
 
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
@@ -92,6 +96,10 @@ class StoreLockedError(StoreError):
 class StoreWriteError(StoreError):
     """Writing to the store failed (a full disk, an I/O error, no permission); nothing was
     published, so the store reads as it did before."""
+
+
+class StaleSnapshotError(RuntimeError):
+    """A pinned snapshot's files were collected by a later writer: re-run the operation."""
 
 
 log = logging.getLogger(__name__)
@@ -206,10 +214,13 @@ class ParquetStore:
         self.threads = threads or duckdb_threads()
         self._con.execute(f"SET threads TO {int(self.threads)}")
         self._con.execute("SET parquet_metadata_cache = true")
-        self._stamp: tuple[int, int, int] | None = None
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
-        self.manifest = self._read_manifest()
+        self._pins = 0  # open snapshot() blocks: the views stay on one manifest meanwhile
+        self._pins_lock = threading.Lock()  # a server's threads pin and unpin concurrently
+        # the stamp before the manifest: a publish in between is then noticed by ``con``
+        self._stamp: tuple[int, int, int] | None = _manifest.stamp(self.root, self.root / _BATCHES)
+        self.manifest = self._read_published()
         self._create_views(write=bool(created))
 
     @property
@@ -217,20 +228,67 @@ class ParquetStore:
         """The DuckDB connection, its ``raw_*`` views on the newest published manifest.
 
         Another process may commit or compact at any time: a ``stat`` of the manifest per use
-        notices it, and the raw views are re-pointed before the query runs.
+        notices it, and the raw views are re-pointed before the query runs, except inside
+        :meth:`snapshot`, where every query reads the state the snapshot began with.
         """
-        if _manifest.stamp(self.root, self.root / _BATCHES) != self._stamp:
+        if not self._pins and _manifest.stamp(self.root, self.root / _BATCHES) != self._stamp:
             self._refresh()
         return self._con
+
+    @contextmanager
+    def snapshot(self) -> Iterator[ParquetStore]:
+        """Pin one published state for an operation that runs several queries.
+
+        A compare, an aggregate or a report reads the runs, then the scores, then the
+        metadata: without a pin a commit landing between two of those reads would mix two
+        states in one answer. Inside the block the views are not re-pointed at newer
+        manifests (this process's own commits still show); blocks nest. A snapshot held past
+        the retirement period may find its files collected: :class:`StaleSnapshotError`.
+        """
+        with self._pins_lock:
+            if not self._pins:
+                self.con  # noqa: B018 -- refresh once, at the operation's start
+            self._pins += 1
+        try:
+            yield self
+        finally:
+            with self._pins_lock:
+                self._pins -= 1
 
     # -- reading -------------------------------------------------------------------------
 
     def sql(
         self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
     ) -> pl.DataFrame:
-        """Run ``query`` against the store's views and return a polars frame."""
-        frame: pl.DataFrame = self.con.sql(query, params=params).pl()
+        """Run ``query`` against the store's views and return a polars frame.
+
+        A query planned on a manifest whose retired files a later writer then collected (it
+        ran, or its snapshot was held, past :data:`~hylo_analytics._manifest.RETIRE_SECONDS`)
+        is re-run on the newest manifest; inside :meth:`snapshot` that would mix two states,
+        so it raises :class:`StaleSnapshotError` instead. Never rows of a partial file list.
+        """
+        try:
+            frame: pl.DataFrame = self.con.sql(query, params=params).pl()
+        except duckdb.IOException as exc:
+            self._raise_if_stale(exc)
+            frame = self.con.sql(query, params=params).pl()
         return frame
+
+    def _raise_if_stale(self, exc: duckdb.IOException) -> None:
+        """Re-raise ``exc`` unless its cause is collected batch folders; then refresh (or,
+        with a snapshot pinned, raise :class:`StaleSnapshotError`)."""
+        gone = [
+            b.name for b in self.manifest.batches if not (self.root / _BATCHES / b.name).is_dir()
+        ]
+        if not gone:
+            raise exc
+        if self._pins:
+            raise StaleSnapshotError(
+                f"{self.root}: the store changed under this snapshot and the batches it reads "
+                f"({', '.join(gone[:3])}) were collected, retired more than "
+                f"{_manifest.RETIRE_SECONDS:.0f} s ago; run the operation again"
+            ) from exc
+        self._refresh()
 
     def table(self, name: str) -> pl.LazyFrame:
         """The current rows of a table (``runs``, ``samples``, ...) or any view, lazily."""
@@ -456,6 +514,22 @@ class ParquetStore:
     def _read_manifest(self) -> Manifest:
         return _manifest.read_manifest(self.root, self.root / _BATCHES)
 
+    def _read_published(self) -> Manifest:
+        """The newest manifest, re-read if one it names was collected meanwhile.
+
+        A manifest read just before a writer published a newer one and collected batches it
+        retired long ago names a folder that is gone (a :class:`ManifestError`): it is read
+        again, and only a manifest that keeps naming a missing folder is an error.
+        """
+        for attempt in range(3):
+            try:
+                return self._read_manifest()
+            except ManifestError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def _next_seq(self, manifest: Manifest) -> int:
         # an unpublished folder of a killed commit may hold the next number: step over it
         seqs = [int(p.name) for p in (self.root / _BATCHES).iterdir() if p.name.isdigit()]
@@ -486,7 +560,7 @@ class ParquetStore:
     def _refresh(self) -> None:
         """Point the ``raw_*`` views at the files of the newest manifest."""
         self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
-        self.manifest = self._read_manifest()
+        self.manifest = self._read_published()
         raw = [f"CREATE OR REPLACE VIEW {n} AS {body}" for n, body in self._raw_view_sql()]
         for stmt in raw:
             self._con.execute(stmt)
@@ -541,7 +615,6 @@ class ParquetStore:
         return out
 
     def _create_views(self, *, write: bool) -> None:
-        self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
         statements = [
             f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
         ]
@@ -652,6 +725,28 @@ def _selector(spec: str) -> pl.Expr:
             )
         cond &= pl.any_horizontal(pl.col(c) == value for c in RUN_FIELDS[field])
     return cond
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def pinned(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` on one :meth:`~ParquetStore.snapshot` of its first argument (when a store).
+
+    For the public reads that run several queries for one answer (compare, aggregate, a
+    report, score computation): each then answers from one committed state. Not for a
+    writer's own reads: those must start after it holds the lock, not before.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if args and isinstance(args[0], ParquetStore):
+            with args[0].snapshot():
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def commit_scores(store: ParquetStore, scores: pa.Table) -> int:
