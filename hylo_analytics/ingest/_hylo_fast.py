@@ -139,8 +139,12 @@ def _scalar(struct: pa.StructArray, name: str) -> Any:
 
 
 def _json(value: Any) -> str | None:
-    """A nested object back to JSON text (one per run: agent components, run results)."""
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    """A nested object back to JSON text (one per run: agent components, run results).
+
+    ``NaN`` and ``Infinity`` (which pyarrow reads) raise ``ValueError``: the checked path
+    names them.
+    """
+    return None if value is None else json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def _read(sf: SourceFile) -> pa.Table | None:
@@ -180,6 +184,11 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
     samples = top["samples"]
     if not pa.types.is_list(samples.type) or samples.null_count:
         return None
+    try:
+        components = _json(_scalar(agent, "components"))
+        results_text = None if results is None else _json(results[0].as_py())
+    except ValueError:  # a non-finite number
+        return None
     run = {
         "run_id": top["run_id"][0].as_py(),
         "source_format": fmt,
@@ -190,8 +199,8 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         "requires_privileged": _scalar(bench, "requires_privileged"),
         "agent_name": _scalar(agent, "name"),
         "agent_version": _scalar(agent, "version"),
-        "agent_components": _json(_scalar(agent, "components")),
-        "results": None if results is None else _json(results[0].as_py()),
+        "agent_components": components,
+        "results": results_text,
     }
     return _Log(idx, run, samples)
 
@@ -257,8 +266,24 @@ def _bad_files(flat: pa.StructArray, file_of: np.ndarray) -> np.ndarray:
         flat.field("task_id").cast(pa.string()), pc.cast(flat.field("seed"), pa.string()), "#"
     )
     bad = pc.or_(bad, pc.invert(pc.equal(flat.field("key").cast(pa.string()), key)))
+    if flat.type.get_field_index("scores") >= 0 and pa.types.is_struct(flat.field("scores").type):
+        scores = flat.field("scores")
+        for i in range(scores.type.num_fields):
+            v = scores.field(i)
+            if pa.types.is_floating(v.type):  # NaN / Infinity: the checked path names them
+                bad = pc.or_(bad, pc.invert(pc.is_finite(v)).fill_null(False))
     mask = bad.fill_null(True).to_numpy(zero_copy_only=False)
     return np.unique(file_of[mask])
+
+
+def _repeated_keys(file_of: np.ndarray, key: pa.Array, epoch: pa.Array) -> np.ndarray:
+    """Batch positions of files naming one (key, epoch) twice (the checked path says which)."""
+    t = pa.table({"f": pa.array(file_of), "k": key, "e": epoch})
+    n = t.group_by(["f", "k", "e"]).aggregate([([], "count_all")])
+    if n.num_rows == t.num_rows:
+        return np.zeros(0, np.int32)
+    many = n.filter(pc.greater(n["count_all"], 1))
+    return np.unique(many["f"].to_numpy())
 
 
 def _group(
@@ -288,11 +313,20 @@ def _group(
         logs = [lg for lg, k in zip(logs, keep, strict=True) if k]
         batch_idx, sizes = batch_idx[keep], sizes[keep]
         file_of = np.repeat(batch_idx, sizes)
+    key = flat.field("key").cast(pa.string())
+    epoch = _epochs(file_of, key, _col(flat, "epoch", pa.int64()))
+    repeated = _repeated_keys(file_of, key, epoch)
+    if len(repeated):
+        slow.update(repeated.tolist())
+        keep = ~np.isin(batch_idx, repeated)
+        sel = pa.array(np.repeat(keep, sizes))
+        flat, key, epoch = flat.filter(sel), key.filter(sel), epoch.filter(sel)
+        logs = [lg for lg, k in zip(logs, keep, strict=True) if k]
+        batch_idx, sizes = batch_idx[keep], sizes[keep]
+        file_of = np.repeat(batch_idx, sizes)
     n = len(flat)
     ordinal = np.repeat(np.arange(len(logs)), sizes)  # the log of each sample, 0..len(logs)
     starts = np.cumsum(sizes) - sizes
-    key = flat.field("key").cast(pa.string())
-    epoch = _epochs(file_of, key, _col(flat, "epoch", pa.int64()))
     run_ids = pa.array([lg.run["run_id"] for lg in logs], pa.string())
     samples = pa.table(
         {

@@ -8,6 +8,7 @@ resolves trace paths and turns the few rejected items into :class:`Problem` reco
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,15 +97,59 @@ class ParsedLogs:
     bad_files: set[int] = field(default_factory=set)
 
 
+# A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after
+# a high one; an escape is a backslash after an even number of backslashes.
+_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)((?:\\\\)*)\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _DuplicateKey(k)
+        seen[k] = v
+    return seen
+
+
 def _json_problem(sf: SourceFile) -> Problem:
-    """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path)."""
-    try:
-        doc = json.loads(sf.data)
-    except json.JSONDecodeError as exc:
+    """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path).
+
+    Python's parser accepts what DuckDB refuses (lone surrogate escapes, which decode to no
+    valid UTF-8; repeated keys), so those are looked for first and named.
+    """
+    path = str(sf.path)
+    m = _SURROGATE.search(sf.data)
+    if m is not None:
+        at = m.start(2) if m.group(2) is not None else m.start(4)
+        line = sf.data.count(b"\n", 0, at) + 1
+        col = at - (sf.data.rfind(b"\n", 0, at) + 1)
+        code = (m.group(2) or m.group(4)).decode()
         return Problem(
-            str(sf.path), exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
+            path,
+            line,
+            None,
+            f"lone surrogate escape \\u{code} (column {col}): it is no character and "
+            "cannot be stored as UTF-8",
         )
-    return Problem(str(sf.path), 1, None, f"expected a JSON object, got {type(doc).__name__}")
+    try:
+        doc = json.loads(sf.data, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        return Problem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except _DuplicateKey as exc:
+        key = str(exc)
+        return Problem(
+            path, None, key, f"duplicate key {key!r} in one object (which one counts is unclear)"
+        )
+    except RecursionError:
+        return Problem(path, None, None, "JSON nested too deeply")
+    return Problem(path, 1, None, f"expected a JSON object, got {type(doc).__name__}")
 
 
 _KNOWN_SAMPLE = "{" + ", ".join(f'"{k}": null' for k in _SAMPLE_KEYS) + "}"
@@ -197,7 +242,6 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         SELECT d.*, CASE WHEN ok THEN {_TOP_CHECKS} END AS problems FROM d
         """
     )
-    con.unregister("_logs")
     for file_idx, ok, version, probs in con.execute(
         f"""SELECT file_idx, ok, version->>'$', problems FROM _top
             WHERE NOT ok OR len(problems) > 0
@@ -213,6 +257,8 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
             problems.append(
                 Problem(path, None, "version", f"unknown version {version!r}; expected {FORMAT}")
             )
+    problems += _document_problems(con, files, bad)
+    con.unregister("_logs")
     con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
     con.execute(
         f"""
@@ -240,11 +286,12 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         FROM u
         """
     )
+    # every bad sample of every log (no cap: a log is stored only if all of it passed)
     for file_idx, sample_idx, s_type, probs, key, task_id, seed in con.execute(
         """SELECT file_idx, sample_idx, s_type, problems, key, task_id, seed FROM _samp
            WHERE s_type <> 'OBJECT' OR len(problems) > 0
               OR key <> task_id || '#' || CAST(seed AS VARCHAR)
-           ORDER BY file_idx, sample_idx LIMIT 1000"""
+           ORDER BY file_idx, sample_idx"""
     ).fetchall():
         path = str(files[file_idx].path)
         bad.add(file_idx)
@@ -278,6 +325,25 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         else "coalesce(epoch, 1)"
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE _ok AS SELECT * REPLACE ({epoch} AS epoch) FROM _ok")
+    # one sample per key and epoch: a second would make the key ambiguous in every join
+    dups = con.execute(
+        """SELECT file_idx, key, epoch, list(sample_idx ORDER BY sample_idx) FROM _ok
+           GROUP BY ALL HAVING count(*) > 1 ORDER BY file_idx, key, epoch"""
+    ).fetchall()
+    for file_idx, key, ep, idx in dups:
+        bad.add(file_idx)
+        problems.append(
+            Problem(
+                str(files[file_idx].path),
+                None,
+                f"samples[{idx[1]}].key",
+                f"duplicate sample key {key!r} in epoch {ep} (also samples[{idx[0]}]); "
+                "give each repeat its own epoch",
+            )
+        )
+    if dups:
+        con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
+        con.execute("DELETE FROM _ok WHERE file_idx IN (SELECT file_idx FROM _bad)")
     runs = con.sql(
         """
         SELECT file_idx, run_id->>'$' AS run_id,
@@ -352,6 +418,57 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     for t in ("_top", "_samp", "_ok"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return ParsedLogs(runs, samples, scores, _with_lines(problems, files), bad)
+
+
+def _document_problems(
+    con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile], bad: set[int]
+) -> list[Problem]:
+    """Repeated keys and non-finite numbers anywhere in the logs of ``_logs`` not yet bad.
+
+    Only the checked path gets here (the fast path's parser refuses both), so walking every
+    node of these documents costs nothing on a clean batch. A repeated key would keep one
+    value silently; ``NaN``, ``Infinity`` and ``1e999`` are no JSON numbers and would make
+    every mean over them non-finite. Adds the files to ``bad``.
+    """
+    # the documents DuckDB parsed (materialized: json_tree must never see the others)
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE _docs AS
+           SELECT file_idx, raw FROM _logs WHERE file_idx IN (SELECT file_idx FROM _top WHERE ok)"""
+    )
+    rows = con.execute(
+        """
+        WITH t AS (
+            SELECT l.file_idx, j.key, j.type, j.atom, j.id, j.parent, j.fullkey
+            FROM _docs AS l, json_tree(l.raw) AS j
+        ), dup AS (
+            SELECT file_idx, min(id) AS id, 'duplicate' AS kind, any_value(fullkey) AS fullkey,
+                   key AS what
+            FROM t WHERE parent IS NOT NULL GROUP BY file_idx, parent, key
+            HAVING count(*) > 1
+        ), inf AS (
+            SELECT file_idx, id, 'non-finite' AS kind, fullkey, CAST(atom AS VARCHAR) AS what
+            FROM t WHERE type = 'DOUBLE' AND NOT isfinite(TRY_CAST(atom AS DOUBLE))
+        )
+        SELECT file_idx, kind, fullkey, what FROM (SELECT * FROM dup UNION ALL SELECT * FROM inf)
+        ORDER BY file_idx, id
+        """
+    ).fetchall()
+    con.execute("DROP TABLE _docs")
+    out = []
+    for file_idx, kind, fullkey, what in rows:
+        if file_idx in bad:
+            continue
+        fld = fullkey.removeprefix("$").removeprefix(".")
+        if kind == "duplicate":
+            error = f"duplicate key {what!r} in one object (which one counts is unclear)"
+        else:
+            error = (
+                f"non-finite number {what}: JSON numbers are finite; "
+                "write null to abstain or a finite value"
+            )
+        out.append(Problem(str(files[file_idx].path), None, fld, error))
+    bad.update(r[0] for r in rows)
+    return out
 
 
 _LINES_PER_FILE = 20  # locating a field scans the file's text: bound the cost per bad file

@@ -43,6 +43,14 @@ _REC = (
 )
 
 
+# "<field>=<value>" of a record's first non-finite value (NaN, Infinity, 1e999), or NULL
+_NON_FINITE = """CASE
+    WHEN NOT isfinite(r.normalized_value) THEN 'normalized_value=' || CAST(r.normalized_value AS VARCHAR)
+    WHEN json_type(r.raw_value) = 'DOUBLE' AND NOT isfinite(CAST(r.raw_value AS DOUBLE))
+    THEN 'raw_value=' || CAST(CAST(r.raw_value AS DOUBLE) AS VARCHAR)
+    WHEN NOT isfinite(r.coverage) THEN 'coverage=' || CAST(r.coverage AS VARCHAR) END"""
+
+
 def sniff(head: bytes, path: Path | None = None) -> bool:
     """The first line is a JSON object with ``metric_id`` and ``sample_id``."""
     first = head.lstrip().split(b"\n", 1)[0]
@@ -83,10 +91,13 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
-    for fi, line, is_json, has_rec, sid, _mid in con.execute(
-        """SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL, r.metric_id IS NOT NULL
+    # every bad line of every file (no cap: a file is stored only if all of it passed)
+    for fi, line, is_json, has_rec, sid, mid, nonfinite in con.execute(
+        f"""SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL,
+                  r.metric_id IS NOT NULL, {_NON_FINITE}
            FROM _mr WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
-           ORDER BY file_idx, line LIMIT 1000"""
+                       OR {_NON_FINITE} IS NOT NULL
+           ORDER BY file_idx, line"""
     ).fetchall():
         bad.add(fi)
         path = str(files[fi].path)
@@ -94,9 +105,20 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
             problems.append(Problem(path, line, None, "malformed JSON line"))
         elif not has_rec:
             problems.append(Problem(path, line, None, "expected a JSON object (a MetricResult)"))
-        else:
+        elif not sid or not mid:
             fld = "sample_id" if not sid else "metric_id"
             problems.append(Problem(path, line, fld, "missing; every MetricResult names it"))
+        else:
+            fld, value = nonfinite.split("=", 1)
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    fld,
+                    f"non-finite number {value}: a value must be finite "
+                    "(or null with valid false and a skip_reason)",
+                )
+            )
     ids: list[tuple[int, str, str]] = []
     own = dict(
         con.execute(

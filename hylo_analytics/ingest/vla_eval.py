@@ -115,19 +115,30 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                   e.failure_reason IS NOT NULL AND e.steps IS NULL AS harness_error
            FROM e"""
     )
-    for fi, ti, ei, ep in con.execute(
-        """SELECT file_idx, task_idx, ep_idx, episode_id FROM _vla_ep
-           WHERE k IS NULL OR task_id IS NULL ORDER BY file_idx, task_idx, ep_idx LIMIT 1000"""
+    # every bad episode of every file (no cap: a file is stored only if all of it passed)
+    for fi, ti, ei, ep, bad_ids, steps, elapsed in con.execute(
+        """SELECT file_idx, task_idx, ep_idx, episode_id, k IS NULL OR task_id IS NULL,
+                  CASE WHEN NOT isfinite(steps) THEN CAST(steps AS VARCHAR) END,
+                  CASE WHEN NOT isfinite(elapsed_sec) THEN CAST(elapsed_sec AS VARCHAR) END
+           FROM _vla_ep
+           WHERE k IS NULL OR task_id IS NULL OR NOT isfinite(steps) OR NOT isfinite(elapsed_sec)
+           ORDER BY file_idx, task_idx, ep_idx"""
     ).fetchall():
         bad.add(fi)
-        problems.append(
-            Problem(
-                str(files[fi].path),
-                None,
-                f"tasks[{ti}].episodes[{ei}].episode_id",
-                f"episode_id {ep!r} is not '<task>_ep<start state index>'",
+        where = f"tasks[{ti}].episodes[{ei}]"
+        path = str(files[fi].path)
+        if bad_ids:
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    f"{where}.episode_id",
+                    f"episode_id {ep!r} is not '<task>_ep<start state index>'",
+                )
             )
-        )
+        for name, value in (("steps", steps), ("elapsed_sec", elapsed)):
+            if value is not None:
+                problems.append(Problem(path, None, f"{where}.{name}", _non_finite(value)))
     bad_list = [sorted(bad)]
     not_bad = "file_idx NOT IN (SELECT unnest(?::INTEGER[]))"
     runs = con.sql(
@@ -195,6 +206,10 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     for t in ("_vla_d", "_vla_ep"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return Parsed(runs, samples, scores, None, problems)
+
+
+def _non_finite(value: str) -> str:
+    return f"non-finite number {value}: a value must be finite (or null when not recorded)"
 
 
 READER = Reader(FORMAT, sniff, parse)
