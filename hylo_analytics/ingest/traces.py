@@ -93,7 +93,15 @@ _EVENT_STRUCT = (
 
 _VALID_EVENT = (
     "e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
-    "AND coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'UBIGINT', 'NULL')"
+    "AND (coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'NULL') "
+    "     OR (json_type(e.t) = 'UBIGINT' AND TRY_CAST(e.t AS BIGINT) IS NOT NULL)) "
+    "AND coalesce(isfinite(e.reward) AND isfinite(e.latency_ms) AND isfinite(e.value), true)"
+)
+# the first number of a bad line that is not finite (NaN, Infinity, 1e999), as "field=value"
+_NON_FINITE = (
+    "CASE WHEN NOT isfinite(e.reward) THEN 'reward=' || CAST(e.reward AS VARCHAR) "
+    "WHEN NOT isfinite(e.latency_ms) THEN 'latency_ms=' || CAST(e.latency_ms AS VARCHAR) "
+    "WHEN NOT isfinite(e.value) THEN 'value=' || CAST(e.value AS VARCHAR) END"
 )
 
 # One parse per line, in line order (DuckDB keeps the insertion order of a projection).
@@ -111,7 +119,8 @@ FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_lines)
 
 # Only for the bad lines of a batch: what is wrong with each.
 _WHY_SQL = f"""
-SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype
+SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype,
+       CAST(e.t AS VARCHAR) AS t, {_NON_FINITE} AS non_finite
 FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_bad)
 """
 
@@ -292,6 +301,13 @@ def _parse_batch(
     return TraceBatch(start, start + len(items), events, problems, status, files)
 
 
+def _too_big(json_type: str | None, text: str | None) -> bool:
+    """Whether a JSON value is an integer that does not fit in 64 bits."""
+    if json_type not in ("UBIGINT", "DOUBLE") or text is None or not text.lstrip("-").isdigit():
+        return False
+    return not -(2**63) <= int(text) < 2**63
+
+
 def _line_problems(
     con: duckdb.DuckDBPyConnection,
     refs: Sequence[TraceRef],
@@ -319,7 +335,7 @@ def _line_problems(
     order = np.lexsort((line_number[bad], line_ref[bad]))
     problems: list[Problem] = []
     for k in order:
-        ok, etype, ttype = why[k]
+        ok, etype, ttype, t_text, non_finite = why[k]
         pos = int(bad[k])
         ref_i, idx = int(line_ref[pos]), int(line_number[pos])
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
@@ -334,6 +350,14 @@ def _line_problems(
             status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
         elif etype is None:
             problems.append(Problem(path, idx, "type", "missing required field (expected string)"))
+            status[ref_i] = "bad"
+        elif etype == "VARCHAR" and _too_big(ttype, t_text):
+            problems.append(Problem(path, idx, "t", f"integer {t_text} does not fit in 64 bits"))
+            status[ref_i] = "bad"
+        elif etype == "VARCHAR" and ttype in ("BIGINT", "UBIGINT", None) and non_finite:
+            fld, value = non_finite.split("=", 1)
+            text = f"non-finite number {value}: a value must be finite (or left out)"
+            problems.append(Problem(path, idx, fld, text))
             status[ref_i] = "bad"
         else:
             fld, want = ("type", "string") if etype != "VARCHAR" else ("t", "integer")
