@@ -350,3 +350,34 @@ def test_inspect_epoch_beyond_int64_is_a_field_error(tmp_path: Path) -> None:
     assert (q["path"], q["field"]) == (str(folder / "bad.json"), "samples[0].epoch")
     assert str(2**70) in q["error"]
     assert store.sql("SELECT run_id FROM stg_runs")["run_id"].to_list() == ["E1"]
+
+
+def _robots(real_dir: Path) -> dict:
+    return json.loads((real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json").read_text())
+
+
+def test_non_finite_inspect_robots_score_abstains_with_a_reason(
+    tmp_path: Path, real_dir: Path
+) -> None:
+    doc = _robots(real_dir)
+    doc["samples"] = [{**doc["samples"][0], "epochs": [{"m": 1.0}, {"m": float("inf")}]}]
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc))  # Python writes Infinity
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(path, progress=False)
+    assert _quarantine(store) == []
+    rows = store.sql("SELECT epoch, value, skip_reason FROM stg_scores ORDER BY epoch").rows()
+    assert rows == [(1, 1.0, None), (2, None, "non-finite value: Infinity")]
+    _every_view_answers(store)
+
+
+def test_inspect_robots_seed_beyond_int64_is_a_field_error(tmp_path: Path, real_dir: Path) -> None:
+    doc = _robots(real_dir)
+    doc["eval"]["seed"] = 2**70
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(path, progress=False)
+    (q,) = _quarantine(store)
+    assert (q["path"], q["field"]) == (str(path), "eval.seed") and str(2**70) in q["error"]
+    assert store.sql("SELECT count(*) FROM stg_runs").item() == 0
