@@ -34,13 +34,21 @@ class Store(ParquetStore):
         *,
         strict: bool = False,
         progress: bool = True,
+        replace: bool = False,
     ) -> IngestReport:
-        """Read EvalLogs (and their traces) from files and folders into the store."""
+        """Read EvalLogs (and their traces) from files and folders into the store.
+
+        A changed file replaces the run it holds. A file whose ``run_id`` is stored from
+        another file (with other content) is quarantined, naming both paths, unless
+        ``replace=True``: then it replaces that run.
+        """
         from hylo_analytics.ingest import ingest_paths
 
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
-        return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+        return ingest_paths(
+            self, [Path(p) for p in paths], strict=strict, progress=progress, replace=replace
+        )
 
     def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
         """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
