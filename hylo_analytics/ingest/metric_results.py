@@ -51,6 +51,10 @@ _NON_FINITE = """CASE
     WHEN NOT isfinite(r.coverage) THEN 'coverage=' || CAST(r.coverage AS VARCHAR) END"""
 
 
+# a key given twice in a record (its value would be one of them, silently), or NULL
+_DUP_KEY = "list_filter(keys, lambda x, i: list_position(keys, x) < i)[1]"
+
+
 def sniff(head: bytes, path: Path | None = None) -> bool:
     """The first line is a JSON object with ``metric_id`` and ``sample_id``."""
     first = head.lstrip().split(b"\n", 1)[0]
@@ -83,20 +87,24 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         f"""CREATE OR REPLACE TEMP TABLE _mr AS
             WITH l AS (
                 SELECT file_idx, line, rtrim(raw, chr(10) || chr(13)) AS raw FROM _mr_lines
+            ), t AS (
+                SELECT file_idx, line, raw, try(json_type(raw)) AS jt
+                FROM l WHERE length(trim(raw)) > 0
             )
-            SELECT file_idx, line, json_valid(raw) AS ok,
-                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
-                        THEN json_transform(raw, '{_REC}') END AS r
-            FROM l WHERE length(trim(raw)) > 0"""
+            SELECT file_idx, line, jt IS NOT NULL AS ok,
+                   CASE WHEN jt = 'OBJECT' THEN json_transform(raw, '{_REC}') END AS r,
+                   json_keys(CASE WHEN jt = 'OBJECT' THEN raw END) AS keys
+            FROM t"""
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
     # every bad line of every file (no cap: a file is stored only if all of it passed)
-    for fi, line, is_json, has_rec, sid, mid, nonfinite in con.execute(
+    for fi, line, is_json, has_rec, sid, mid, nonfinite, dup_key in con.execute(
         f"""SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL,
-                  r.metric_id IS NOT NULL, {_NON_FINITE}
-           FROM _mr WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
-                       OR {_NON_FINITE} IS NOT NULL
+                  r.metric_id IS NOT NULL, {_NON_FINITE}, dup_key
+           FROM (SELECT *, {_DUP_KEY} AS dup_key FROM _mr)
+           WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
+                 OR {_NON_FINITE} IS NOT NULL OR dup_key IS NOT NULL
            ORDER BY file_idx, line"""
     ).fetchall():
         bad.add(fi)
@@ -105,6 +113,15 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
             problems.append(Problem(path, line, None, "malformed JSON line"))
         elif not has_rec:
             problems.append(Problem(path, line, None, "expected a JSON object (a MetricResult)"))
+        elif dup_key is not None:
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    dup_key,
+                    f"duplicate key {dup_key!r} in one object (which one counts is unclear)",
+                )
+            )
         elif not sid or not mid:
             fld = "sample_id" if not sid else "metric_id"
             problems.append(Problem(path, line, fld, "missing; every MetricResult names it"))

@@ -244,9 +244,12 @@ def test_hostile_trace_line_is_a_line_error(
         ('"normalized_value":NaN', "normalized_value"),
         ('"raw_value":1e999', "raw_value"),
         ('"raw_value":-Infinity', "raw_value"),
+        ('"raw_value":1,"raw_value":2', "raw_value"),
     ],
 )
-def test_non_finite_metric_result_is_a_field_error(tmp_path: Path, record: str, field: str) -> None:
+def test_non_finite_or_repeated_metric_result_value_is_a_field_error(
+    tmp_path: Path, record: str, field: str
+) -> None:
     good = '{"sample_id":"a#1","metric_id":"m","raw_value":1.5,"valid":true}'
     bad = '{"sample_id":"a#2","metric_id":"m",' + record + ',"valid":true}'
     folder = tmp_path / "in"
@@ -257,7 +260,7 @@ def test_non_finite_metric_result_is_a_field_error(tmp_path: Path, record: str, 
     store.ingest(folder, progress=False)
     (q,) = _quarantine(store)
     assert (q["path"], q["line"], q["field"]) == (str(folder / "bad.jsonl"), 2, field)
-    assert "non-finite number" in q["error"]
+    assert ("duplicate key" if "1," in record else "non-finite number") in q["error"]
     assert store.sql("SELECT count(*) FROM stg_scores").item() == 1
     _every_view_answers(store)
 
