@@ -103,13 +103,16 @@ _SAMPLE_COLS = ["file_idx", "key", "task_id", "seed", "epoch", "episode_id"]
 class FastLogs:
     """What the fast path read from a batch: tables with ``file_idx``, and the files it left.
 
-    ``slow`` are the positions (in the batch) of files the checked path must read.
+    ``slow`` are the positions (in the batch) of files the checked path must read;
+    ``unparsed`` those of them pyarrow could not parse (the only ones that can hold a key
+    repeated in one object: pyarrow refuses those).
     """
 
     runs: pa.Table
     samples: pa.Table
     scores: pa.Table
     slow: tuple[int, ...]
+    unparsed: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -424,6 +427,7 @@ def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> Fa
         pa.concat_tables([p.samples for p in parts]),
         pa.concat_tables([p.scores for p in parts]),
         tuple(i for p in parts for i in p.slow),
+        frozenset().union(*(p.unparsed for p in parts)),
     )
 
 
@@ -442,9 +446,13 @@ def _utf8(data: bytes) -> bool:
 def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastLogs:
     """The fast path over ``files[start:stop]`` (file indices stay those of the batch)."""
     slow: set[int] = set()
+    unparsed: set[int] = set()
     by_type: dict[pa.DataType, list[_Log]] = {}
     for i in range(start, stop):
-        lg = _log(i, _read(files[i]), fmt) if _utf8(files[i].data) else None
+        doc = _read(files[i]) if _utf8(files[i].data) else None
+        if doc is None:
+            unparsed.add(i)
+        lg = _log(i, doc, fmt)
         if lg is None:
             slow.add(i)
         else:
@@ -476,6 +484,7 @@ def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastL
         _in_file_order(samples, _SAMPLES),
         _in_file_order(scores, _SCORES),
         tuple(sorted(slow)),
+        frozenset(unparsed),
     )
 
 

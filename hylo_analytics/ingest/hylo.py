@@ -169,7 +169,13 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     slow = list(fast.slow)
     if fast.runs.num_rows and not slow:
         return ParsedLogs(fast.runs, fast.samples, _fast_scores(fast.scores))
-    checked = _parse_checked(con, [files[i] for i in slow])
+    # the tree walk for repeated keys and non-finite numbers: only where either can be
+    walk = {
+        j
+        for j, i in enumerate(slow)
+        if i in fast.unparsed or _MAYBE_NON_FINITE.search(files[i].data) is not None
+    }
+    checked = _parse_checked(con, [files[i] for i in slow], walk=walk)
     remap = pa.array(np.asarray(slow, dtype=np.int32))
 
     def back(t: pa.Table) -> pa.Table:
@@ -202,7 +208,12 @@ def _fast_scores(rows: pa.Table) -> pa.Table:
     )
 
 
-def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
+def _parse_checked(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[SourceFile],
+    *,
+    walk: set[int] | None = None,
+) -> ParsedLogs:
     """Parse and validate EvalLogs in DuckDB, naming every problem; see parse_evallogs.
 
     The JSON is parsed twice at most: the document into a map of top-level members, and the
@@ -257,7 +268,7 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
             problems.append(
                 Problem(path, None, "version", f"unknown version {version!r}; expected {FORMAT}")
             )
-    problems += _document_problems(con, files, bad)
+    problems += _document_problems(con, files, bad, walk)
     con.unregister("_logs")
     con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
     con.execute(
@@ -421,20 +432,28 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
 
 
 def _document_problems(
-    con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile], bad: set[int]
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[SourceFile],
+    bad: set[int],
+    walk: set[int] | None,
 ) -> list[Problem]:
     """Repeated keys and non-finite numbers anywhere in the logs of ``_logs`` not yet bad.
 
-    Only the checked path gets here (the fast path's parser refuses both), so walking every
-    node of these documents costs nothing on a clean batch. A repeated key would keep one
-    value silently; ``NaN``, ``Infinity`` and ``1e999`` are no JSON numbers and would make
-    every mean over them non-finite. Adds the files to ``bad``.
+    A repeated key would keep one value silently; ``NaN``, ``Infinity`` and ``1e999`` are no
+    JSON numbers and would make every mean over them non-finite. Only the checked path gets
+    here, and only for the files in ``walk`` (all when ``None``): those pyarrow could not
+    parse, or whose text may hold a non-finite number, so a clean batch walks no tree. Adds
+    the files to ``bad``.
     """
     # the documents DuckDB parsed (materialized: json_tree must never see the others)
+    con.register("_walk", pa.table({"i": pa.array(sorted(walk or ()), pa.int32())}))
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE _docs AS
-           SELECT file_idx, raw FROM _logs WHERE file_idx IN (SELECT file_idx FROM _top WHERE ok)"""
+        f"""CREATE OR REPLACE TEMP TABLE _docs AS
+           SELECT file_idx, raw FROM _logs
+           WHERE file_idx IN (SELECT file_idx FROM _top WHERE ok)
+             {"" if walk is None else "AND file_idx IN (SELECT i FROM _walk)"}"""
     )
+    con.unregister("_walk")
     rows = con.execute(
         """
         WITH t AS (
@@ -470,6 +489,10 @@ def _document_problems(
     bad.update(r[0] for r in rows)
     return out
 
+
+# Text without these holds no non-finite number: NaN, Infinity, an exponent of 3 digits or a
+# number of 300 digits (beyond a double's range: 1e999 reads as Infinity).
+_MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
 
 _LINES_PER_FILE = 20  # locating a field scans the file's text: bound the cost per bad file
 
