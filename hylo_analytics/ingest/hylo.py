@@ -23,7 +23,13 @@ from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
-from hylo_analytics.ingest.traces import TRACE_FORMAT, TraceRef, iter_traces, parse_traces
+from hylo_analytics.ingest.traces import (
+    TRACE_FORMAT,
+    TraceRef,
+    iter_traces,
+    lone_surrogate,
+    parse_traces,
+)
 
 __all__ = [
     "FORMAT",
@@ -97,14 +103,6 @@ class ParsedLogs:
     bad_files: set[int] = field(default_factory=set)
 
 
-# A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after
-# a high one; an escape is a backslash after an even number of backslashes.
-_SURROGATE = re.compile(
-    rb"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F])"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)((?:\\\\)*)\\u([dD][c-fC-F][0-9a-fA-F]{2})"
-)
-
-
 class _DuplicateKey(ValueError):
     pass
 
@@ -125,19 +123,9 @@ def _json_problem(sf: SourceFile) -> Problem:
     valid UTF-8; repeated keys), so those are looked for first and named.
     """
     path = str(sf.path)
-    m = _SURROGATE.search(sf.data)
-    if m is not None:
-        at = m.start(2) if m.group(2) is not None else m.start(4)
-        line = sf.data.count(b"\n", 0, at) + 1
-        col = at - (sf.data.rfind(b"\n", 0, at) + 1)
-        code = (m.group(2) or m.group(4)).decode()
-        return Problem(
-            path,
-            line,
-            None,
-            f"lone surrogate escape \\u{code} (column {col}): it is no character and "
-            "cannot be stored as UTF-8",
-        )
+    surrogate = lone_surrogate(sf.data)
+    if surrogate is not None:
+        return Problem(path, surrogate[0], None, surrogate[1])
     try:
         doc = json.loads(sf.data, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:

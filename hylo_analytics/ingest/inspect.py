@@ -44,6 +44,7 @@ from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = [
     "EVAL_FORMAT",
@@ -280,7 +281,9 @@ def parse(
         con.unregister("_insp")
         _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=True)
         con.execute(transform)
-    problems.extend(probs)
+    problems.extend(
+        name_surrogates(probs, {str(f.path): d for f, d in zip(sub, docs, strict=True)})
+    )
     con.unregister("_insp")
     not_inspect = con.execute(
         """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL

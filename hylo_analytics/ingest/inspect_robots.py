@@ -24,6 +24,7 @@ from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
@@ -47,6 +48,7 @@ def sniff(head: bytes, path: Path | None = None) -> bool:
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """Runs, scene x epoch samples and per-epoch scores of many logs in a few queries."""
     _good, problems = load_json_docs(con, "_ir", files)
+    problems = name_surrogates(problems, {str(f.path): f.data for f in files})
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _ir_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _ir"""

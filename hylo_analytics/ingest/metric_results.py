@@ -31,6 +31,7 @@ import pyarrow as pa
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, split_lines
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import lone_surrogate
 
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
@@ -98,6 +99,7 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
+    split_of: dict[int, list[bytes]] = {}  # the lines of files with a malformed line
     # every bad line of every file (no cap: a file is stored only if all of it passed)
     for fi, line, is_json, has_rec, sid, mid, nonfinite, dup_key in con.execute(
         f"""SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL,
@@ -110,7 +112,10 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         bad.add(fi)
         path = str(files[fi].path)
         if not is_json:
-            problems.append(Problem(path, line, None, "malformed JSON line"))
+            lines_of = split_of.setdefault(fi, files[fi].data.split(b"\n"))
+            found = lone_surrogate(lines_of[line - 1]) if line <= len(lines_of) else None
+            why = "malformed JSON line" if found is None else found[1]
+            problems.append(Problem(path, line, None, why))
         elif not has_rec:
             problems.append(Problem(path, line, None, "expected a JSON object (a MetricResult)"))
         elif dup_key is not None:

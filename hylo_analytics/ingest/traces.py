@@ -13,6 +13,7 @@ refused. Format: ``docs/trace-format.md``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +32,8 @@ __all__ = [
     "TraceBatch",
     "TraceRef",
     "iter_traces",
+    "lone_surrogate",
+    "name_surrogates",
     "parse_traces",
     "resolve_traces",
 ]
@@ -301,6 +304,49 @@ def _parse_batch(
     return TraceBatch(start, start + len(items), events, problems, status, files)
 
 
+# A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after
+# a high one; an escape is a backslash after an even number of backslashes.
+_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)((?:\\\\)*)\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def lone_surrogate(data: bytes) -> tuple[int, str] | None:
+    """``(line, message)`` of the first lone surrogate escape (``"\\ud800"``) in JSON text.
+
+    It is valid JSON syntax but no character: it has no UTF-8 form, so it can never be stored
+    (JSON parsers that accept it hand back a string that poisons Parquet).
+    """
+    m = _SURROGATE.search(data)
+    if m is None:
+        return None
+    at = m.start(2) if m.group(2) is not None else m.start(4)
+    line = data.count(b"\n", 0, at) + 1
+    col = at - (data.rfind(b"\n", 0, at) + 1)
+    code = (m.group(2) or m.group(4)).decode()
+    return line, (
+        f"lone surrogate escape \\u{code} (column {col}): it is no character and cannot be "
+        "stored as UTF-8"
+    )
+
+
+def name_surrogates(problems: list[Problem], data_of: dict[str, bytes]) -> list[Problem]:
+    """Problems that say "malformed JSON" where the cause is a lone surrogate escape, saying so.
+
+    The failure path only: Python's parser (which locates syntax errors) accepts the escape.
+    """
+    out = []
+    for p in problems:
+        data = data_of.get(p.path)
+        if p.error.startswith("malformed JSON") and data is not None:
+            found = lone_surrogate(data)
+            if found is not None:
+                p = Problem(p.path, found[0], p.field, found[1])
+        out.append(p)
+    return out
+
+
 def _too_big(json_type: str | None, text: str | None) -> bool:
     """Whether a JSON value is an integer that does not fit in 64 bits."""
     if json_type not in ("UBIGINT", "DOUBLE") or text is None or not text.lstrip("-").isdigit():
@@ -339,7 +385,11 @@ def _line_problems(
         pos = int(bad[k])
         ref_i, idx = int(line_ref[pos]), int(line_number[pos])
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
-        if not ok:
+        surrogate = None if ok else lone_surrogate(lines[pos].as_py().encode())
+        if surrogate is not None:
+            problems.append(Problem(path, idx, None, surrogate[1]))
+            status[ref_i] = "bad"
+        elif not ok:
             truncated = idx == last[file_index[pos]]
             text = (
                 "truncated last line (kept the lines before it)"

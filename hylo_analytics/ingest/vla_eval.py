@@ -36,6 +36,7 @@ from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = ["FORMAT", "READER", "agent_from_filename", "parse", "sniff"]
 
@@ -67,6 +68,7 @@ def agent_from_filename(path: Path, subname: str | None) -> str:
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """All episodes of all files in a few queries."""
     _good, problems = load_json_docs(con, "_vla", files)
+    problems = name_surrogates(problems, {str(f.path): f.data for f in files})
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _vla_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _vla"""

@@ -220,7 +220,7 @@ def _trace_run(folder: Path, lines: list[str]) -> Path:
         ('{"type":"grade","t":1,"name":"success","value":-Infinity}', "value", "-inf"),
         (f'{{"type":"step","t":{2**64 - 1}}}', "t", f"integer {2**64 - 1} does not fit"),
         (f'{{"type":"step","t":{2**70}}}', "t", f"integer {2**70} does not fit"),
-        ('{"type":"step\\ud800","t":1}', None, "malformed JSON line"),
+        ('{"type":"step\\ud800","t":1}', None, "lone surrogate escape \\ud800"),
     ],
 )
 def test_hostile_trace_line_is_a_line_error(
@@ -384,3 +384,37 @@ def test_inspect_robots_seed_beyond_int64_is_a_field_error(tmp_path: Path, real_
     (q,) = _quarantine(store)
     assert (q["path"], q["field"]) == (str(path), "eval.seed") and str(2**70) in q["error"]
     assert store.sql("SELECT count(*) FROM stg_runs").item() == 0
+
+
+_MR = '{"sample_id":"a#1","metric_id":"m","raw_value":1.5,"valid":true}'
+
+
+@pytest.mark.parametrize("bad", [b"\\ud800", b"\xed\xa0\x80", b"\xff"])
+@pytest.mark.parametrize("reader", ["inspect", "vla-eval", "metric_results", "trace"])
+def test_no_reader_stores_a_string_that_is_not_utf8(
+    tmp_path: Path, reader: str, bad: bytes
+) -> None:
+    """A lone surrogate escape or invalid bytes: the file (or trace line) is refused."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _good(folder)
+    if reader == "inspect":
+        path = folder / "log.json"
+        path.write_bytes(_inspect("E1", "1").encode().replace(b'"m/x"', b'"m/x' + bad + b'"'))
+    elif reader == "vla-eval":
+        path = folder / "pi_s.json"
+        path.write_bytes(_vla("1").encode().replace(b'"libero"', b'"libero' + bad + b'"'))
+    elif reader == "metric_results":
+        path = folder / "m.jsonl"
+        path.write_bytes(_MR.encode().replace(b'"m"', b'"m' + bad + b'"') + b"\n")
+    else:
+        line = '{"type":"step","t":1,"reason":"x' + bad.decode("latin-1") + '"}'
+        path = _trace_run(folder / "run", ['{"type":"start","t":0}', "LINE"])
+        path.write_bytes(path.read_bytes().replace(b"LINE", line.encode("latin-1")))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(folder, progress=False)
+    q = _quarantine(store)
+    assert [r["path"] for r in q] == [str(path)], q
+    assert "UTF-8" in q[0]["error"], q
+    assert store.sql("SELECT count(*) FROM stg_samples WHERE run_id = 'good'").item() == 3
+    _every_view_answers(store)
