@@ -336,6 +336,27 @@ def parse(
             )
             SELECT *, coalesce(s.uuid, key || '@' || CAST(epoch AS VARCHAR)) AS episode_id FROM k"""
     )
+    # one sample per id and epoch: a second would be ambiguous in every join (log rejected)
+    repeats = con.execute(
+        """SELECT file_idx, sample_idx, key, epoch FROM (
+               SELECT file_idx, sample_idx, key, epoch, row_number() OVER (
+                   PARTITION BY file_idx, key, epoch ORDER BY sample_idx) AS nth
+               FROM _insp_s)
+           WHERE nth > 1 ORDER BY file_idx, sample_idx"""
+    ).fetchall()
+    for fi, si, key, epoch in repeats:
+        problems.append(
+            Problem(
+                str(files[fi].path),
+                None,
+                f"samples[{si}].id",
+                f"duplicate sample {key!r} in epoch {epoch}: already in this log",
+            )
+        )
+    if repeats:
+        gone = [sorted({r[0] for r in repeats})]
+        for t in ("_insp_d", "_insp_s"):
+            con.execute(f"DELETE FROM {t} WHERE file_idx IN (SELECT unnest(?::INTEGER[]))", gone)
     runs = (
         con.sql(
             """

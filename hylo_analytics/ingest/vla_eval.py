@@ -118,12 +118,19 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
            FROM e"""
     )
     # every bad episode of every file (no cap: a file is stored only if all of it passed)
-    for fi, ti, ei, ep, bad_ids, steps, elapsed in con.execute(
-        """SELECT file_idx, task_idx, ep_idx, episode_id, k IS NULL OR task_id IS NULL,
+    for fi, ti, ei, ep, bad_ids, steps, elapsed, repeat in con.execute(
+        """WITH e AS (
+               SELECT *, row_number() OVER (PARTITION BY file_idx, task_id, k
+                                            ORDER BY task_idx, ep_idx) AS nth
+               FROM _vla_ep
+           )
+           SELECT file_idx, task_idx, ep_idx, episode_id, k IS NULL OR task_id IS NULL,
                   CASE WHEN NOT isfinite(steps) THEN CAST(steps AS VARCHAR) END,
-                  CASE WHEN NOT isfinite(elapsed_sec) THEN CAST(elapsed_sec AS VARCHAR) END
-           FROM _vla_ep
+                  CASE WHEN NOT isfinite(elapsed_sec) THEN CAST(elapsed_sec AS VARCHAR) END,
+                  k IS NOT NULL AND task_id IS NOT NULL AND nth > 1
+           FROM e
            WHERE k IS NULL OR task_id IS NULL OR NOT isfinite(steps) OR NOT isfinite(elapsed_sec)
+              OR (k IS NOT NULL AND task_id IS NOT NULL AND nth > 1)
            ORDER BY file_idx, task_idx, ep_idx"""
     ).fetchall():
         bad.add(fi)
@@ -136,6 +143,15 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                     None,
                     f"{where}.episode_id",
                     f"episode_id {ep!r} is not '<task>_ep<start state index>'",
+                )
+            )
+        elif repeat:  # one sample per key: a second would be ambiguous in every join
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    f"{where}.episode_id",
+                    f"duplicate episode {ep!r}: its sample key is already in this file",
                 )
             )
         for name, value in (("steps", steps), ("elapsed_sec", elapsed)):

@@ -418,3 +418,33 @@ def test_no_reader_stores_a_string_that_is_not_utf8(
     assert "UTF-8" in q[0]["error"], q
     assert store.sql("SELECT count(*) FROM stg_samples WHERE run_id = 'good'").item() == 3
     _every_view_answers(store)
+
+
+def test_duplicate_vla_eval_episode_is_a_field_error(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "pi_s.json").write_text(_vla("12"))
+    (folder / "oft_s.json").write_text(_vla("12").replace("t_ep1", "t_ep0"))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(folder, progress=False)
+    (q,) = _quarantine(store)
+    assert (q["path"], q["field"]) == (
+        str(folder / "oft_s.json"),
+        "tasks[0].episodes[1].episode_id",
+    )
+    assert "duplicate episode 't_ep0'" in q["error"]
+    assert store.sql("SELECT agent_name FROM stg_runs")["agent_name"].to_list() == ["pi"]
+
+
+def test_duplicate_inspect_sample_in_one_epoch_is_a_field_error(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.json").write_text(_inspect("E1", "0"))
+    (folder / "bad.json").write_text(_inspect("E2", "0").replace('"id":2', '"id":1'))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(folder, progress=False)
+    (q,) = _quarantine(store)
+    assert (q["path"], q["field"]) == (str(folder / "bad.json"), "samples[1].id")
+    assert "duplicate sample 'arith#1' in epoch 1" in q["error"]
+    assert store.sql("SELECT run_id FROM stg_runs")["run_id"].to_list() == ["E1"]
+    assert store.sql("SELECT count(*) FROM stg_samples").item() == 2
