@@ -34,18 +34,24 @@ class Store(ParquetStore):
         *,
         strict: bool = False,
         progress: bool = True,
+        replace: bool = False,
         lock_timeout: float | None = None,
     ) -> IngestReport:
         """Read EvalLogs (and their traces) from files and folders into the store.
 
-        ``lock_timeout``: seconds to wait for another writer (default: the store's).
+        A changed file replaces the run it holds. A file whose ``run_id`` is stored from
+        another file (with other content) is quarantined, naming both paths, unless
+        ``replace=True``: then it replaces that run. ``lock_timeout``: seconds to wait for
+        another writer (default: the store's).
         """
         from hylo_analytics.ingest import ingest_paths
 
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         with self.lock_timeout_for(lock_timeout):
-            return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+            return ingest_paths(
+                self, [Path(p) for p in paths], strict=strict, progress=progress, replace=replace
+            )
 
     def score(
         self,

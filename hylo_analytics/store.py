@@ -387,6 +387,7 @@ class ParquetStore:
         but readers do not see it until :meth:`publish` publishes it with every other batch
         held back so far, in one manifest: a large write in bounded memory, seen whole.
         """
+        _check_utf8(tables)
         manifest = self._read_manifest()
         if not (self.root / _manifest.FILE).exists():
             # a store older than the manifest lists its folders: publish that list first, so
@@ -796,6 +797,27 @@ _NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_c
 
 # Small enough that a run's rows span few groups, large enough that a group's footer is cheap.
 ROW_GROUP_ROWS = 65_536
+
+
+def _check_utf8(tables: Mapping[str, pa.Table]) -> None:
+    """Refuse a commit holding a string that is not valid UTF-8, before anything is written.
+
+    The readers validate their input; this is the last line of defence, because one bad
+    string in a Parquet file makes every later query of the store fail. Only string columns
+    are checked (a full validation of the other columns costs as much again and cannot fail
+    in this way).
+    """
+    for name, table in tables.items():
+        for field, column in zip(table.schema, table.columns, strict=True):
+            if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+                continue
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(
+                    f"refusing to commit table {name!r}: column {field.name!r} holds a string "
+                    f"that is not valid UTF-8 ({exc}); nothing was written"
+                ) from None
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
