@@ -13,6 +13,7 @@ then the list, and the first commit writes the manifest.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,7 +25,16 @@ from pathlib import Path
 
 from hylo_analytics import _schema
 
-__all__ = ["SCHEMA_FINGERPRINT", "Batch", "Manifest", "read_manifest", "stamp", "write_manifest"]
+__all__ = [
+    "SCHEMA_FINGERPRINT",
+    "Batch",
+    "Manifest",
+    "ManifestError",
+    "StoreError",
+    "read_manifest",
+    "stamp",
+    "write_manifest",
+]
 
 FILE = "manifest.json"
 RETIRE_SECONDS = 120.0
@@ -35,6 +45,20 @@ def _fingerprint() -> str:
         f"{n}:{s.to_string(show_schema_metadata=False)}" for n, s in _schema.SCHEMAS.items()
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class StoreError(Exception):
+    """A store operation failed for a reason the user can act on; the message says which.
+
+    The CLI prints it without a traceback. Nothing stored is lost or half-written.
+    """
+
+
+class ManifestError(StoreError, RuntimeError):
+    """The manifest cannot be read, or names a batch folder that is not there.
+
+    Nothing rewrites it: the store is left exactly as found, for a person to restore.
+    """
 
 
 # Batches written with these very schemas can be read without reconciling columns by name.
@@ -93,7 +117,7 @@ def read_manifest(root: Path, batches_dir: Path) -> Manifest:
     """The published manifest, or one made from the folders of a store that has none."""
     path = root / FILE
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         seqs = sorted(int(p.name) for p in batches_dir.iterdir() if p.name.isdigit())
         return Manifest(
@@ -104,15 +128,36 @@ def read_manifest(root: Path, batches_dir: Path) -> Manifest:
             next_seq=(seqs[-1] + 1) if seqs else 1,
         )
     except (OSError, ValueError) as exc:
-        raise RuntimeError(f"{path}: the store's manifest cannot be read: {exc}") from exc
-    return Manifest(
-        batches=tuple(
-            Batch(b["name"], int(b["seq"]), b.get("schema"), int(b.get("level", 0)))
-            for b in data["batches"]
-        ),
-        next_seq=int(data["next_seq"]),
-        retired=tuple((r["name"], float(r["at"])) for r in data.get("retired", [])),
-    )
+        raise ManifestError(f"{path}: the store's manifest cannot be read: {exc}") from exc
+    try:
+        data = json.loads(text)
+        manifest = Manifest(
+            batches=tuple(
+                Batch(str(b["name"]), int(b["seq"]), b.get("schema"), int(b.get("level", 0)))
+                for b in data["batches"]
+            ),
+            next_seq=int(data["next_seq"]),
+            retired=tuple((str(r["name"]), float(r["at"])) for r in data.get("retired", [])),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ManifestError(
+            f"{path}: the store's manifest is corrupt or truncated ({what}); "
+            "it was left as it is and nothing was read: restore it from a backup"
+        ) from exc
+    for b in manifest.batches:
+        if (
+            not b.name
+            or "/" in b.name
+            or b.name.startswith(".")
+            or not (batches_dir / b.name).is_dir()
+        ):
+            raise ManifestError(
+                f"{path} lists batch {b.name!r}, but {batches_dir / b.name} is missing: the "
+                "store cannot be read whole, so nothing was read and nothing was changed "
+                "(restore the folder, or the manifest from a backup)"
+            )
+    return manifest
 
 
 def write_manifest(root: Path, manifest: Manifest) -> None:
@@ -127,11 +172,24 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
         "retired": [{"name": n, "at": at} for n, at in manifest.retired],
     }
     tmp = root / f".{FILE}.{uuid.uuid4().hex[:8]}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, root / FILE)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, root / FILE)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        raise ManifestWriteError(
+            f"{why} while publishing {root / FILE}; nothing was published, the store is "
+            "unchanged"
+            + (" (free some space and run it again)" if exc.errno == errno.ENOSPC else "")
+        ) from exc
+
+
+class ManifestWriteError(StoreError):
+    """Publishing a manifest failed (a full disk, an I/O error): the old one is still the store."""
 
 
 def stamp(root: Path, batches_dir: Path) -> tuple[int, int, int]:

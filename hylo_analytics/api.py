@@ -34,19 +34,40 @@ class Store(ParquetStore):
         *,
         strict: bool = False,
         progress: bool = True,
+        replace: bool = False,
+        lock_timeout: float | None = None,
     ) -> IngestReport:
-        """Read EvalLogs (and their traces) from files and folders into the store."""
+        """Read EvalLogs (and their traces) from files and folders into the store.
+
+        A changed file replaces the run it holds. A file whose ``run_id`` is stored from
+        another file (with other content) is quarantined, naming both paths, unless
+        ``replace=True``: then it replaces that run. ``lock_timeout``: seconds to wait for
+        another writer (default: the store's).
+        """
         from hylo_analytics.ingest import ingest_paths
 
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
-        return ingest_paths(self, [Path(p) for p in paths], strict=strict, progress=progress)
+        with self.lock_timeout_for(lock_timeout):
+            return ingest_paths(
+                self, [Path(p) for p in paths], strict=strict, progress=progress, replace=replace
+            )
 
-    def score(self, scorers: ScorersArg = None, runs: Sequence[str] | None = None) -> ScoringReport:
-        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`."""
+    def score(
+        self,
+        scorers: ScorersArg = None,
+        runs: Sequence[str] | None = None,
+        *,
+        lock_timeout: float | None = None,
+    ) -> ScoringReport:
+        """Re-score ``runs`` from stored events; see :func:`hylo_analytics.scoring.score_store`.
+
+        ``lock_timeout``: seconds to wait for another writer (default: the store's).
+        """
         from hylo_analytics.scoring import score_store
 
-        return score_store(self, scorers, runs)
+        with self.lock_timeout_for(lock_timeout):
+            return score_store(self, scorers, runs)
 
     def aggregate(self, by: Sequence[str] = ("run_id",), **options: Any) -> pl.DataFrame:
         """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores."""
@@ -83,12 +104,20 @@ class Store(ParquetStore):
 
 
 def open_store(
-    path: str | os.PathLike[str], *, threads: int | None = None, create: bool = True
+    path: str | os.PathLike[str],
+    *,
+    threads: int | None = None,
+    create: bool = True,
+    lock_timeout: float | None = None,
 ) -> Store:
     """Open the store at ``path``, creating it unless ``create=False``.
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
     With ``create=False`` a folder that holds no store raises
-    :class:`~hylo_analytics.store.StoreNotFoundError` and nothing is created.
+    :class:`~hylo_analytics.store.StoreNotFoundError` and nothing is created. Opening an
+    existing store writes nothing, so a read-only one can be queried. ``lock_timeout``:
+    seconds a write waits for another writer, then
+    :class:`~hylo_analytics.store.StoreLockedError` (default ``HYLO_ANALYTICS_LOCK_TIMEOUT``,
+    else no limit).
     """
-    return Store(path, threads=threads, create=create)
+    return Store(path, threads=threads, create=create, lock_timeout=lock_timeout)

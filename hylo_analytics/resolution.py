@@ -28,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics._sql import scores_overlay, view_query
-from hylo_analytics.store import ParquetStore
+from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["EPISODE_VIEW", "KEY_VIEW", "preferred_query", "preferred_scores"]
 
@@ -92,6 +92,7 @@ def registered(store: ParquetStore, table: pa.Table | None) -> Iterator[str | No
         store.con.unregister(name)
 
 
+@pinned
 def preferred_scores(
     store: ParquetStore,
     *,

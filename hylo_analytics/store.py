@@ -25,17 +25,26 @@ subclass that sits above every stage; :func:`hylo_analytics.open_store` returns 
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import errno
 import fcntl
+import functools
+import json
+import logging
 import os
+import re
 import shutil
+import socket
+import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import duckdb
 import numpy as np
@@ -45,7 +54,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hylo_analytics import _manifest, _schema
-from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest
+from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest, ManifestError, StoreError
 from hylo_analytics._sql import duckdb_threads, load_views
 from hylo_analytics.metrics import default_registry
 
@@ -53,11 +62,17 @@ __all__ = [
     "COMPACT_AT",
     "RUN_FIELDS",
     "CompactionReport",
+    "ManifestError",
     "ParquetStore",
     "RunSelectionError",
+    "StaleSnapshotError",
+    "StoreError",
+    "StoreLockedError",
     "StoreNotFoundError",
+    "StoreWriteError",
     "Tombstone",
     "commit_scores",
+    "pinned",
 ]
 
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
@@ -74,9 +89,44 @@ class StoreNotFoundError(FileNotFoundError):
     """A command that reads a store was pointed at a folder that holds none."""
 
 
+class StoreLockedError(StoreError):
+    """Another process held the writer lock for longer than the lock timeout."""
+
+
+class StoreWriteError(StoreError):
+    """Writing to the store failed (a full disk, an I/O error, no permission); nothing was
+    published, so the store reads as it did before."""
+
+
+class StaleSnapshotError(RuntimeError):
+    """A pinned snapshot's files were collected by a later writer: re-run the operation."""
+
+
+log = logging.getLogger(__name__)
+
+
 _BATCHES = "batches"
 _STAGING = "_staging"
 _EMPTY_SEQ = 0
+_LOCK = ".lock"
+_HOLDER = ".lock.json"  # who holds the lock: written after acquiring, for the waiters' message
+_LOCK_POLL = 0.05
+
+
+def lock_timeout_from_env() -> float | None:
+    """``HYLO_ANALYTICS_LOCK_TIMEOUT`` seconds (unset or empty: wait for as long as it takes)."""
+    env = os.environ.get("HYLO_ANALYTICS_LOCK_TIMEOUT", "").strip()
+    if not env:
+        return None
+    try:
+        value = float(env)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        raise ValueError(
+            f"HYLO_ANALYTICS_LOCK_TIMEOUT must be a number of seconds >= 0, got {env!r}"
+        )
+    return value
 
 
 def compact_at() -> int:
@@ -129,49 +179,116 @@ class ParquetStore:
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
     ``create=False`` opens an existing store only (:class:`StoreNotFoundError` otherwise), so a
-    typo in a path never leaves an empty store behind.
+    typo in a path never leaves an empty store behind. Opening an existing store writes
+    nothing (it may be read-only): what is missing is made in memory, and on disk by the first
+    writer. ``lock_timeout``: seconds a write waits for another writer before
+    :class:`StoreLockedError` (default ``HYLO_ANALYTICS_LOCK_TIMEOUT``, else no limit).
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, threads: int | None = None, create: bool = True
+        self,
+        root: str | os.PathLike[str],
+        *,
+        threads: int | None = None,
+        create: bool = True,
+        lock_timeout: float | None = None,
     ) -> None:
         self.root = Path(root).resolve()
-        if not create and not (self.root / _BATCHES).is_dir():
-            raise StoreNotFoundError(
-                f"no store at {self.root} (ingest into it first: "
-                f"hylo-analytics ingest PATH --store {root})"
-            )
-        (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
-        self._ensure_empty_batch()
+        self.lock_timeout = lock_timeout if lock_timeout is not None else lock_timeout_from_env()
+        if not (self.root / _BATCHES).is_dir():
+            if not create:
+                raise StoreNotFoundError(
+                    f"no store at {self.root} (ingest into it first: "
+                    f"hylo-analytics ingest PATH --store {root})"
+                )
+            try:
+                (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _write_error(exc, f"creating the store {self.root}") from exc
+        # tables whose empty file in batch 0 is missing or of older schemas (read-only stores)
+        self._stale_empty = _stale_empty_tables(self.root / _BATCHES / f"{_EMPTY_SEQ:020d}")
+        created = self._stale_empty and not any((self.root / _BATCHES).iterdir())
+        if created:
+            self._ensure_empty_batch()  # a new store: made whole now
         self._con = duckdb.connect(":memory:")
         self.threads = threads or duckdb_threads()
         self._con.execute(f"SET threads TO {int(self.threads)}")
         self._con.execute("SET parquet_metadata_cache = true")
-        self._stamp: tuple[int, int, int] | None = None
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
-        self.manifest = self._read_manifest()
-        self._create_views()
+        self._pins = 0  # open snapshot() blocks: the views stay on one manifest meanwhile
+        self._pins_lock = threading.Lock()  # a server's threads pin and unpin concurrently
+        # the stamp before the manifest: a publish in between is then noticed by ``con``
+        self._stamp: tuple[int, int, int] | None = _manifest.stamp(self.root, self.root / _BATCHES)
+        self.manifest = self._read_published()
+        self._create_views(write=bool(created))
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection, its ``raw_*`` views on the newest published manifest.
 
         Another process may commit or compact at any time: a ``stat`` of the manifest per use
-        notices it, and the raw views are re-pointed before the query runs.
+        notices it, and the raw views are re-pointed before the query runs, except inside
+        :meth:`snapshot`, where every query reads the state the snapshot began with.
         """
-        if _manifest.stamp(self.root, self.root / _BATCHES) != self._stamp:
+        if not self._pins and _manifest.stamp(self.root, self.root / _BATCHES) != self._stamp:
             self._refresh()
         return self._con
+
+    @contextmanager
+    def snapshot(self) -> Iterator[ParquetStore]:
+        """Pin one published state for an operation that runs several queries.
+
+        A compare, an aggregate or a report reads the runs, then the scores, then the
+        metadata: without a pin a commit landing between two of those reads would mix two
+        states in one answer. Inside the block the views are not re-pointed at newer
+        manifests (this process's own commits still show); blocks nest. A snapshot held past
+        the retirement period may find its files collected: :class:`StaleSnapshotError`.
+        """
+        with self._pins_lock:
+            if not self._pins:
+                self.con  # noqa: B018 -- refresh once, at the operation's start
+            self._pins += 1
+        try:
+            yield self
+        finally:
+            with self._pins_lock:
+                self._pins -= 1
 
     # -- reading -------------------------------------------------------------------------
 
     def sql(
         self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
     ) -> pl.DataFrame:
-        """Run ``query`` against the store's views and return a polars frame."""
-        frame: pl.DataFrame = self.con.sql(query, params=params).pl()
+        """Run ``query`` against the store's views and return a polars frame.
+
+        A query planned on a manifest whose retired files a later writer then collected (it
+        ran, or its snapshot was held, past :data:`~hylo_analytics._manifest.RETIRE_SECONDS`)
+        is re-run on the newest manifest; inside :meth:`snapshot` that would mix two states,
+        so it raises :class:`StaleSnapshotError` instead. Never rows of a partial file list.
+        """
+        try:
+            frame: pl.DataFrame = self.con.sql(query, params=params).pl()
+        except duckdb.IOException as exc:
+            self._raise_if_stale(exc)
+            frame = self.con.sql(query, params=params).pl()
         return frame
+
+    def _raise_if_stale(self, exc: duckdb.IOException) -> None:
+        """Re-raise ``exc`` unless its cause is collected batch folders; then refresh (or,
+        with a snapshot pinned, raise :class:`StaleSnapshotError`)."""
+        gone = [
+            b.name for b in self.manifest.batches if not (self.root / _BATCHES / b.name).is_dir()
+        ]
+        if not gone:
+            raise exc
+        if self._pins:
+            raise StaleSnapshotError(
+                f"{self.root}: the store changed under this snapshot and the batches it reads "
+                f"({', '.join(gone[:3])}) were collected, retired more than "
+                f"{_manifest.RETIRE_SECONDS:.0f} s ago; run the operation again"
+            ) from exc
+        self._refresh()
 
     def table(self, name: str) -> pl.LazyFrame:
         """The current rows of a table (``runs``, ``samples``, ...) or any view, lazily."""
@@ -212,14 +329,49 @@ class ParquetStore:
     # -- writing -------------------------------------------------------------------------
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the store's writer lock (blocks while another process writes)."""
-        with open(self.root / ".lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+    def lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the store's writer lock; another writer holding it is waited for.
+
+        The wait is announced once (a ``logging`` warning naming the holder, shown on stderr
+        in a terminal and in Jupyter) and lasts at most ``timeout`` seconds (default
+        :attr:`lock_timeout`), then :class:`StoreLockedError`. ``flock``: a killed holder
+        releases the lock with its last file descriptor.
+        """
+        timeout = self.lock_timeout if timeout is None else timeout
+        path = self.root / _LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise _write_error(exc, "locking the store", prep="at") from exc
+        try:
+            _acquire(fd, self.root, timeout)
             try:
+                _write_holder(self.root)
+                if self._stale_empty:  # what a read-only open made in memory, now on disk
+                    try:
+                        self._ensure_empty_batch()
+                    except OSError as exc:
+                        raise _write_error(exc, "writing the empty batch 0") from exc
+                    self._refresh()
+                _ = self.con  # the newest manifest's views, before writing them out
+                self._write_views_file()
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+                _clear_holder(self.root)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def lock_timeout_for(self, timeout: float | None) -> Iterator[None]:
+        """:attr:`lock_timeout` set to ``timeout`` (None: unchanged) for one call's writes."""
+        before = self.lock_timeout
+        if timeout is not None:
+            self.lock_timeout = timeout
+        try:
+            yield
+        finally:
+            self.lock_timeout = before
 
     def commit(
         self,
@@ -235,6 +387,7 @@ class ParquetStore:
         but readers do not see it until :meth:`publish` publishes it with every other batch
         held back so far, in one manifest: a large write in bounded memory, seen whole.
         """
+        _check_utf8(tables)
         manifest = self._read_manifest()
         if not (self.root / _manifest.FILE).exists():
             # a store older than the manifest lists its folders: publish that list first, so
@@ -242,7 +395,7 @@ class ParquetStore:
             _manifest.write_manifest(self.root, manifest)
         seq = self._next_seq(manifest)
         staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
+        _make_staging(staging, f"writing batch {seq}")
         try:
             if tombstones:
                 tables = {**tables, "tombstones": _tombstone_table(tombstones)}
@@ -258,6 +411,9 @@ class ParquetStore:
             _fsync_dir(staging)
             os.rename(staging, self.root / _BATCHES / f"{seq:020d}")
             _fsync_dir(self.root / _BATCHES)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise _write_error(exc, f"writing batch {seq}", staging) from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -317,7 +473,7 @@ class ParquetStore:
         newest = max(b.seq for b in merged)
         name = f"{newest:020d}.c{uuid.uuid4().hex[:8]}"
         staging = self.root / _STAGING / name
-        staging.mkdir(parents=True)
+        _make_staging(staging, f"compacting {len(merged)} batches")
         try:
             rows = _merge_batches(
                 [self.root / _BATCHES / b.name for b in merged],
@@ -328,6 +484,11 @@ class ParquetStore:
             _fsync_dir(staging)
             os.rename(staging, self.root / _BATCHES / name)
             _fsync_dir(self.root / _BATCHES)
+        except (OSError, duckdb.IOException) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise _write_error(
+                exc, f"compacting {len(merged)} batches", staging, what="the merged batch"
+            ) from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -354,6 +515,22 @@ class ParquetStore:
     def _read_manifest(self) -> Manifest:
         return _manifest.read_manifest(self.root, self.root / _BATCHES)
 
+    def _read_published(self) -> Manifest:
+        """The newest manifest, re-read if one it names was collected meanwhile.
+
+        A manifest read just before a writer published a newer one and collected batches it
+        retired long ago names a folder that is gone (a :class:`ManifestError`): it is read
+        again, and only a manifest that keeps naming a missing folder is an error.
+        """
+        for attempt in range(3):
+            try:
+                return self._read_manifest()
+            except ManifestError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def _next_seq(self, manifest: Manifest) -> int:
         # an unpublished folder of a killed commit may hold the next number: step over it
         seqs = [int(p.name) for p in (self.root / _BATCHES).iterdir() if p.name.isdigit()]
@@ -363,7 +540,7 @@ class ParquetStore:
         _manifest.write_manifest(self.root, manifest)
         _fsync_dir(self.root)
         self._refresh()
-        _atomic_write_text(self.root / "views.sql", ";\n".join(self._statements) + ";\n")
+        self._write_views_file()
 
     def _collect_garbage(self) -> None:
         manifest = self._read_manifest()
@@ -384,7 +561,7 @@ class ParquetStore:
     def _refresh(self) -> None:
         """Point the ``raw_*`` views at the files of the newest manifest."""
         self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
-        self.manifest = self._read_manifest()
+        self.manifest = self._read_published()
         raw = [f"CREATE OR REPLACE VIEW {n} AS {body}" for n, body in self._raw_view_sql()]
         for stmt in raw:
             self._con.execute(stmt)
@@ -392,11 +569,12 @@ class ParquetStore:
             self._statements = raw + self._statements[len(raw) :]
 
     def _ensure_empty_batch(self) -> None:
-        # An empty file per table keeps every glob non-empty, so views bind on a new store.
+        # An empty file per table keeps every file list non-empty, so views bind on a new store.
         # (rewritten when a table's schema changed, so the batch always has today's schemas)
         empty_dir = self.root / _BATCHES / f"{_EMPTY_SEQ:020d}"
-        missing = [n for n in _schema.TABLES if not _has_schema(empty_dir / f"{n}.parquet", n)]
+        missing = sorted(_stale_empty_tables(empty_dir))
         if not missing:
+            self._stale_empty = frozenset()
             return
         tmp = self.root / _STAGING / f"empty-{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
@@ -406,6 +584,7 @@ class ParquetStore:
         for name in missing:
             os.replace(tmp / f"{name}.parquet", empty_dir / f"{name}.parquet")
         shutil.rmtree(tmp, ignore_errors=True)
+        self._stale_empty = frozenset()
 
     def _raw_view_sql(self) -> list[tuple[str, str]]:
         """``raw_<table>``: the table's files in the published batches, oldest first.
@@ -416,15 +595,27 @@ class ParquetStore:
         by_name = "" if self.manifest.current_schemas else ", union_by_name = true"
         out = []
         for name in _schema.TABLES:
+            stale = name in self._stale_empty  # batch 0 lacks today's empty file: typed in SQL
             files = [
-                self.root / _BATCHES / b.name / f"{name}.parquet" for b in self.manifest.batches
+                self.root / _BATCHES / b.name / f"{name}.parquet"
+                for b in self.manifest.batches
+                if not (stale and b.seq == _EMPTY_SEQ)
             ]
-            listed = ", ".join(f"'{_quote(f.as_posix())}'" for f in files if f.exists())
-            out.append((f"raw_{name}", f"SELECT * FROM read_parquet([{listed}]{by_name})"))
+            listed = ", ".join(_path_literal(f) for f in files if f.exists())
+            if not stale:
+                out.append((f"raw_{name}", f"SELECT * FROM read_parquet([{listed}]{by_name})"))
+                continue
+            empty = _typed_empty_sql(name)
+            if listed:
+                cols = ", ".join(f'"{f}"' for f in _schema.SCHEMAS[name].names)
+                empty = (
+                    f"SELECT {cols} FROM (SELECT * FROM read_parquet([{listed}], "
+                    f"union_by_name = true) UNION ALL BY NAME {empty})"
+                )
+            out.append((f"raw_{name}", empty))
         return out
 
-    def _create_views(self) -> None:
-        self._stamp = _manifest.stamp(self.root, self.root / _BATCHES)
+    def _create_views(self, *, write: bool) -> None:
         statements = [
             f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
         ]
@@ -435,7 +626,26 @@ class ParquetStore:
             self._con.execute(stmt)
             statements.append(stmt)
         self._statements = statements
-        _atomic_write_text(self.root / "views.sql", ";\n".join(statements) + ";\n")
+        if write:  # an existing store's copy is brought up to date by its next writer
+            self._write_views_file()
+
+    def _write_views_file(self) -> None:
+        """``views.sql`` for the plain ``duckdb`` shell, when it changed and can be written.
+
+        A convenience copy of the views, written by writers (opening an existing store writes
+        nothing): a full disk leaves the old one, the store itself is unaffected.
+        """
+        path = self.root / "views.sql"
+        text = ";\n".join(self._statements) + ";\n"
+        try:
+            if path.read_text() == text:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            _atomic_write_text(path, text)
+        except OSError as exc:
+            log.debug("views.sql of %s not updated: %s", self.root, exc)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
@@ -518,6 +728,28 @@ def _selector(spec: str) -> pl.Expr:
     return cond
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def pinned(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` on one :meth:`~ParquetStore.snapshot` of its first argument (when a store).
+
+    For the public reads that run several queries for one answer (compare, aggregate, a
+    report, score computation): each then answers from one committed state. Not for a
+    writer's own reads: those must start after it holds the lock, not before.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if args and isinstance(args[0], ParquetStore):
+            with args[0].snapshot():
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def commit_scores(store: ParquetStore, scores: pa.Table) -> int:
     """Commit score rows, superseding each (run, source) they cover; returns the batch seq.
 
@@ -528,6 +760,17 @@ def commit_scores(store: ParquetStore, scores: pa.Table) -> int:
     stones = [Tombstone("scores", r, s) for r, s in pairs.unique().sort("run_id").rows()]
     with store.lock():
         return store.commit({"scores": scores}, tombstones=stones)
+
+
+def _stale_empty_tables(empty_dir: Path) -> frozenset[str]:
+    return frozenset(n for n in _schema.TABLES if not _has_schema(empty_dir / f"{n}.parquet", n))
+
+
+def _typed_empty_sql(name: str) -> str:
+    cols = ", ".join(
+        f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in _schema.SCHEMAS[name]
+    )
+    return f"SELECT {cols} WHERE false"
 
 
 def _has_schema(path: Path, name: str) -> bool:
@@ -554,6 +797,27 @@ _NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_c
 
 # Small enough that a run's rows span few groups, large enough that a group's footer is cheap.
 ROW_GROUP_ROWS = 65_536
+
+
+def _check_utf8(tables: Mapping[str, pa.Table]) -> None:
+    """Refuse a commit holding a string that is not valid UTF-8, before anything is written.
+
+    The readers validate their input; this is the last line of defence, because one bad
+    string in a Parquet file makes every later query of the store fail. Only string columns
+    are checked (a full validation of the other columns costs as much again and cannot fail
+    in this way).
+    """
+    for name, table in tables.items():
+        for field, column in zip(table.schema, table.columns, strict=True):
+            if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+                continue
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(
+                    f"refusing to commit table {name!r}: column {field.name!r} holds a string "
+                    f"that is not valid UTF-8 ({exc}); nothing was written"
+                ) from None
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -628,7 +892,7 @@ def _merge_batches(
             files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
             if not files:
                 continue
-            listed = "[" + ", ".join(f"'{_quote(f.as_posix())}'" for f in files) + "]"
+            listed = "[" + ", ".join(_path_literal(f) for f in files) + "]"
             before = _count(
                 con, f"read_parquet({listed}{', union_by_name = true' if reconcile else ''})"
             )
@@ -654,7 +918,7 @@ def _merge_batches(
                 f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, "
                 f"ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
             )
-            after = _count(con, f"read_parquet('{_quote(target.as_posix())}')")
+            after = _count(con, f"read_parquet({_path_literal(target)})")
             if after != before:
                 raise RuntimeError(
                     f"compaction of {name}: {before} rows in, {after} rows out; nothing published"
@@ -681,12 +945,146 @@ def _fsync_dir(path: Path) -> None:
 
 def _atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _make_staging(staging: Path, doing: str) -> None:
+    try:
+        staging.mkdir(parents=True)
+    except OSError as exc:
+        raise _write_error(exc, doing, staging) from exc
+
+
+def _write_error(
+    exc: BaseException,
+    doing: str,
+    path: Path | None = None,
+    *,
+    what: str = "nothing",
+    prep: str = "to",
+) -> StoreWriteError:
+    """The clear message of a failed write: why, doing what, where, and that nothing changed.
+
+    ``what``: what was not published (a commit publishes nothing; a compaction its merge).
+    """
+    code = getattr(exc, "errno", None)
+    if code:
+        why = os.strerror(code).lower()
+    else:  # pyarrow and DuckDB raise without an errno: their text says it
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = getattr(exc, "filename", None) or path
+    at = f" {prep} {where}" if where else ""
+    if what == "nothing":
+        outcome = "nothing was published, the store is unchanged"
+    else:
+        outcome = f"{what} was not published, the store reads as before"
+    hint = ""
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = " (the store can still be queried; writing needs write permission)"
+    elif code == errno.ENOSPC:
+        hint = " (free some space and run it again)"
+    return StoreWriteError(f"{why} while {doing}{at}; {outcome}{hint}")
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot (tells a reused pid from the holder)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _write_holder(root: Path) -> None:
+    """Record who holds the lock (temp file then rename: a waiter never reads half of it)."""
+    info = {
+        "pid": os.getpid(),
+        "start": _process_start(os.getpid()),
+        "host": socket.gethostname(),
+        "command": " ".join(sys.argv)[:200] or sys.executable,
+        "since": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+    with suppress(OSError):  # advisory: the lock itself is held
+        _atomic_write_text(root / _HOLDER, json.dumps(info))
+
+
+def _clear_holder(root: Path) -> None:
+    with suppress(OSError):
+        (root / _HOLDER).unlink(missing_ok=True)
+
+
+def _holder(root: Path) -> str:
+    """Who holds the lock, as the waiting message names it.
+
+    A record left by a killed holder (its pid gone, or reused by another process) names no one.
+    """
+    unknown = "another process (it has not recorded itself yet)"
+    try:
+        info = json.loads((root / _HOLDER).read_text())
+        pid, host = int(info["pid"]), str(info["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return unknown
+    if host == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return unknown
+        except PermissionError:
+            pass  # alive, another user's
+        start = info.get("start")
+        if start is not None and _process_start(pid) not in (None, start):
+            return unknown
+    return f"pid {pid} ({host}, {info.get('command')}) since {info.get('since')}"
+
+
+def _acquire(fd: int, root: Path, timeout: float | None) -> None:
+    """Take the lock on ``fd``: at once, or after saying once who holds it and waiting."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    limit = "" if timeout is None else f" (for up to {timeout:g} s)"
+    log.warning("store %s is locked by %s; waiting%s...", root, _holder(root), limit)
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(_LOCK_POLL, left))
+    raise StoreLockedError(
+        f"store {root} is still locked by {_holder(root)} after waiting {timeout:g} s; "
+        "nothing was written (wait longer with --lock-timeout / HYLO_ANALYTICS_LOCK_TIMEOUT, "
+        "or without one to wait for as long as it takes)"
+    )
 
 
 def _quote(text: str) -> str:
     return text.replace("'", "''")
+
+
+def _path_literal(path: Path) -> str:
+    """``path`` as a SQL string DuckDB reads as that one file, never as a glob pattern.
+
+    DuckDB expands ``*``, ``?`` and ``[`` in every path it reads, even in a list of files: a
+    store at ``a[1]`` would read its sibling ``a1``. Each becomes a one-character class.
+    """
+    return "'" + _quote(_GLOB_CHARS.sub(r"[\g<0>]", path.as_posix())) + "'"
+
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def _ident(name: str) -> str:

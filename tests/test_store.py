@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics import _schema
-from hylo_analytics.store import Tombstone
+from hylo_analytics import _manifest, _schema
+from hylo_analytics.cli import main
+from hylo_analytics.store import ManifestError, StoreError, StoreWriteError, Tombstone
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
 
 def _samples(run_id: str, keys: list[str]) -> pa.Table:
@@ -121,3 +135,289 @@ def test_batches_keep_runs_together_in_row_groups_readers_can_skip(tmp_path: Pat
     got = store.sql("SELECT key, epoch FROM stg_samples WHERE run_id = 'run-007'")
     assert got["key"].to_list() == [f"t#{j}" for j in range(per_run)]
     assert store.sql("SELECT count(*) FROM stg_samples").item() == table.num_rows
+
+
+@pytest.mark.parametrize(("odd", "plain"), [("a[1]", "a1"), ("b?", "bx"), ("c*", "cc")])
+def test_paths_are_never_glob_patterns(tmp_path: Path, odd: str, plain: str) -> None:
+    """A store (and an input folder) whose name DuckDB would glob reads its own files only.
+
+    The sibling's name is one the pattern matches, so a path read as a glob shows its rows.
+    """
+    runs = sorted(p for p in SAMPLE.iterdir() if p.is_dir())
+    inputs = {"in[1]": runs[:1], "in1": runs[1:]}
+    for folder, chosen in inputs.items():
+        for run in chosen:
+            shutil.copytree(run, tmp_path / folder / run.name)
+    sibling = ha.open_store(tmp_path / plain)
+    sibling.ingest(tmp_path / "in1", progress=False)
+    store = ha.open_store(tmp_path / odd)
+    store.ingest(tmp_path / "in[1]", progress=False)
+    own = {r.name for r in runs[:1]}
+
+    def seen(s: ha.Store) -> tuple[set[str], int]:
+        ids = set(s.sql("SELECT run_id FROM runs")["run_id"].to_list())
+        return ids, int(s.sql("SELECT count(*) AS n FROM samples")["n"].item())
+
+    ids, n_samples = seen(store)
+    assert ids == own and n_samples > 0
+    assert seen(sibling)[0] == {r.name for r in runs[1:]}
+    store.score()
+    n_scores = int(store.sql("SELECT count(*) AS n FROM scores")["n"].item())
+    assert n_scores > 0
+    assert set(store.sql("SELECT DISTINCT run_id FROM scores")["run_id"].to_list()) == own
+    with store.lock():
+        report = store.compact()
+    assert report.batches_after < report.batches_before
+    reopened = ha.open_store(tmp_path / odd, create=False)
+    assert seen(reopened) == (ids, n_samples)
+    assert int(reopened.sql("SELECT count(*) AS n FROM scores")["n"].item()) == n_scores
+    assert seen(sibling)[0] == {r.name for r in runs[1:]}
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``root`` with its mtime and size: what a write would change."""
+    out = {".": (root.stat().st_mtime_ns, 0)}
+    for p in sorted(root.rglob("*")):
+        st = p.stat()
+        out[str(p.relative_to(root))] = (st.st_mtime_ns, 0 if p.is_dir() else st.st_size)
+    return out
+
+
+def _every_view(store: ha.Store) -> dict[str, int]:
+    names = store.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal")["view_name"]
+    return {n: store.sql(f'SELECT count(*) AS n FROM "{n}"')["n"].item() for n in names}
+
+
+def test_opening_and_querying_a_store_writes_nothing(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(SAMPLE, progress=False)
+    store.score()
+    answers = _every_view(store)
+    before = _files(store.root)
+    for create in (False, True):
+        reader = ha.open_store(store.root, create=create)
+        assert _every_view(reader) == answers
+        assert reader.runs().height == 3
+        assert reader.table("samples").collect().height == answers["samples"]
+    assert _files(store.root) == before
+
+
+def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next_writer(
+    tmp_path: Path,
+) -> None:
+    """Batch 0's empty files of older schemas (or none) are rewritten by a writer, not an open."""
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(SAMPLE, progress=False)
+    answers = _every_view(store)
+    empty = store.root / "batches" / f"{0:020d}"
+    old = _schema.empty("samples")
+    pq.write_table(old.drop_columns(old.column_names[-1]), empty / "samples.parquet")
+    (empty / "events.parquet").unlink()
+    before = _files(store.root)
+    reader = ha.open_store(store.root, create=False)
+    assert _every_view(reader) == answers
+    assert (
+        reader.sql("SELECT * FROM raw_samples LIMIT 0").columns == _schema.SCHEMAS["samples"].names
+    )
+    assert _files(store.root) == before
+    with reader.lock():
+        pass
+    assert pq.read_schema(empty / "samples.parquet").names == _schema.SCHEMAS["samples"].names
+    assert (empty / "events.parquet").exists()
+    assert _every_view(ha.open_store(store.root, create=False)) == answers
+
+
+def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` as a user without write permission: nobody (65534) when the tests run as root,
+    which ignores permissions, else the current user (the copy is chmod a-w)."""
+    prefix = []
+    if os.getuid() == 0:
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    code = "import sys; from hylo_analytics.cli import main; sys.exit(main())"
+    env = {**os.environ, "PYTHONPATH": str(SAMPLE.parents[1]), "HOME": "/tmp"}
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=120,
+    )
+
+
+def test_a_read_only_store_can_be_queried_by_a_user_who_cannot_write(
+    sample_store: ha.Store,
+) -> None:
+    """A real permission check: a chmod a-w copy queried by a non-root process."""
+    top = Path(tempfile.mkdtemp(prefix="hylo-ro-"))
+    try:
+        os.chmod(top, 0o755)
+        ro = top / "store"
+        shutil.copytree(sample_store.root, ro)
+        for p in [ro, *ro.rglob("*")]:
+            os.chmod(p, 0o555 if p.is_dir() else 0o444)
+        before = _files(ro)
+        out = _run_as_other_user(
+            ["sql", "--store", str(ro), "--format", "csv", "SELECT count(*) AS n FROM samples"]
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["n", str(sample_store.sql("FROM samples").height)]
+        denied = _run_as_other_user(["ingest", str(SAMPLE), "--store", str(ro)])
+        assert denied.returncode == 2
+        assert "Traceback" not in denied.stderr
+        assert f"permission denied while locking the store at {ro}/.lock; " in denied.stderr
+        assert "the store can still be queried" in denied.stderr
+        assert _files(ro) == before
+    finally:
+        for p in [top, *top.rglob("*")]:
+            os.chmod(p, 0o755)
+        shutil.rmtree(top)
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path) -> Iterator[bool]:
+    """An 8 MB tmpfs at ``folder`` when this process may mount one (True), else a plain folder."""
+    folder.mkdir()
+    mounted = (
+        os.getuid() == 0
+        and shutil.which("mount") is not None
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+        == 0
+    )
+    try:
+        yield mounted
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def _fill(folder: Path) -> None:
+    """Write ``folder/filler`` until the disk is full."""
+    try:
+        with open(folder / "filler", "wb") as fh:
+            while True:
+                fh.write(b"x" * 65536)
+                fh.flush()
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+
+
+def test_a_full_disk_fails_the_commit_clearly_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ENOSPC at the Parquet write: a real full tmpfs where it can be mounted, else injected."""
+    runs = sorted(p for p in SAMPLE.iterdir() if p.is_dir())
+    with _small_disk(tmp_path / "disk") as real:
+        root = tmp_path / "disk" / "store"
+        store = ha.open_store(root)
+        store.ingest(runs[0], progress=False)
+        answers = _every_view(store)
+        batches = sorted(p.name for p in (root / "batches").iterdir())
+        if real:
+            _fill(tmp_path / "disk")
+        else:
+
+            def full(*args: object, **kwargs: object) -> None:
+                raise OSError(errno.ENOSPC, "Error writing bytes to file")
+
+            monkeypatch.setattr(pq, "write_table", full)
+        code = main(["ingest", str(runs[1]), "--store", str(root), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert "Traceback" not in err
+        assert re.search(
+            r"ingest: error: no space left on device while writing batch \d+ to "
+            + re.escape(str(root / "_staging"))
+            + r"/\S+; nothing was published, the store is unchanged",
+            err,
+        ), err
+        with pytest.raises(StoreWriteError, match="no space left on device while writing"):
+            store.ingest(runs[1], progress=False)
+        assert not any((root / "_staging").iterdir())
+        assert sorted(p.name for p in (root / "batches").iterdir()) == batches
+        assert _every_view(store) == answers
+        assert _every_view(ha.open_store(root, create=False)) == answers
+        monkeypatch.undo()
+        if real:
+            (tmp_path / "disk" / "filler").unlink(missing_ok=True)
+        store.ingest(runs[1], progress=False)  # space again: the same ingest goes through
+        assert store.runs().height == 2
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EACCES])
+def test_write_errors_at_every_step_leave_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """The batch write, the manifest's publication and a compaction's merge, each failing."""
+    store = ha.open_store(tmp_path / "s")
+    with store.lock():
+        store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
+        store.commit({"samples": _samples("r2", ["a#1"])})
+    answers = _every_view(store)
+    why = os.strerror(code).lower()
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    steps = [
+        (pq, "write_table", f"{why} while writing batch 3 to "),
+        (_manifest.json, "dump", f"{why} while publishing {store.root / 'manifest.json'}; "),
+    ]
+    for module, name, message in steps:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, failing)
+            with pytest.raises(StoreError, match=re.escape(message)) as exc, store.lock():
+                store.commit({"samples": _samples("r3", ["a#1"])})
+        assert "nothing was published, the store is unchanged" in str(exc.value)
+        store.discard()
+        assert _every_view(ha.open_store(store.root, create=False)) == answers
+        assert not [p for p in store.root.iterdir() if p.name.endswith(".tmp")]
+    with monkeypatch.context() as m:
+        m.setattr(os, "rename", failing)  # the merged batch's move into batches/
+        with (
+            pytest.raises(StoreWriteError, match=f"{why} while compacting 2 batches") as exc,
+            store.lock(),
+        ):
+            store.compact()
+    assert "the merged batch was not published, the store reads as before" in str(exc.value)
+    assert not any((store.root / "_staging").iterdir())
+    assert _every_view(ha.open_store(store.root, create=False)) == answers
+
+
+def test_a_corrupt_manifest_is_a_clear_error_and_is_never_rewritten(
+    sample_store: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(sample_store.root, root)
+    answers = _every_view(ha.open_store(root, create=False))
+    path = root / "manifest.json"
+    good = path.read_text()
+    data = json.loads(good)
+    folder = root / "batches" / data["batches"][-1]["name"]
+    broken = {
+        "truncated": (good[: len(good) // 2], "is corrupt or truncated"),
+        "hand-edited": (json.dumps({"batches": data["batches"]}), "missing field 'next_seq'"),
+        "not an object": ("[]", "is corrupt or truncated"),
+    }
+    for text, message in broken.values():
+        path.write_text(text)
+        with pytest.raises(ManifestError, match=f"^{re.escape(str(path))}: .*{message}"):
+            ha.open_store(root, create=False)
+        assert main(["ingest", str(SAMPLE), "--store", str(root), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"hylo-analytics ingest: error: {path}: ") and "Traceback" not in err
+        assert path.read_text() == text  # left as found, for a person to restore
+    path.write_text(good)
+    shutil.move(folder, tmp_path / "aside")
+    with pytest.raises(ManifestError) as exc:
+        ha.open_store(root, create=False)
+    assert str(exc.value).startswith(
+        f"{path} lists batch {folder.name!r}, but {folder} is missing: the store cannot be read"
+    )
+    assert main(["sql", "--store", str(root), "SELECT 1"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert path.read_text() == good
+    shutil.move(tmp_path / "aside", folder)
+    assert _every_view(ha.open_store(root, create=False)) == answers  # nothing was lost

@@ -36,7 +36,7 @@ from hylo_analytics.stats import intervals
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_ci
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.reducers import Reducer, reduce_epochs, reducer
-from hylo_analytics.store import ParquetStore
+from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["CI_METHODS", "STATISTICS", "aggregate_scores"]
 
@@ -57,6 +57,7 @@ _RUN_COLUMNS = (
 _REASON = pl.List(pl.Struct({"reason": pl.String, "count": pl.Int64}))
 
 
+@pinned
 def aggregate_scores(
     scores: pl.DataFrame | pl.LazyFrame | ParquetStore,
     by: Sequence[str] = ("run_id",),

@@ -52,9 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import duckdb  # after parsing: --help and usage errors load no engine
 
+    from hylo_analytics._manifest import StoreError
+
     try:
         code: int = args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, duckdb.Error) as exc:
+    except (ValueError, KeyError, FileNotFoundError, duckdb.Error, StoreError) as exc:
         print(f"hylo-analytics {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return code

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the engine is imported when a command runs, not when parser
 __all__ = [
     "FORMATS",
     "add_format_args",
+    "add_lock_arg",
     "add_store_arg",
     "add_verdict_args",
     "emit",
@@ -39,6 +40,28 @@ def add_store_arg(parser: argparse.ArgumentParser, *, create: bool = False) -> N
         help="the store folder" + (" (created if it does not exist)" if create else ""),
     )
     parser.set_defaults(store_create=create)
+
+
+def add_lock_arg(parser: argparse.ArgumentParser) -> None:
+    """``--lock-timeout SECONDS`` on the commands that write to the store."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="when another process is writing to the store, wait at most this long, then fail "
+        "(default: HYLO_ANALYTICS_LOCK_TIMEOUT, else wait for as long as it takes)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
 
 
 def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) -> None:
@@ -124,7 +147,11 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
 def store_from(args: argparse.Namespace) -> Store:
     from hylo_analytics.api import open_store
 
-    return open_store(args.store, create=getattr(args, "store_create", False))
+    return open_store(
+        args.store,
+        create=getattr(args, "store_create", False),
+        lock_timeout=getattr(args, "lock_timeout", None),
+    )
 
 
 def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False) -> None:
@@ -139,7 +166,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         df.write_parquet(output)
         return
     if fmt == "csv":
-        text = df.write_csv()
+        text = _json_nested(df).write_csv()
     elif fmt == "json":
         text = df.write_json()
     else:
@@ -148,6 +175,29 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def _json_nested(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its list, array and struct columns as JSON text (CSV cells are flat).
+
+    Encoded in one pass per column: each value is wrapped in a one-field struct, encoded, and
+    the wrapper's ``{"name":`` and ``}`` cut off. A null stays an empty cell.
+    """
+    import json
+
+    import polars as pl
+
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if not nested:
+        return df
+    return df.with_columns(
+        pl.when(pl.col(c).is_null())
+        .then(None)
+        .otherwise(pl.struct(c).struct.json_encode().str.strip_prefix("{" + json.dumps(c) + ":"))
+        .str.strip_suffix("}")
+        .alias(c)
+        for c in nested
+    )
 
 
 def is_identifier(column: str) -> bool:
@@ -187,6 +237,8 @@ def _longest(column: pl.Series) -> int:
     """The widest cell of ``column`` as printed (strings by length, others by their text)."""
     import polars as pl
 
+    if column.dtype.is_nested():  # lists and structs: no cast to text, their JSON's length
+        column = _json_nested(column.to_frame()).to_series()
     text = column if column.dtype == pl.String else column.cast(pl.String, strict=False)
     n = text.str.len_chars().max() if text.dtype == pl.String else None
     return int(n) if isinstance(n, int) else 12

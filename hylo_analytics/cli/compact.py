@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     add_store_arg(p)
+    add_lock_arg(p)
     p.set_defaults(func=run_compact)
 
 

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
+from hylo_analytics.cli._common import (
+    add_format_args,
+    add_lock_arg,
+    add_store_arg,
+    emit,
+    store_from,
+)
 
 HELP = """Run an analysis spec (YAML with score, derive, post_derive and policies sections)
 against the stored runs, in that order. Scorer rows are written with source 'scorer:<name>',
@@ -26,6 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_arg(p)
+    add_lock_arg(p)
     p.add_argument("--spec", required=True, metavar="FILE", type=Path, help="the analysis spec")
     p.add_argument(
         "--run",

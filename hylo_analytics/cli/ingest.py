@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
 
 HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
 Folders are searched recursively. Each file's format is detected from its content (hylo
 EvalLog, Inspect .eval/.json, inspect-robots, vla-eval results, WorldFoundry metric results)
 and reported per file; a file no reader recognises is quarantined. Unchanged files are skipped; a changed EvalLog replaces
-its run. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
+its run. A file whose run_id is already stored from another file is quarantined, naming both,
+unless --replace is given. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
 every good file is still stored; --strict stops at the first bad item instead."""
 
 
@@ -27,10 +28,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files or folders")
     add_store_arg(p, create=True)
+    add_lock_arg(p)
     p.add_argument(
         "--strict",
         action="store_true",
         help="raise on the first bad input item; store nothing from its chunk",
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="let a file replace a run stored from another file (same run_id); "
+        "without it, such a file is quarantined",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
     p.add_argument(
@@ -44,7 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = store_from(args)
-    report = store.ingest(args.paths, strict=args.strict, progress=not args.quiet)
+    report = store.ingest(
+        args.paths, strict=args.strict, progress=not args.quiet, replace=args.replace
+    )
     print(report.summary() if args.quiet else report)
     if not args.quiet and report.file_formats:
         shown = report.file_formats if args.verbose else report.file_formats[:_LIST_LIMIT]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
 from hylo_analytics.cli._defaults import BUILTIN_SCORERS
 
 HELP = f"""Re-score stored runs from their stored events (source files are not read again).
@@ -23,6 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_store_arg(p)
+    add_lock_arg(p)
     p.add_argument(
         "--scorers",
         metavar="FILE.yaml",

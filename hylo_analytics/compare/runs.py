@@ -8,7 +8,7 @@ import polars as pl
 
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.resolution import preferred_scores
-from hylo_analytics.store import ParquetStore
+from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "compare_runs"]
 
@@ -19,6 +19,7 @@ class ComparabilityError(ValueError):
     """Runs that measure different things were asked to be compared (see ``force``)."""
 
 
+@pinned
 def compare_runs(
     store: ParquetStore,
     candidates: Sequence[str] | str,

@@ -131,6 +131,7 @@ def ingest_paths(
     strict: bool = False,
     progress: bool = True,
     chunk_bytes: int = _CHUNK_BYTES,
+    replace: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see :meth:`Store.ingest`.
 
@@ -152,6 +153,8 @@ def ingest_paths(
         skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
         candidates = discover(list(paths), skipped=skipped)
         known_logs, known_traces = _known_files(store)
+        stored = _stored_runs(store)
+        recorded = _recorded_problems(store)
         todo: list[Path] = []
         unchanged = 0
         for p in candidates:
@@ -166,6 +169,7 @@ def ingest_paths(
                 and k.size == st.st_size
                 and k.mtime_ns == st.st_mtime_ns
                 and k.outcome != "partial"
+                and not (replace and k.outcome == "quarantined")  # may be a claimed run_id
                 and _traces_unchanged(known_traces.get(k.run_id or "", []))
             ):
                 unchanged += 1
@@ -195,9 +199,17 @@ def ingest_paths(
             for chunk in _chunks(todo, chunk_bytes) or ([[]] if skipped else []):
                 files = list(read_files(chunk, on_done=bar.update))
                 part = _ingest_chunk(
-                    con, files, known_logs, known_traces, strict=strict, submit=submit,
+                    con,
+                    files,
+                    known_logs,
+                    known_traces,
+                    stored,
+                    recorded,
+                    strict=strict,
+                    replace_runs=replace,
+                    submit=submit,
                     notes=skipped,
-                )  # fmt: skip
+                )
                 skipped = []
                 del files
                 publish()
@@ -226,14 +238,21 @@ def _ingest_chunk(
     files: list[SourceFile],
     known_logs: dict[str, _Known],
     known_traces: dict[str, list[tuple[str, _Known]]],
+    stored: dict[str, tuple[str, str]],
+    recorded: set[_ProblemKey],
     *,
     strict: bool,
+    replace_runs: bool,
     submit: Callable[[dict[str, pa.Table], list[Tombstone]], None],
     notes: Sequence[Problem] = (),
 ) -> IngestReport:
     """Parse one chunk and hand each of its commits (tables, tombstones) to ``submit``.
 
-    ``notes`` are problems found before reading (folders skipped), committed with it."""
+    ``stored`` maps each stored run_id to its ``(source_path, source_sha256)``; the chunk's
+    runs are added to it. ``recorded`` are the quarantine rows stored (and committed by this
+    ingest): a problem already recorded for the same file content is not stored again.
+    ``notes`` are problems found before reading (folders skipped), committed with it.
+    """
     now = datetime.now(UTC)
     problems: list[Problem] = list(notes)
     unchanged = 0
@@ -260,6 +279,7 @@ def _ingest_chunk(
             k is not None
             and k.sha256 == sf.sha256
             and k.outcome != "partial"
+            and not (replace_runs and k.outcome == "quarantined")
             and _traces_unchanged(known_traces.get(k.run_id or "", []))
         ):
             unchanged += 1  # touched, not changed: remember the new mtime
@@ -323,6 +343,9 @@ def _ingest_chunk(
     )
     # a run claimed by files of two formats: keep the first file
     merged, dups = drop_duplicate_runs(merged, [str(f.path) for f in claimed])
+    # a run stored from another file: replaced only when asked (``replace``)
+    merged, taken = _claimed_elsewhere(merged, claimed, stored, replace=replace_runs)
+    dups += taken
     problems.extend(dups)
     if strict and dups:
         raise IngestError(dups[0])
@@ -352,10 +375,15 @@ def _ingest_chunk(
     stones_of: dict[int, list[Tombstone]] = {}
     for i, rid in run_of_file.items():
         stones_of[i] = [Tombstone(table, rid) for table in _RUN_TABLES]
-        # a changed file whose run_id changed (ids derived from content) replaces its old run
-        k = known_logs.get(str(claimed[i].path))
-        if k is not None and k.run_id and k.run_id != rid:
-            stones_of[i] += [Tombstone(table, k.run_id) for table in _RUN_TABLES]
+        # a changed file whose run_id changed (ids derived from content) replaces its old run,
+        # unless that run is stored from another file now
+        path = str(claimed[i].path)
+        k = known_logs.get(path)
+        old = k.run_id if k is not None else None
+        if old and old != rid and stored.get(old, (path,))[0] == path:
+            stones_of[i] += [Tombstone(table, old) for table in _RUN_TABLES]
+            stored.pop(old, None)
+        stored[rid] = (path, claimed[i].sha256)
     formats: dict[str, int] = {}
     for i, sf in enumerate(claimed):
         if i not in run_of_file:  # rejected: recorded with the chunk's first commit
@@ -364,7 +392,7 @@ def _ingest_chunk(
 
     chunk = _Chunk(
         claimed, fmt_of, runs, samples, scores, refs, run_of_file, stones_of,
-        partial_runs, {str(f.path): f.sha256 for f in files}, now,
+        partial_runs, {str(f.path): f.sha256 for f in files}, now, recorded,
     )  # fmt: skip
     if not refs:
         submit(
@@ -459,6 +487,77 @@ def _parse_isolated(
     return pieces, failed
 
 
+_ProblemKey = tuple[str, int | None, str | None, str, str | None]  # path, line, field, error, sha
+
+
+def _recorded_problems(store: ParquetStore) -> set[_ProblemKey]:
+    """The quarantine rows stored, as keys (one set per ingest: quarantine rows are few)."""
+    rows = store.con.execute(
+        "SELECT path, line, field, error, sha256 FROM stg_quarantine"
+    ).fetchall()
+    return {(p, ln, f, e, sha) for p, ln, f, e, sha in rows}
+
+
+def _stored_runs(store: ParquetStore) -> dict[str, tuple[str, str]]:
+    """Each stored run_id's ``(source_path, source_sha256)``."""
+    rows = store.con.execute("SELECT run_id, source_path, source_sha256 FROM stg_runs").fetchall()
+    return {rid: (path, sha) for rid, path, sha in rows}
+
+
+def _claimed_elsewhere(
+    merged: Parsed,
+    claimed: list[SourceFile],
+    stored: dict[str, tuple[str, str]],
+    *,
+    replace: bool,
+) -> tuple[Parsed, list[Problem]]:
+    """Drop the runs whose run_id is stored from another file; each becomes a problem.
+
+    Re-ingesting a file (same path) replaces its run, as documented; so does the same
+    content at another path (a moved or copied file: the run is the same). Another file
+    with other content replaces a stored run only with ``replace``: silently, it would be
+    one run overwritten by an unrelated one.
+    """
+    if replace or not stored or not merged.runs.num_rows:
+        return merged, []
+    problems: list[Problem] = []
+    drop: list[int] = []
+    for rid, fi in zip(
+        merged.runs["run_id"].to_pylist(), merged.runs["file_idx"].to_pylist(), strict=True
+    ):
+        old = stored.get(rid)
+        sf = claimed[fi]
+        if old is None or old[0] == str(sf.path) or old[1] == sf.sha256:
+            continue
+        drop.append(fi)
+        problems.append(
+            Problem(
+                str(sf.path),
+                None,
+                "run_id",
+                f"run_id {rid!r} is already stored from {old[0]!r}; "
+                "pass replace=True / --replace to replace it",
+            )
+        )
+    if not drop:
+        return merged, []
+    gone = pa.array(drop, pa.int32())
+
+    def keep(t: pa.Table) -> pa.Table:
+        return t.filter(pc.invert(pc.is_in(t["file_idx"], gone)))
+
+    events = merged.events
+    return (
+        Parsed(
+            keep(merged.runs),
+            keep(merged.samples),
+            keep(merged.scores),
+            None if events is None else keep(events),
+        ),
+        problems,
+    )
+
+
 class _Chunk:
     """A chunk's parsed logs, committed run by run as their traces are read.
 
@@ -482,11 +581,13 @@ class _Chunk:
         partial_runs: set[str],
         sha_of: dict[str, str],
         now: datetime,
+        recorded: set[_ProblemKey],
     ) -> None:
         self.claimed, self.fmt_of, self.now = claimed, fmt_of, now
         self.runs, self.samples, self.scores, self.refs = runs, samples, scores, refs
         self.run_of_file, self.stones_of = run_of_file, stones_of
         self.partial_runs, self.sha_of = set(partial_runs), sha_of
+        self.recorded = recorded
         self.status = np.full(len(refs), None, dtype=object)
         self.paths = np.full(len(refs), None, dtype=object)
         self.trace_rows: dict[int, list[dict[str, object]]] = {}
@@ -535,14 +636,22 @@ class _Chunk:
             self.log_rows.append(row)
             rows.append(row)
             rows += self.trace_rows.pop(i, [])
+        # a problem stored before for the same content (an unchanged file re-read because
+        # a trace is missing, or with ``replace``) is not stored twice
+        new = []
+        for p in problems:
+            key = (p.path, p.line, p.field, p.error, self.sha_of.get(p.path))
+            if key not in self.recorded:
+                self.recorded.add(key)
+                new.append(p)
         quarantine = pa.table(
             {
-                "path": [p.path for p in problems],
-                "line": pa.array([p.line for p in problems], pa.int64()),
-                "field": [p.field for p in problems],
-                "error": [p.error for p in problems],
-                "sha256": [self.sha_of.get(p.path) for p in problems],
-                "ingested_at": pa.array([self.now] * len(problems), pa.timestamp("us", tz="UTC")),
+                "path": [p.path for p in new],
+                "line": pa.array([p.line for p in new], pa.int64()),
+                "field": [p.field for p in new],
+                "error": [p.error for p in new],
+                "sha256": [self.sha_of.get(p.path) for p in new],
+                "ingested_at": pa.array([self.now] * len(new), pa.timestamp("us", tz="UTC")),
             }
         )
         tables = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 import duckdb
@@ -12,20 +11,9 @@ import pyarrow as pa
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, deep_json, too_deep
 from hylo_analytics.ingest._reader import json_strings
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import lone_surrogate
 
 __all__ = ["json_problem", "load_json_docs", "syntax_problem"]
-
-
-# a \\uD800-\\uDBFF escape not followed by a low one, or a low one not after a high one (an
-# escaped backslash before the ``u`` makes it text: the run of backslashes must be odd)
-_LONE = re.compile(
-    rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    rb"|(?<!\\)((?:\\\\)*)(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-)
-
-
-def _position(data: bytes, at: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, at) + 1, at - (data.rfind(b"\n", 0, at) + 1) + 1
 
 
 def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None = 1) -> Problem:
@@ -60,14 +48,12 @@ def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None 
         return Problem(path, None, None, f"not UTF-8: {exc.reason}")
     except RecursionError:  # below our depth limit but above this interpreter's
         return Problem(path, None, None, "JSON nested too deep for the parser")
-    lone = _LONE.search(data)
+    lone = lone_surrogate(data)
     if lone is not None:
-        esc = (lone.group(2) or lone.group(4)).decode()
-        at = lone.start(2) if lone.group(2) else lone.start(4)
-        ln, col = _position(data, at)
-        return Problem(path, ln, None, f"lone surrogate escape {esc!r} in a string (column {col})")
+        return Problem(path, lone[0], None, lone[1])
     if dup:
-        return Problem(path, line, None, f"duplicate key {dup[0]!r} in a JSON object")
+        why = f"duplicate key {dup[0]!r} in one object (which one counts is unclear)"
+        return Problem(path, None, dup[0], why)  # as the readers' own checks say it
     if not isinstance(doc, dict):
         kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
             type(doc), "number"

@@ -103,13 +103,16 @@ _SAMPLE_COLS = ["file_idx", "key", "task_id", "seed", "epoch", "episode_id"]
 class FastLogs:
     """What the fast path read from a batch: tables with ``file_idx``, and the files it left.
 
-    ``slow`` are the positions (in the batch) of files the checked path must read.
+    ``slow`` are the positions (in the batch) of files the checked path must read;
+    ``unparsed`` those of them pyarrow could not parse (the only ones that can hold a key
+    repeated in one object: pyarrow refuses those).
     """
 
     runs: pa.Table
     samples: pa.Table
     scores: pa.Table
     slow: tuple[int, ...]
+    unparsed: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,12 @@ def _scalar(struct: pa.StructArray, name: str) -> Any:
 
 
 def _json(value: Any) -> str | None:
-    """A nested object back to JSON text (one per run: agent components, run results)."""
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    """A nested object back to JSON text (one per run: agent components, run results).
+
+    ``NaN`` and ``Infinity`` (which pyarrow reads) raise ``ValueError``: the checked path
+    names them.
+    """
+    return None if value is None else json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
 def _read(sf: SourceFile) -> pa.Table | None:
@@ -180,6 +187,11 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
     samples = top["samples"]
     if not pa.types.is_list(samples.type) or samples.null_count:
         return None
+    try:
+        components = _json(_scalar(agent, "components"))
+        results_text = None if results is None else _json(results[0].as_py())
+    except ValueError:  # a non-finite number
+        return None
     run = {
         "run_id": top["run_id"][0].as_py(),
         "source_format": fmt,
@@ -190,8 +202,8 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         "requires_privileged": _scalar(bench, "requires_privileged"),
         "agent_name": _scalar(agent, "name"),
         "agent_version": _scalar(agent, "version"),
-        "agent_components": _json(_scalar(agent, "components")),
-        "results": None if results is None else _json(results[0].as_py()),
+        "agent_components": components,
+        "results": results_text,
     }
     return _Log(idx, run, samples)
 
@@ -257,8 +269,24 @@ def _bad_files(flat: pa.StructArray, file_of: np.ndarray) -> np.ndarray:
         flat.field("task_id").cast(pa.string()), pc.cast(flat.field("seed"), pa.string()), "#"
     )
     bad = pc.or_(bad, pc.invert(pc.equal(flat.field("key").cast(pa.string()), key)))
+    if flat.type.get_field_index("scores") >= 0 and pa.types.is_struct(flat.field("scores").type):
+        scores = flat.field("scores")
+        for i in range(scores.type.num_fields):
+            v = scores.field(i)
+            if pa.types.is_floating(v.type):  # NaN / Infinity: the checked path names them
+                bad = pc.or_(bad, pc.invert(pc.is_finite(v)).fill_null(False))
     mask = bad.fill_null(True).to_numpy(zero_copy_only=False)
     return np.unique(file_of[mask])
+
+
+def _repeated_keys(file_of: np.ndarray, key: pa.Array, epoch: pa.Array) -> np.ndarray:
+    """Batch positions of files naming one (key, epoch) twice (the checked path says which)."""
+    t = pa.table({"f": pa.array(file_of), "k": key, "e": epoch})
+    n = t.group_by(["f", "k", "e"]).aggregate([([], "count_all")])
+    if n.num_rows == t.num_rows:
+        return np.zeros(0, np.int32)
+    many = n.filter(pc.greater(n["count_all"], 1))
+    return np.unique(many["f"].to_numpy())
 
 
 def _group(
@@ -288,11 +316,20 @@ def _group(
         logs = [lg for lg, k in zip(logs, keep, strict=True) if k]
         batch_idx, sizes = batch_idx[keep], sizes[keep]
         file_of = np.repeat(batch_idx, sizes)
+    key = flat.field("key").cast(pa.string())
+    epoch = _epochs(file_of, key, _col(flat, "epoch", pa.int64()))
+    repeated = _repeated_keys(file_of, key, epoch)
+    if len(repeated):
+        slow.update(repeated.tolist())
+        keep = ~np.isin(batch_idx, repeated)
+        sel = pa.array(np.repeat(keep, sizes))
+        flat, key, epoch = flat.filter(sel), key.filter(sel), epoch.filter(sel)
+        logs = [lg for lg, k in zip(logs, keep, strict=True) if k]
+        batch_idx, sizes = batch_idx[keep], sizes[keep]
+        file_of = np.repeat(batch_idx, sizes)
     n = len(flat)
     ordinal = np.repeat(np.arange(len(logs)), sizes)  # the log of each sample, 0..len(logs)
     starts = np.cumsum(sizes) - sizes
-    key = flat.field("key").cast(pa.string())
-    epoch = _epochs(file_of, key, _col(flat, "epoch", pa.int64()))
     run_ids = pa.array([lg.run["run_id"] for lg in logs], pa.string())
     samples = pa.table(
         {
@@ -390,15 +427,32 @@ def parse_fast(files: Sequence[SourceFile], fmt: str, *, threads: int = 2) -> Fa
         pa.concat_tables([p.samples for p in parts]),
         pa.concat_tables([p.scores for p in parts]),
         tuple(i for p in parts for i in p.slow),
+        frozenset().union(*(p.unparsed for p in parts)),
     )
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether a file is UTF-8 (pyarrow's JSON parser does not check): a zero-copy view of
+    its bytes as one Arrow string, validated; the checked path names line and column."""
+    offsets = pa.py_buffer(np.array([0, len(data)], np.int64))
+    text = pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data))
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastLogs:
     """The fast path over ``files[start:stop]`` (file indices stay those of the batch)."""
     slow: set[int] = set()
+    unparsed: set[int] = set()
     by_type: dict[pa.DataType, list[_Log]] = {}
     for i in range(start, stop):
-        lg = _log(i, _read(files[i]), fmt)
+        doc = _read(files[i]) if _utf8(files[i].data) else None
+        if doc is None:
+            unparsed.add(i)
+        lg = _log(i, doc, fmt)
         if lg is None:
             slow.add(i)
         else:
@@ -430,6 +484,7 @@ def _part(files: Sequence[SourceFile], start: int, stop: int, fmt: str) -> FastL
         _in_file_order(samples, _SAMPLES),
         _in_file_order(scores, _SCORES),
         tuple(sorted(slow)),
+        frozenset(unparsed),
     )
 
 

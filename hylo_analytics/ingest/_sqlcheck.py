@@ -66,9 +66,19 @@ def compile_checks(checks: Sequence[Check], *, field_prefix: str = "''") -> str:
         )
         if not c.required:
             allowed += ", 'NULL'"
+        # an integer the column cannot hold (DuckDB types it UBIGINT or DOUBLE) is named as
+        # such, never stored as a null
+        too_big = (
+            f"WHEN ({t} = 'UBIGINT' AND TRY_CAST({c.expr} AS BIGINT) IS NULL) "
+            f"OR ({t} = 'DOUBLE' AND regexp_full_match(CAST({c.expr} AS VARCHAR), '-?[0-9]+')) "
+            f"THEN 'integer ' || CAST({c.expr} AS VARCHAR) || ' does not fit in 64 bits "
+            "(-2**63 to 2**63 - 1)' "
+            if "BIGINT" in c.types
+            else ""
+        )
         items.append(
-            f"CASE {missing} WHEN {t} NOT IN ({allowed}) THEN 'expected {c.expected}, got ' || "
-            f"{_type_name_sql(t)} END"
+            f"CASE {missing} {too_big}WHEN {t} NOT IN ({allowed}) THEN 'expected {c.expected}, "
+            f"got ' || {_type_name_sql(t)} END"
         )
         items[-1] = (
             f"CASE WHEN ({items[-1]}) IS NULL THEN NULL ELSE "

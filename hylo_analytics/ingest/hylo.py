@@ -7,6 +7,8 @@ resolves trace paths and turns the few rejected items into :class:`Problem` reco
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,13 @@ from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import Check, compile_checks
-from hylo_analytics.ingest.traces import TRACE_FORMAT, TraceRef, iter_traces, parse_traces
+from hylo_analytics.ingest.traces import (
+    TRACE_FORMAT,
+    TraceRef,
+    iter_traces,
+    lone_surrogate,
+    parse_traces,
+)
 
 __all__ = [
     "FORMAT",
@@ -96,9 +104,41 @@ class ParsedLogs:
     bad_files: set[int] = field(default_factory=set)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _DuplicateKey(k)
+        seen[k] = v
+    return seen
+
+
 def _json_problem(sf: SourceFile) -> Problem:
-    """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path)."""
-    return json_problem(sf)
+    """Why a file that DuckDB could not read as a JSON object is bad (the rare, slow path).
+
+    Python's parser accepts what DuckDB refuses (lone surrogate escapes, which decode to no
+    valid UTF-8; repeated keys), so those are looked for first and named.
+    """
+    path = str(sf.path)
+    surrogate = lone_surrogate(sf.data)
+    if surrogate is not None:
+        return Problem(path, surrogate[0], None, surrogate[1])
+    try:
+        json.loads(sf.data, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        return Problem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except _DuplicateKey as exc:
+        key = str(exc)
+        return Problem(
+            path, None, key, f"duplicate key {key!r} in one object (which one counts is unclear)"
+        )
+    except RecursionError:
+        return Problem(path, None, None, "JSON nested too deeply")
+    return json_problem(sf)  # the generic reasons: too deep, not an object, ...
 
 
 _KNOWN_SAMPLE = "{" + ", ".join(f'"{k}": null' for k in _SAMPLE_KEYS) + "}"
@@ -118,7 +158,13 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     slow = list(fast.slow)
     if fast.runs.num_rows and not slow:
         return ParsedLogs(fast.runs, fast.samples, _fast_scores(fast.scores))
-    checked = _parse_checked(con, [files[i] for i in slow])
+    # the tree walk for repeated keys and non-finite numbers: only where either can be
+    walk = {
+        j
+        for j, i in enumerate(slow)
+        if i in fast.unparsed or _MAYBE_NON_FINITE.search(files[i].data) is not None
+    }
+    checked = _parse_checked(con, [files[i] for i in slow], walk=walk)
     remap = pa.array(np.asarray(slow, dtype=np.int32))
 
     def back(t: pa.Table) -> pa.Table:
@@ -151,7 +197,12 @@ def _fast_scores(rows: pa.Table) -> pa.Table:
     )
 
 
-def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> ParsedLogs:
+def _parse_checked(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[SourceFile],
+    *,
+    walk: set[int] | None = None,
+) -> ParsedLogs:
     """Parse and validate EvalLogs in DuckDB, naming every problem; see parse_evallogs.
 
     The JSON is parsed twice at most: the document into a map of top-level members, and the
@@ -191,7 +242,6 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         SELECT d.*, CASE WHEN ok THEN {_TOP_CHECKS} END AS problems FROM d
         """
     )
-    con.unregister("_logs")
     for file_idx, ok, version, probs in con.execute(
         f"""SELECT file_idx, ok, version->>'$', problems FROM _top
             WHERE NOT ok OR len(problems) > 0
@@ -207,6 +257,8 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
             problems.append(
                 Problem(path, None, "version", f"unknown version {version!r}; expected {FORMAT}")
             )
+    problems += _document_problems(con, files, bad, walk)
+    con.unregister("_logs")
     con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
     con.execute(
         f"""
@@ -234,11 +286,12 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         FROM u
         """
     )
+    # every bad sample of every log (no cap: a log is stored only if all of it passed)
     for file_idx, sample_idx, s_type, probs, key, task_id, seed in con.execute(
         """SELECT file_idx, sample_idx, s_type, problems, key, task_id, seed FROM _samp
            WHERE s_type <> 'OBJECT' OR len(problems) > 0
               OR key <> task_id || '#' || CAST(seed AS VARCHAR)
-           ORDER BY file_idx, sample_idx LIMIT 1000"""
+           ORDER BY file_idx, sample_idx"""
     ).fetchall():
         path = str(files[file_idx].path)
         bad.add(file_idx)
@@ -272,6 +325,25 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         else "coalesce(epoch, 1)"
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE _ok AS SELECT * REPLACE ({epoch} AS epoch) FROM _ok")
+    # one sample per key and epoch: a second would make the key ambiguous in every join
+    dups = con.execute(
+        """SELECT file_idx, key, epoch, list(sample_idx ORDER BY sample_idx) FROM _ok
+           GROUP BY ALL HAVING count(*) > 1 ORDER BY file_idx, key, epoch"""
+    ).fetchall()
+    for file_idx, key, ep, idx in dups:
+        bad.add(file_idx)
+        problems.append(
+            Problem(
+                str(files[file_idx].path),
+                None,
+                f"samples[{idx[1]}].key",
+                f"duplicate sample key {key!r} in epoch {ep} (also samples[{idx[0]}]); "
+                "give each repeat its own epoch",
+            )
+        )
+    if dups:
+        con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
+        con.execute("DELETE FROM _ok WHERE file_idx IN (SELECT file_idx FROM _bad)")
     runs = con.sql(
         """
         SELECT file_idx, run_id->>'$' AS run_id,
@@ -347,6 +419,69 @@ def _parse_checked(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return ParsedLogs(runs, samples, scores, _with_lines(problems, files), bad)
 
+
+def _document_problems(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[SourceFile],
+    bad: set[int],
+    walk: set[int] | None,
+) -> list[Problem]:
+    """Repeated keys and non-finite numbers anywhere in the logs of ``_logs`` not yet bad.
+
+    A repeated key would keep one value silently; ``NaN``, ``Infinity`` and ``1e999`` are no
+    JSON numbers and would make every mean over them non-finite. Only the checked path gets
+    here, and only for the files in ``walk`` (all when ``None``): those pyarrow could not
+    parse, or whose text may hold a non-finite number, so a clean batch walks no tree. Adds
+    the files to ``bad``.
+    """
+    # the documents DuckDB parsed (materialized: json_tree must never see the others)
+    con.register("_walk", pa.table({"i": pa.array(sorted(walk or ()), pa.int32())}))
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _docs AS
+           SELECT file_idx, raw FROM _logs
+           WHERE file_idx IN (SELECT file_idx FROM _top WHERE ok)
+             {"" if walk is None else "AND file_idx IN (SELECT i FROM _walk)"}"""
+    )
+    con.unregister("_walk")
+    rows = con.execute(
+        """
+        WITH t AS (
+            SELECT l.file_idx, j.key, j.type, j.atom, j.id, j.parent, j.fullkey
+            FROM _docs AS l, json_tree(l.raw) AS j
+        ), dup AS (
+            SELECT file_idx, min(id) AS id, 'duplicate' AS kind, any_value(fullkey) AS fullkey,
+                   key AS what
+            FROM t WHERE parent IS NOT NULL GROUP BY file_idx, parent, key
+            HAVING count(*) > 1
+        ), inf AS (
+            SELECT file_idx, id, 'non-finite' AS kind, fullkey, CAST(atom AS VARCHAR) AS what
+            FROM t WHERE type = 'DOUBLE' AND NOT isfinite(TRY_CAST(atom AS DOUBLE))
+        )
+        SELECT file_idx, kind, fullkey, what FROM (SELECT * FROM dup UNION ALL SELECT * FROM inf)
+        ORDER BY file_idx, id
+        """
+    ).fetchall()
+    con.execute("DROP TABLE _docs")
+    out = []
+    for file_idx, kind, fullkey, what in rows:
+        if file_idx in bad:
+            continue
+        fld = fullkey.removeprefix("$").removeprefix(".")
+        if kind == "duplicate":
+            error = f"duplicate key {what!r} in one object (which one counts is unclear)"
+        else:
+            error = (
+                f"non-finite number {what}: JSON numbers are finite; "
+                "write null to abstain or a finite value"
+            )
+        out.append(Problem(str(files[file_idx].path), None, fld, error))
+    bad.update(r[0] for r in rows)
+    return out
+
+
+# Text without these holds no non-finite number: NaN, Infinity, an exponent of 3 digits or a
+# number of 300 digits (beyond a double's range: 1e999 reads as Infinity).
+_MAYBE_NON_FINITE = re.compile(rb"NaN|Infinity|[eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
 
 _LINES_PER_FILE = 20  # locating a field scans the file's text: bound the cost per bad file
 

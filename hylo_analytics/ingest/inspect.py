@@ -50,6 +50,7 @@ from hylo_analytics.ingest._files import (
 )
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = [
     "EVAL_FORMAT",
@@ -103,7 +104,7 @@ CREATE OR REPLACE TEMP MACRO _insp_num_ts(t, s) AS CASE t
     END
     WHEN 'BOOLEAN' THEN CASE WHEN s = 'true' THEN 1.0 ELSE 0.0 END
     WHEN 'BIGINT' THEN CAST(s AS DOUBLE) WHEN 'UBIGINT' THEN CAST(s AS DOUBLE)
-    WHEN 'DOUBLE' THEN CAST(s AS DOUBLE)
+    WHEN 'DOUBLE' THEN CASE WHEN isfinite(CAST(s AS DOUBLE)) THEN CAST(s AS DOUBLE) END
 END;
 CREATE OR REPLACE TEMP MACRO _insp_num(v) AS _insp_num_ts(json_type(v), v->>'$');
 """
@@ -116,7 +117,7 @@ _USAGE = (
     "input_tokens_cache_write DOUBLE, reasoning_tokens DOUBLE)"
 )
 _SAMPLE = (
-    f'{{"id":"JSON","epoch":"BIGINT","scores":"MAP(VARCHAR, {_SCORE})","model_usage":'
+    f'{{"id":"JSON","epoch":"JSON","scores":"MAP(VARCHAR, {_SCORE})","model_usage":'
     f'"MAP(VARCHAR, {_USAGE})","error":"JSON","limit":"JSON","uuid":"VARCHAR",'
     '"total_time":"DOUBLE","working_time":"DOUBLE","completed":"BOOLEAN"}'
 )
@@ -388,7 +389,9 @@ def parse(
         con.unregister("_insp")
         _good, probs = load_json_docs(con, "_insp", sub, docs, extra=orig, probe=True)
         con.execute(transform)
-    problems.extend(probs)
+    problems.extend(
+        name_surrogates(probs, {str(f.path): d for f, d in zip(sub, docs, strict=True)})
+    )
     # ``samples`` that is not an array transforms to NULL: say so rather than a run of none
     no_samples = con.execute(
         """SELECT d.file_idx, json_type(i.raw, '$.samples') FROM _insp_d AS d
@@ -414,6 +417,28 @@ def parse(
         )
     if not_inspect:
         con.execute("""DELETE FROM _insp_d WHERE d.eval IS NULL OR d.eval->>'$.task' IS NULL""")
+    # an epoch must be an integer that fits: never a silent epoch 1 (the log is rejected)
+    bad_epochs = con.execute(
+        """SELECT file_idx, i - 1, CAST(list_extract(d.samples, i).epoch AS VARCHAR)
+           FROM (SELECT file_idx, d, generate_subscripts(d.samples, 1) AS i FROM _insp_d)
+           WHERE coalesce(json_type(list_extract(d.samples, i).epoch), 'NULL') <> 'NULL'
+             AND TRY_CAST(list_extract(d.samples, i).epoch AS BIGINT) IS NULL
+           ORDER BY file_idx, i"""
+    ).fetchall()
+    for fi, si, text in bad_epochs:
+        problems.append(
+            Problem(
+                str(files[fi].path),
+                None,
+                f"samples[{si}].epoch",
+                f"expected an integer that fits in 64 bits, got {text}",
+            )
+        )
+    if bad_epochs:
+        con.execute(
+            "DELETE FROM _insp_d WHERE file_idx IN (SELECT unnest(?::INTEGER[]))",
+            [sorted({r[0] for r in bad_epochs})],
+        )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _insp_s AS
             WITH u AS (
@@ -425,13 +450,34 @@ def parse(
                 FROM _insp_d
             ), k AS (
                 SELECT *, task_id || '#' || coalesce(s.id->>'$', CAST(s.id AS VARCHAR)) AS key,
-                       coalesce(s.epoch, 1) AS epoch,
+                       coalesce(TRY_CAST(s.epoch AS BIGINT), 1) AS epoch,
                        CASE WHEN json_type(s.error) <> 'NULL'
                             THEN coalesce(s.error->>'$.message', s.error->>'$') END AS err
                 FROM u
             )
             SELECT *, coalesce(s.uuid, key || '@' || CAST(epoch AS VARCHAR)) AS episode_id FROM k"""
     )
+    # one sample per id and epoch: a second would be ambiguous in every join (log rejected)
+    repeats = con.execute(
+        """SELECT file_idx, sample_idx, key, epoch FROM (
+               SELECT file_idx, sample_idx, key, epoch, row_number() OVER (
+                   PARTITION BY file_idx, key, epoch ORDER BY sample_idx) AS nth
+               FROM _insp_s)
+           WHERE nth > 1 ORDER BY file_idx, sample_idx"""
+    ).fetchall()
+    for fi, si, key, epoch in repeats:
+        problems.append(
+            Problem(
+                str(files[fi].path),
+                None,
+                f"samples[{si}].id",
+                f"duplicate sample {key!r} in epoch {epoch}: already in this log",
+            )
+        )
+    if repeats:
+        gone = [sorted({r[0] for r in repeats})]
+        for t in ("_insp_d", "_insp_s"):
+            con.execute(f"DELETE FROM {t} WHERE file_idx IN (SELECT unnest(?::INTEGER[]))", gone)
     runs = (
         con.sql(
             """
@@ -543,6 +589,7 @@ def parse(
                    CASE WHEN u.value IS NOT NULL THEN NULL
                         WHEN x.err IS NOT NULL THEN 'sample error: ' || left(x.err, 200)
                         WHEN u.v IS NULL OR u.vt = 'NULL' THEN 'unscored'
+                        WHEN u.vt = 'DOUBLE' THEN 'non-finite value: ' || CAST(u.v AS VARCHAR)
                         ELSE 'non-numeric value: ' || left(CAST(u.v AS VARCHAR), 80)
                    END AS skip_reason,
                    u.explanation, 'evallog' AS source, 'imported' AS source_kind,
@@ -556,7 +603,10 @@ def parse(
             SELECT * FROM sc
             UNION ALL
             SELECT 1 AS part, sample_idx, file_idx, run_id, key, task_id, epoch, episode_id,
-                   m.metric AS metric, m.v AS value, true AS valid, NULL AS skip_reason,
+                   m.metric AS metric, CASE WHEN isfinite(m.v) THEN m.v END AS value,
+                   isfinite(m.v) AS valid,
+                   CASE WHEN NOT isfinite(m.v)
+                        THEN 'non-finite token count: ' || CAST(m.v AS VARCHAR) END AS skip_reason,
                    NULL AS explanation, 'evallog' AS source, 'imported' AS source_kind,
                    to_json({{'models': models}}) AS metadata
             FROM t WHERE m.v IS NOT NULL

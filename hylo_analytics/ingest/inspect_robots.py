@@ -24,6 +24,7 @@ from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
@@ -47,15 +48,20 @@ def sniff(head: bytes, path: Path | None = None) -> bool:
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """Runs, scene x epoch samples and per-epoch scores of many logs in a few queries."""
     _good, problems = load_json_docs(con, "_ir", files)
+    problems = name_surrogates(problems, {str(f.path): f.data for f in files})
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _ir_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _ir"""
     )
     con.unregister("_ir")
     ids: list[tuple[int, str]] = []
-    for fi, version, policy, task, has_samples in con.execute(
+    for fi, version, policy, task, has_samples, bad_seed in con.execute(
         """SELECT file_idx, CAST(d.version AS VARCHAR), d.eval->>'$.policy', d.eval->>'$.task',
-                  d.samples IS NOT NULL FROM _ir_d ORDER BY file_idx"""
+                  d.samples IS NOT NULL,
+                  CASE WHEN coalesce(json_type(d.eval->'$.seed'), 'NULL') <> 'NULL'
+                        AND TRY_CAST(d.eval->>'$.seed' AS BIGINT) IS NULL
+                       THEN CAST(d.eval->'$.seed' AS VARCHAR) END
+           FROM _ir_d ORDER BY file_idx"""
     ).fetchall():
         path = str(files[fi].path)
         if version != "1":
@@ -65,6 +71,15 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         elif task is None or not has_samples:
             what = "eval.task" if task is None else "samples"
             problems.append(Problem(path, None, what, "missing; expected an inspect-robots log"))
+        elif bad_seed is not None:  # never a silent null seed
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    "eval.seed",
+                    f"expected an integer that fits in 64 bits, got {bad_seed}",
+                )
+            )
         else:
             ids.append((fi, f"inspect-robots:{policy}:{task}:{files[fi].sha256[:12]}"))
     con.register(
@@ -135,11 +150,14 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                        WHEN 'BOOLEAN' THEN CASE WHEN CAST(me.value AS BOOLEAN) THEN 1.0 ELSE 0.0 END
                        WHEN 'BIGINT' THEN CAST(me.value AS DOUBLE)
                        WHEN 'UBIGINT' THEN CAST(me.value AS DOUBLE)
-                       WHEN 'DOUBLE' THEN CAST(me.value AS DOUBLE)
+                       WHEN 'DOUBLE' THEN CASE WHEN isfinite(CAST(me.value AS DOUBLE))
+                                               THEN CAST(me.value AS DOUBLE) END
                    END AS value,
                    CASE WHEN me.value IS NULL OR json_type(me.value) = 'NULL' THEN 'unscored'
                         WHEN json_type(me.value) NOT IN ('BOOLEAN', 'BIGINT', 'UBIGINT', 'DOUBLE')
-                        THEN 'non-numeric value: ' || left(CAST(me.value AS VARCHAR), 80) END AS skip_reason
+                        THEN 'non-numeric value: ' || left(CAST(me.value AS VARCHAR), 80)
+                        WHEN NOT isfinite(CAST(me.value AS DOUBLE))
+                        THEN 'non-finite value: ' || CAST(me.value AS VARCHAR) END AS skip_reason
             FROM kv WHERE s.status IS DISTINCT FROM 'error'
         ), err AS (
             SELECT e.file_idx, e.run_id, e.task_id, e.seed, e.epoch, e.sample_idx, e.s, k.metric,

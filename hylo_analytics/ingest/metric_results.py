@@ -31,6 +31,7 @@ import pyarrow as pa
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, split_lines
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import lone_surrogate
 
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
@@ -41,6 +42,18 @@ _REC = (
     '"components":"JSON","valid":"BOOLEAN","coverage":"DOUBLE","skip_reason":"VARCHAR",'
     '"diagnostics":"JSON","schema_version":"VARCHAR","run_id":"VARCHAR"}'
 )
+
+
+# "<field>=<value>" of a record's first non-finite value (NaN, Infinity, 1e999), or NULL
+_NON_FINITE = """CASE
+    WHEN NOT isfinite(r.normalized_value) THEN 'normalized_value=' || CAST(r.normalized_value AS VARCHAR)
+    WHEN json_type(r.raw_value) = 'DOUBLE' AND NOT isfinite(CAST(r.raw_value AS DOUBLE))
+    THEN 'raw_value=' || CAST(CAST(r.raw_value AS DOUBLE) AS VARCHAR)
+    WHEN NOT isfinite(r.coverage) THEN 'coverage=' || CAST(r.coverage AS VARCHAR) END"""
+
+
+# a key given twice in a record (its value would be one of them, silently), or NULL
+_DUP_KEY = "list_filter(keys, lambda x, i: list_position(keys, x) < i)[1]"
 
 
 def sniff(head: bytes, path: Path | None = None) -> bool:
@@ -75,28 +88,59 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         f"""CREATE OR REPLACE TEMP TABLE _mr AS
             WITH l AS (
                 SELECT file_idx, line, rtrim(raw, chr(10) || chr(13)) AS raw FROM _mr_lines
+            ), t AS (
+                SELECT file_idx, line, raw, try(json_type(raw)) AS jt
+                FROM l WHERE length(trim(raw)) > 0
             )
-            SELECT file_idx, line, json_valid(raw) AS ok,
-                   CASE WHEN json_valid(raw) AND json_type(raw) = 'OBJECT'
-                        THEN json_transform(raw, '{_REC}') END AS r
-            FROM l WHERE length(trim(raw)) > 0"""
+            SELECT file_idx, line, jt IS NOT NULL AS ok,
+                   CASE WHEN jt = 'OBJECT' THEN json_transform(raw, '{_REC}') END AS r,
+                   json_keys(CASE WHEN jt = 'OBJECT' THEN raw END) AS keys
+            FROM t"""
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
-    for fi, line, is_json, has_rec, sid, _mid in con.execute(
-        """SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL, r.metric_id IS NOT NULL
-           FROM _mr WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
-           ORDER BY file_idx, line LIMIT 1000"""
+    split_of: dict[int, list[bytes]] = {}  # the lines of files with a malformed line
+    # every bad line of every file (no cap: a file is stored only if all of it passed)
+    for fi, line, is_json, has_rec, sid, mid, nonfinite, dup_key in con.execute(
+        f"""SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL,
+                  r.metric_id IS NOT NULL, {_NON_FINITE}, dup_key
+           FROM (SELECT *, {_DUP_KEY} AS dup_key FROM _mr)
+           WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
+                 OR {_NON_FINITE} IS NOT NULL OR dup_key IS NOT NULL
+           ORDER BY file_idx, line"""
     ).fetchall():
         bad.add(fi)
         path = str(files[fi].path)
         if not is_json:
-            problems.append(Problem(path, line, None, "malformed JSON line"))
+            lines_of = split_of.setdefault(fi, files[fi].data.split(b"\n"))
+            found = lone_surrogate(lines_of[line - 1]) if line <= len(lines_of) else None
+            why = "malformed JSON line" if found is None else found[1]
+            problems.append(Problem(path, line, None, why))
         elif not has_rec:
             problems.append(Problem(path, line, None, "expected a JSON object (a MetricResult)"))
-        else:
+        elif dup_key is not None:
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    dup_key,
+                    f"duplicate key {dup_key!r} in one object (which one counts is unclear)",
+                )
+            )
+        elif not sid or not mid:
             fld = "sample_id" if not sid else "metric_id"
             problems.append(Problem(path, line, fld, "missing; every MetricResult names it"))
+        else:
+            fld, value = nonfinite.split("=", 1)
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    fld,
+                    f"non-finite number {value}: a value must be finite "
+                    "(or null with valid false and a skip_reason)",
+                )
+            )
     ids: list[tuple[int, str, str]] = []
     own = dict(
         con.execute(

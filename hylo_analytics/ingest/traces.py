@@ -13,6 +13,7 @@ refused. Format: ``docs/trace-format.md``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +39,8 @@ __all__ = [
     "TraceBatch",
     "TraceRef",
     "iter_traces",
+    "lone_surrogate",
+    "name_surrogates",
     "parse_traces",
     "resolve_traces",
 ]
@@ -111,7 +114,15 @@ _EVENT_STRUCT = (
 
 _VALID_EVENT = (
     "e IS NOT NULL AND json_type(e.type) = 'VARCHAR' "
-    "AND coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'UBIGINT', 'NULL')"
+    "AND (coalesce(json_type(e.t), 'NULL') IN ('BIGINT', 'NULL') "
+    "     OR (json_type(e.t) = 'UBIGINT' AND TRY_CAST(e.t AS BIGINT) IS NOT NULL)) "
+    "AND coalesce(isfinite(e.reward) AND isfinite(e.latency_ms) AND isfinite(e.value), true)"
+)
+# the first number of a bad line that is not finite (NaN, Infinity, 1e999), as "field=value"
+_NON_FINITE = (
+    "CASE WHEN NOT isfinite(e.reward) THEN 'reward=' || CAST(e.reward AS VARCHAR) "
+    "WHEN NOT isfinite(e.latency_ms) THEN 'latency_ms=' || CAST(e.latency_ms AS VARCHAR) "
+    "WHEN NOT isfinite(e.value) THEN 'value=' || CAST(e.value AS VARCHAR) END"
 )
 
 # One parse per line, in line order (DuckDB keeps the insertion order of a projection).
@@ -129,7 +140,8 @@ FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_lines)
 
 # Only for the bad lines of a batch: what is wrong with each.
 _WHY_SQL = f"""
-SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype
+SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype,
+       CAST(e.t AS VARCHAR) AS t, {_NON_FINITE} AS non_finite
 FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_bad)
 """
 
@@ -361,6 +373,56 @@ def _parse_batch(
     return TraceBatch(start, start + len(items), events, problems, status, files)
 
 
+# A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after
+# a high one; an escape is a backslash after an even number of backslashes.
+_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)((?:\\\\)*)\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def lone_surrogate(data: bytes) -> tuple[int, str] | None:
+    """``(line, message)`` of the first lone surrogate escape (``"\\ud800"``) in JSON text.
+
+    It is valid JSON syntax but no character: it has no UTF-8 form, so it can never be stored
+    (JSON parsers that accept it hand back a string that poisons Parquet).
+    """
+    m = _SURROGATE.search(data)
+    if m is None:
+        return None
+    at = m.start(2) if m.group(2) is not None else m.start(4)
+    line = data.count(b"\n", 0, at) + 1
+    col = at - (data.rfind(b"\n", 0, at) + 1)
+    code = (m.group(2) or m.group(4)).decode()
+    return line, (
+        f"lone surrogate escape \\u{code} (column {col}): it is no character and cannot be "
+        "stored as UTF-8"
+    )
+
+
+def name_surrogates(problems: list[Problem], data_of: dict[str, bytes]) -> list[Problem]:
+    """Problems that say "malformed JSON" where the cause is a lone surrogate escape, saying so.
+
+    The failure path only: Python's parser (which locates syntax errors) accepts the escape.
+    """
+    out = []
+    for p in problems:
+        data = data_of.get(p.path)
+        if p.error.startswith("malformed JSON") and data is not None:
+            found = lone_surrogate(data)
+            if found is not None:
+                p = Problem(p.path, found[0], p.field, found[1])
+        out.append(p)
+    return out
+
+
+def _too_big(json_type: str | None, text: str | None) -> bool:
+    """Whether a JSON value is an integer that does not fit in 64 bits."""
+    if json_type not in ("UBIGINT", "DOUBLE") or text is None or not text.lstrip("-").isdigit():
+        return False
+    return not -(2**63) <= int(text) < 2**63
+
+
 def _line_problems(
     con: duckdb.DuckDBPyConnection,
     refs: Sequence[TraceRef],
@@ -388,11 +450,15 @@ def _line_problems(
     order = np.lexsort((line_number[bad], line_ref[bad]))
     problems: list[Problem] = []
     for k in order:
-        ok, etype, ttype = why[k]
+        ok, etype, ttype, t_text, non_finite = why[k]
         pos = int(bad[k])
         ref_i, idx = int(line_ref[pos]), int(line_number[pos])
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
-        if not ok:
+        surrogate = None if ok else lone_surrogate(lines[pos].as_py().encode())
+        if surrogate is not None:
+            problems.append(Problem(path, idx, None, surrogate[1]))
+            status[ref_i] = "bad"
+        elif not ok:
             truncated = idx == last[file_index[pos]]
             text = (
                 "truncated last line (kept the lines before it)"
@@ -403,6 +469,14 @@ def _line_problems(
             status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
         elif etype is None:
             problems.append(Problem(path, idx, "type", "missing required field (expected string)"))
+            status[ref_i] = "bad"
+        elif etype == "VARCHAR" and _too_big(ttype, t_text):
+            problems.append(Problem(path, idx, "t", f"integer {t_text} does not fit in 64 bits"))
+            status[ref_i] = "bad"
+        elif etype == "VARCHAR" and ttype in ("BIGINT", "UBIGINT", None) and non_finite:
+            fld, value = non_finite.split("=", 1)
+            text = f"non-finite number {value}: a value must be finite (or left out)"
+            problems.append(Problem(path, idx, fld, text))
             status[ref_i] = "bad"
         else:
             fld, want = ("type", "string") if etype != "VARCHAR" else ("t", "integer")

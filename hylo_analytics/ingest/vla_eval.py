@@ -36,6 +36,7 @@ from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import name_surrogates
 
 __all__ = ["FORMAT", "READER", "agent_from_filename", "parse", "sniff"]
 
@@ -67,6 +68,7 @@ def agent_from_filename(path: Path, subname: str | None) -> str:
 def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed:
     """All episodes of all files in a few queries."""
     _good, problems = load_json_docs(con, "_vla", files)
+    problems = name_surrogates(problems, {str(f.path): f.data for f in files})
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _vla_d AS
             SELECT file_idx, json_transform(raw, '{_DOC}') AS d FROM _vla"""
@@ -115,19 +117,46 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                   e.failure_reason IS NOT NULL AND e.steps IS NULL AS harness_error
            FROM e"""
     )
-    for fi, ti, ei, ep in con.execute(
-        """SELECT file_idx, task_idx, ep_idx, episode_id FROM _vla_ep
-           WHERE k IS NULL OR task_id IS NULL ORDER BY file_idx, task_idx, ep_idx LIMIT 1000"""
+    # every bad episode of every file (no cap: a file is stored only if all of it passed)
+    for fi, ti, ei, ep, bad_ids, steps, elapsed, repeat in con.execute(
+        """WITH e AS (
+               SELECT *, row_number() OVER (PARTITION BY file_idx, task_id, k
+                                            ORDER BY task_idx, ep_idx) AS nth
+               FROM _vla_ep
+           )
+           SELECT file_idx, task_idx, ep_idx, episode_id, k IS NULL OR task_id IS NULL,
+                  CASE WHEN NOT isfinite(steps) THEN CAST(steps AS VARCHAR) END,
+                  CASE WHEN NOT isfinite(elapsed_sec) THEN CAST(elapsed_sec AS VARCHAR) END,
+                  k IS NOT NULL AND task_id IS NOT NULL AND nth > 1
+           FROM e
+           WHERE k IS NULL OR task_id IS NULL OR NOT isfinite(steps) OR NOT isfinite(elapsed_sec)
+              OR (k IS NOT NULL AND task_id IS NOT NULL AND nth > 1)
+           ORDER BY file_idx, task_idx, ep_idx"""
     ).fetchall():
         bad.add(fi)
-        problems.append(
-            Problem(
-                str(files[fi].path),
-                None,
-                f"tasks[{ti}].episodes[{ei}].episode_id",
-                f"episode_id {ep!r} is not '<task>_ep<start state index>'",
+        where = f"tasks[{ti}].episodes[{ei}]"
+        path = str(files[fi].path)
+        if bad_ids:
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    f"{where}.episode_id",
+                    f"episode_id {ep!r} is not '<task>_ep<start state index>'",
+                )
             )
-        )
+        elif repeat:  # one sample per key: a second would be ambiguous in every join
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    f"{where}.episode_id",
+                    f"duplicate episode {ep!r}: its sample key is already in this file",
+                )
+            )
+        for name, value in (("steps", steps), ("elapsed_sec", elapsed)):
+            if value is not None:
+                problems.append(Problem(path, None, f"{where}.{name}", _non_finite(value)))
     bad_list = [sorted(bad)]
     not_bad = "file_idx NOT IN (SELECT unnest(?::INTEGER[]))"
     runs = con.sql(
@@ -195,6 +224,10 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     for t in ("_vla_d", "_vla_ep"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     return Parsed(runs, samples, scores, None, problems)
+
+
+def _non_finite(value: str) -> str:
+    return f"non-finite number {value}: a value must be finite (or null when not recorded)"
 
 
 READER = Reader(FORMAT, sniff, parse)

@@ -28,7 +28,7 @@ from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
 from hylo_analytics.resolution import preferred_scores
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
-from hylo_analytics.store import ParquetStore
+from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = [
     "ComparisonReport",
@@ -135,6 +135,7 @@ def describe_rule(rule: Rule) -> str:
     return rule.describe()
 
 
+@pinned
 def report_frames(
     store: ParquetStore,
     candidate: str,

@@ -52,6 +52,7 @@ from hylo_analytics.scoring._python import (
     vectorized_rows,
 )
 from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
+from hylo_analytics.store import pinned
 
 if TYPE_CHECKING:
     from hylo_analytics.store import ParquetStore
@@ -114,6 +115,7 @@ def _source(s: Scorer) -> str:
     return "grade:*" if s == GRADES else f"scorer:{s}" if isinstance(s, str) else s.source
 
 
+@pinned
 def compute_scores(
     store: ParquetStore, scorers: ScorersArg = None, runs: Sequence[str] | None = None
 ) -> tuple[pa.Table, list[str], dict[str, float], list[Scorer]]:

@@ -280,8 +280,12 @@ def test_duplicate_key_and_lone_surrogate_get_their_own_message(
     )
     store, rep = _ingest(data, tmp_path / "s")
     _good_run_intact(store)
-    by_path = {p.path: p.error for p in rep.problems}
-    assert by_path[str(data / "dup" / "evallog.json")] == "duplicate key 'run_id' in a JSON object"
-    sur = by_path[str(data / "sur" / "evallog.json")]
-    assert sur.startswith("lone surrogate escape '\\\\ud800' in a string (column ")
-    assert all("got dict" not in e for e in by_path.values())
+    by_path = {p.path: p for p in rep.problems}
+    dup = by_path[str(data / "dup" / "evallog.json")]
+    assert (dup.field, dup.error) == (
+        "run_id",
+        "duplicate key 'run_id' in one object (which one counts is unclear)",
+    )
+    sur = by_path[str(data / "sur" / "evallog.json")].error
+    assert sur.startswith("lone surrogate escape \\ud800 (column ")
+    assert all("got dict" not in p.error for p in rep.problems)
