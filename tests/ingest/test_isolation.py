@@ -289,3 +289,15 @@ def test_duplicate_key_and_lone_surrogate_get_their_own_message(
     sur = by_path[str(data / "sur" / "evallog.json")].error
     assert sur.startswith("lone surrogate escape \\ud800 (column ")
     assert all("got dict" not in p.error for p in rep.problems)
+
+
+def test_strict_raises_on_the_first_such_file_and_stores_nothing(
+    data: Path, tmp_path: Path
+) -> None:
+    os.symlink("/dev/zero", data / "zero.json")
+    store = ha.open_store(tmp_path / "s")
+    with pytest.raises(
+        ha.IngestError, match=r"zero\.json: not a regular file \(character device\)"
+    ):
+        store.ingest(data, strict=True, progress=False)
+    assert store.sql("SELECT count(*) AS n FROM stg_runs")["n"][0] == 0
