@@ -24,7 +24,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
-from hylo_analytics.ingest._files import SourceFile, discover, read_files
+from hylo_analytics.ingest._files import (
+    MAX_DOC_BYTES,
+    SourceFile,
+    deep_json,
+    discover,
+    read_files,
+    too_deep,
+)
 from hylo_analytics.ingest._reader import (
     SNIFF_BYTES,
     Parsed,
@@ -143,7 +150,8 @@ def ingest_paths(
     report = IngestReport()
     with store.lock():
         store.clean_staging()
-        candidates = discover(list(paths))
+        skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
+        candidates = discover(list(paths), skipped=skipped)
         known_logs, known_traces = _known_files(store)
         stored = _stored_runs(store)
         recorded = _recorded_problems(store)
@@ -188,7 +196,7 @@ def ingest_paths(
             pending.append(writer.submit(store.publish))
 
         try:
-            for chunk in _chunks(todo, chunk_bytes):
+            for chunk in _chunks(todo, chunk_bytes) or ([[]] if skipped else []):
                 files = list(read_files(chunk, on_done=bar.update))
                 part = _ingest_chunk(
                     con,
@@ -200,7 +208,9 @@ def ingest_paths(
                     strict=strict,
                     replace_runs=replace,
                     submit=submit,
+                    notes=skipped,
                 )
+                skipped = []
                 del files
                 publish()
                 report = report.merge(part)
@@ -234,22 +244,33 @@ def _ingest_chunk(
     strict: bool,
     replace_runs: bool,
     submit: Callable[[dict[str, pa.Table], list[Tombstone]], None],
+    notes: Sequence[Problem] = (),
 ) -> IngestReport:
     """Parse one chunk and hand each of its commits (tables, tombstones) to ``submit``.
 
     ``stored`` maps each stored run_id to its ``(source_path, source_sha256)``; the chunk's
     runs are added to it. ``recorded`` are the quarantine rows stored (and committed by this
     ingest): a problem already recorded for the same file content is not stored again.
+    ``notes`` are problems found before reading (folders skipped), committed with it.
     """
     now = datetime.now(UTC)
-    problems: list[Problem] = []
+    problems: list[Problem] = list(notes)
     unchanged = 0
     file_rows: list[dict[str, object]] = []
     # the files each reader claimed, as positions in ``claimed``
     claimed: list[SourceFile] = []
     fmt_of: list[str] = []
     by_reader: dict[object, list[int]] = {}  # by parse function: formats sharing one are one batch
-    for sf in files:
+    # bounded JSON, checked before any parser sees the bytes (zips: member by member)
+    plain = [i for i, sf in enumerate(files) if sf.error is None and sf.data[:2] != b"PK"]
+    deep = deep_json([files[i].data for i in plain])
+    unsafe: dict[int, tuple[int | None, str]] = {
+        i: (None, f"JSON file of {files[i].size} bytes, over the limit of {MAX_DOC_BYTES} bytes")
+        for i in plain
+        if files[i].size > MAX_DOC_BYTES
+    }
+    unsafe.update((plain[j], (at[0], too_deep(*at))) for j, at in deep.items())
+    for n, sf in enumerate(files):
         k = known_logs.get(str(sf.path))
         if sf.error is not None:
             problems.append(Problem(str(sf.path), None, None, sf.error))
@@ -265,6 +286,12 @@ def _ingest_chunk(
             file_rows.append(_file_row(sf, "log", k.run_id, k.outcome, now, fmt=k.format))
             continue
         reader = detect(sf.data[:SNIFF_BYTES], sf.path)
+        if n in unsafe:  # never offered to a parser
+            line, why = unsafe[n]
+            problems.append(Problem(str(sf.path), line, None, why))
+            fmt = reader.format if reader is not None else None
+            file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=fmt))
+            continue
         if reader is None:
             problems.append(
                 Problem(
@@ -285,11 +312,14 @@ def _ingest_chunk(
 
     parts: list[Parsed] = []
     refs: list[TraceRef] = []
+    pieces: list[tuple[list[int], Parsed]] = []
     for parse in dict.fromkeys(r.parse for r in READERS):
-        idx = by_reader.get(parse)
-        if not idx:
-            continue
-        part = parse(con, [claimed[i] for i in idx])
+        read, failed = _parse_isolated(con, parse, claimed, fmt_of, by_reader.get(parse, []))
+        if strict and failed:
+            raise IngestError(failed[0])
+        problems.extend(failed)
+        pieces += read
+    for idx, part in pieces:
         if strict and part.problems:
             raise IngestError(part.problems[0])
         mapping = np.asarray(idx, dtype=np.int32)
@@ -421,6 +451,40 @@ def _ingest_chunk(
 
 
 _RUN_TABLES = ("runs", "samples", "events", "scores")
+
+
+def _parse_isolated(
+    con: duckdb.DuckDBPyConnection,
+    parse: Callable[[duckdb.DuckDBPyConnection, Sequence[SourceFile]], Parsed],
+    claimed: list[SourceFile],
+    fmt_of: list[str],
+    idx: list[int],
+) -> tuple[list[tuple[list[int], Parsed]], list[Problem]]:
+    """``parse`` the files ``claimed[idx]`` as one batch; if it raises, split and retry.
+
+    One file's failure (a parser error, RecursionError, MemoryError, ...) must not lose the
+    files beside it: a failed batch is halved until the failing files are alone, and each of
+    those is a problem. The good path stays one call. Returns the parsed pieces in file order
+    (the files' positions in ``claimed`` with their rows) and the problems.
+    """
+    pieces: list[tuple[list[int], Parsed]] = []
+    failed: list[Problem] = []
+    todo = [idx] if idx else []
+    while todo:
+        part = todo.pop()
+        try:
+            pieces.append((part, parse(con, [claimed[i] for i in part])))
+        except Exception as exc:  # not KeyboardInterrupt / SystemExit: those end the ingest
+            if len(part) > 1:
+                half = len(part) // 2
+                todo += [part[half:], part[:half]]
+                continue
+            text = " ".join(str(exc).split())
+            text = text if len(text) <= 300 else text[:300] + "..."
+            why = f"{fmt_of[part[0]]} reader failed: {type(exc).__name__}: {text}"
+            failed.append(Problem(str(claimed[part[0]].path), None, None, why))
+    pieces.sort(key=lambda p: p[0][0])
+    return pieces, failed
 
 
 _ProblemKey = tuple[str, int | None, str | None, str, str | None]  # path, line, field, error, sha

@@ -8,24 +8,83 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from hylo_analytics.ingest._files import SourceFile, bad_utf8
+from hylo_analytics.ingest._files import SourceFile, bad_utf8, deep_json, too_deep
 from hylo_analytics.ingest._reader import json_strings
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.traces import lone_surrogate
 
-__all__ = ["load_json_docs", "syntax_problem"]
+__all__ = ["json_problem", "load_json_docs", "syntax_problem"]
+
+
+def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None = 1) -> Problem:
+    """Why a file's JSON document cannot be read as an object (the rare, slow path).
+
+    Looked for in this order, each with its own message: nesting too deep (never handed to
+    the recursive parser), malformed JSON, not UTF-8, a lone surrogate escape, a duplicate
+    key, not an object. ``line`` is the problem's line when no position is known.
+    """
+    path, data = str(sf.path), sf.data if data is None else data
+    deep = deep_json([data])
+    if deep:
+        return Problem(path, deep[0][0], None, too_deep(*deep[0]))
+    dup: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        out = dict(items)
+        if len(out) < len(items) and not dup:
+            seen: set[str] = set()
+            for k, _ in items:
+                if k in seen:
+                    dup.append(k)
+                    break
+                seen.add(k)
+        return out
+
+    try:
+        doc = json.loads(data, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        return Problem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except UnicodeDecodeError as exc:
+        return Problem(path, None, None, f"not UTF-8: {exc.reason}")
+    except RecursionError:  # below our depth limit but above this interpreter's
+        return Problem(path, None, None, "JSON nested too deep for the parser")
+    lone = lone_surrogate(data)
+    if lone is not None:
+        return Problem(path, lone[0], None, lone[1])
+    if dup:
+        why = f"duplicate key {dup[0]!r} in one object (which one counts is unclear)"
+        return Problem(path, None, dup[0], why)  # as the readers' own checks say it
+    if not isinstance(doc, dict):
+        kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+            type(doc), "number"
+        )
+        return Problem(path, line, None, f"expected a JSON object, got {kind}")
+    return Problem(path, line, None, "a JSON object the reader cannot read")
 
 
 def syntax_problem(sf: SourceFile, data: bytes | None = None) -> Problem:
     """Where a file's JSON is malformed (line and column), as a :class:`Problem`."""
-    try:
-        json.loads(sf.data if data is None else data)
-    except json.JSONDecodeError as exc:
-        return Problem(
-            str(sf.path), exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"
-        )
-    except UnicodeDecodeError as exc:
-        return Problem(str(sf.path), None, None, f"not UTF-8: {exc.reason}")
-    return Problem(str(sf.path), None, None, "malformed JSON")
+    return json_problem(sf, data, line=None)
+
+
+_PROBE = (
+    "SELECT file_idx, json_valid(raw), CASE WHEN json_valid(raw) THEN json_type(raw) END "
+    "FROM _probe ORDER BY file_idx"
+)
+
+
+def _probe_one_by_one(
+    con: duckdb.DuckDBPyConnection, table: pa.Table
+) -> list[tuple[int, bool, str | None]]:
+    """The probe file by file (the failure path): a file it raises on is not valid."""
+    out: list[tuple[int, bool, str | None]] = []
+    for k in range(table.num_rows):
+        con.register("_probe", table.slice(k, 1))
+        try:
+            out += con.execute(_PROBE).fetchall()
+        except duckdb.Error:
+            out.append((table["file_idx"][k].as_py(), False, None))
+    return out
 
 
 def load_json_docs(
@@ -61,17 +120,18 @@ def load_json_docs(
             }
         )
         con.register("_probe", table)
-        verdict = con.execute(
-            "SELECT file_idx, json_valid(raw), CASE WHEN json_valid(raw) THEN json_type(raw) END "
-            "FROM _probe ORDER BY file_idx"
-        ).fetchall()
-        con.unregister("_probe")
+        try:
+            verdict = con.execute(_PROBE).fetchall()
+        except duckdb.Error:  # json_valid raises on some input (a lone surrogate escape)
+            verdict = _probe_one_by_one(con, table)
+        finally:
+            con.unregister("_probe")
     else:
         verdict = [(i, True, "OBJECT") for i in utf8_ok]
     good: list[int] = []
     for i, ok, kind in verdict:
-        if not ok:
-            problems.append(syntax_problem(files[i], data[i]))
+        if not ok or kind is None:
+            problems.append(json_problem(files[i], data[i], line=None))
         elif kind != "OBJECT":
             problems.append(
                 Problem(str(files[i].path), 1, None, f"expected a JSON object, got {kind.lower()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,10 +18,37 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["LOG_SUFFIXES", "SourceFile", "discover", "read_files", "split_lines"]
+from hylo_analytics.ingest._report import Problem
+
+__all__ = [
+    "LOG_SUFFIXES",
+    "MAX_DOC_BYTES",
+    "MAX_FILE_BYTES",
+    "MAX_JSON_DEPTH",
+    "SourceFile",
+    "deep_json",
+    "discover",
+    "read_files",
+    "split_lines",
+    "too_deep",
+]
 
 # Files a folder walk offers to the format detectors. Traces are reached through their logs.
 LOG_SUFFIXES = (".json", ".eval", ".jsonl", ".ndjson")
+
+
+def limit_from_env(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+# Limits on untrusted input, read once at import (``HYLO_INGEST_*`` override them). The
+# depth is far above any real log (the sample and real data nest at most about 10 levels)
+# and far below what a recursive parser survives (pyarrow's JSON reader crashes the process
+# near 100,000; Python's ``json`` raises RecursionError near 1,000).
+MAX_JSON_DEPTH = limit_from_env("HYLO_INGEST_MAX_JSON_DEPTH", 512)
+MAX_DOC_BYTES = limit_from_env("HYLO_INGEST_MAX_DOC_BYTES", 1 << 30)  # one JSON document, unpacked
+MAX_FILE_BYTES = limit_from_env("HYLO_INGEST_MAX_FILE_BYTES", 4 << 30)  # a file read into memory
 
 
 @dataclass(frozen=True)
@@ -36,31 +64,97 @@ class SourceFile:
     refused: bool = False  # a symlink that leads out of the folder it must stay in
 
 
-def discover(paths: Sequence[Path], *, traces_dirname: str = "episodes") -> list[Path]:
+def discover(
+    paths: Sequence[Path],
+    *,
+    traces_dirname: str = "episodes",
+    skipped: list[Problem] | None = None,
+) -> list[Path]:
     """Files named directly, plus log-like files below folders, sorted, without duplicates.
 
-    Files under a folder named ``traces_dirname`` are traces: reached through their logs.
+    Files under a folder named ``traces_dirname`` are traces: reached through their logs. A
+    symlinked folder is followed when it leads inside the folder being walked to a place the
+    walk would not reach itself (a hidden or traces folder); one whose target the walk reaches
+    anyway is left to the walk (no file twice); one leading outside is refused and, like a
+    cycle, recorded in ``skipped``.
     """
     found: set[Path] = set()
     for p in paths:
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if d != traces_dirname and not d.startswith("."))
+        if not p.is_dir():
+            found.add(p.absolute())
+            continue
+        top = os.path.realpath(p)
+        visited: set[str] = set()
+        walks = [Path(p)]
+        while walks:
+            start = walks.pop()
+            for root, dirs, files in os.walk(start):
+                real_root = os.path.realpath(root)
+                if real_root in visited:  # a second way into a folder already walked
+                    dirs[:] = []
+                    continue
+                visited.add(real_root)
+                keep = []
+                for d in sorted(dirs):
+                    if d == traces_dirname or d.startswith("."):
+                        continue
+                    if not os.path.islink(os.path.join(root, d)):
+                        keep.append(d)
+                        continue
+                    link = Path(root, d).absolute()
+                    why = _link_verdict(link, top, traces_dirname, visited)
+                    if why == "follow":
+                        walks.append(link)
+                    elif why and skipped is not None:
+                        skipped.append(Problem(str(link), None, None, why))
+                dirs[:] = keep
                 found.update(
                     Path(root, f).absolute()
                     for f in files
                     if f.endswith(LOG_SUFFIXES) and not f.startswith(".")
                 )
-        else:
-            found.add(p.absolute())
     return sorted(found)
 
 
+def _link_verdict(link: Path, top: str, traces_dirname: str, visited: set[str]) -> str | None:
+    """``"follow"``, ``None`` (the walk reaches its target itself) or why it is skipped."""
+    real = os.path.realpath(link)
+    if not (real == top or real.startswith(top.rstrip("/") + "/")):
+        return f"symlinked folder leads to {real!r}, outside {top!r}: skipped"
+    if real in visited:
+        return None
+    parts = Path(os.path.relpath(real, top)).parts
+    if any(x == traces_dirname or x.startswith(".") for x in parts if x != "."):
+        return "follow"  # the walk prunes its target: this link is the only way in
+    return None
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "fifo"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISDIR, "directory"),
+)
+
+
 def _read_one(path: Path, root: Path | None = None) -> SourceFile:
+    """A file's bytes and hash; any failure (of this file only) is its ``error``."""
+    try:
+        return _read_checked(path, root)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # MemoryError, a bad path (NUL byte), ...: this file only
+        return SourceFile(path, 0, 0, b"", "", error=f"cannot read: {type(exc).__name__}: {exc}")
+
+
+def _read_checked(path: Path, root: Path | None) -> SourceFile:
     try:
         # O_NOFOLLOW: a symlink fails to open (ELOOP) and only then is looked at, so a plain
-        # file costs open, fstat, read and close
-        fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW if root is not None else 0))
+        # file costs open, fstat, read and close. O_NONBLOCK: opening a FIFO does not wait
+        # for a writer (it is refused below, as every file that is not a regular one).
+        flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if root is not None else 0)
+        fd = os.open(path, flags)
     except OSError as exc:
         if root is not None and os.path.islink(path):
             real = Path(os.path.realpath(path))
@@ -71,6 +165,12 @@ def _read_one(path: Path, root: Path | None = None) -> SourceFile:
         return SourceFile(path, 0, 0, b"", "", error=f"cannot read: {exc.strerror or exc}")
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((k for test, k in _KINDS if test(st.st_mode)), "unknown kind")
+            return SourceFile(path, 0, 0, b"", "", error=f"not a regular file ({kind})")
+        if st.st_size > MAX_FILE_BYTES:
+            why = f"file is {st.st_size} bytes, over the limit of {MAX_FILE_BYTES} bytes"
+            return SourceFile(path, st.st_size, st.st_mtime_ns, b"", "", error=why)
         with open(fd, "rb", closefd=False) as fh:
             data = fh.read()
     except OSError as exc:
@@ -154,3 +254,120 @@ def bad_utf8(data: bytes) -> tuple[int, int] | None:
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return line, col
     return None
+
+
+# the bytes the depth scan looks at: '"', '\\', '[', ']', '{', '}' (and '\n', to confirm)
+_SCAN = np.zeros(256, dtype=bool)
+_SCAN[[34, 92, 91, 93, 123, 125]] = True
+_SCAN_NL = _SCAN.copy()
+_SCAN_NL[10] = True
+_DELTA = np.zeros(256, dtype=np.int8)
+_DELTA[[91, 123]] = 1
+_DELTA[[93, 125]] = -1
+
+
+def deep_json(chunks: Sequence[bytes], limit: int | None = None) -> dict[int, tuple[int, int]]:
+    """``{chunk index: (line, column)}`` of the first bracket nested deeper than ``limit``.
+
+    Run before any parser sees the bytes: recursive parsers crash (pyarrow: SIGSEGV) or raise
+    RecursionError on deep input. One numpy pass over the batch's joined bytes, then over the
+    positions of quotes, backslashes and brackets only: a quote after an odd run of
+    backslashes is escaped, and brackets between real quotes are text. A chunk found deep is
+    scanned again alone with each newline ending any string (JSON has none raw), so a broken
+    line of a JSONL file cannot make the lines after it look deep.
+    """
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    if not chunks:
+        return {}
+    sizes = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
+    starts = np.zeros(len(chunks), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    found = _first_deep(b"".join(chunks), starts, limit, _SCAN)
+    out: dict[int, tuple[int, int]] = {}
+    for i in found:  # the failure path: confirm, file by file, with strings cut at newlines
+        one = _first_deep(chunks[i], np.zeros(1, dtype=np.int64), limit, _SCAN_NL)
+        if one:
+            at, data = one[0], chunks[i]
+            line = data.count(b"\n", 0, at) + 1
+            out[i] = (line, at - (data.rfind(b"\n", 0, at) + 1) + 1)
+    return out
+
+
+def _first_deep(data: bytes, starts: np.ndarray, limit: int, scan: np.ndarray) -> dict[int, int]:
+    """``{chunk: offset}`` of the first too-deep bracket of each chunk starting at ``starts``."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    pos = np.flatnonzero(scan[buf])
+    if len(pos) <= limit:  # not enough brackets to be that deep
+        return {}
+    byte = buf[pos]
+    owner = np.searchsorted(starts, pos, side="right") - 1
+    first = np.ones(len(pos), dtype=bool)  # a chunk's first position (strings restart there)
+    first[1:] = owner[1:] != owner[:-1]
+    if scan[10]:
+        first |= byte == 10
+    quote = byte == 34
+    bs = np.flatnonzero(byte == 92)
+    if len(bs):  # escapes: the length of the run of backslashes just before each position
+        run = np.zeros(len(pos), dtype=np.int64)
+        cont = np.zeros(len(bs), dtype=bool)
+        cont[1:] = (bs[1:] == bs[:-1] + 1) & (pos[bs[1:]] == pos[bs[:-1]] + 1)
+        begin = np.maximum.accumulate(np.where(cont, 0, np.arange(len(bs))))
+        run[bs] = np.arange(len(bs)) - begin + 1
+        prev = np.zeros(len(pos), dtype=np.int64)
+        prev[1:] = np.where(pos[1:] == pos[:-1] + 1, run[:-1], 0)
+        quote &= prev % 2 == 0
+    q_before = np.cumsum(quote) - quote
+    seg_start = np.flatnonzero(first)
+    seg_len = np.diff(np.append(seg_start, len(pos)))
+    outside = (q_before - np.repeat(q_before[seg_start], seg_len)) % 2 == 0
+    delta = np.where(outside, _DELTA[byte], 0).astype(np.int32)
+    depth = np.cumsum(delta, dtype=np.int64)
+    chunk_start = np.flatnonzero(np.diff(owner, prepend=-1) != 0)
+    base = (depth - delta)[chunk_start]
+    depth -= np.repeat(base, np.diff(np.append(chunk_start, len(pos))))
+    over = np.flatnonzero(depth > limit)
+    if not len(over):
+        return {}
+    firsts = over[np.unique(owner[over], return_index=True)[1]]
+    return {int(owner[k]): int(pos[k] - starts[owner[k]]) for k in firsts}
+
+
+def too_deep(line: int, column: int) -> str:
+    """The message for input :func:`deep_json` flags."""
+    return f"JSON nested deeper than {MAX_JSON_DEPTH} levels (line {line}, column {column})"
+
+
+def deep_lines(lines: pa.LargeStringArray, limit: int | None = None) -> dict[int, int]:
+    """``{line index: column}`` of the lines (of :func:`split_lines`) nested too deep.
+
+    Only a line of more than ``limit`` bytes can hold that many opening brackets, so the good
+    path (short lines) costs one subtraction per line; long lines are counted, and the few
+    with that many brackets are scanned exactly.
+    """
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    if not len(lines):
+        return {}
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[
+        lines.offset : lines.offset + len(lines) + 1
+    ]
+    long = np.flatnonzero(np.diff(offsets) > limit)
+    if not len(long):
+        return {}
+    some = lines.take(pa.array(long)) if len(long) < len(lines) else lines
+    sub = np.frombuffer(some.buffers()[1], dtype=np.int64)[
+        some.offset : some.offset + len(some) + 1
+    ]
+    buf = np.frombuffer(some.buffers()[2], dtype=np.uint8)[sub[0] : sub[-1]]
+    opens = buf == 91
+    opens |= buf == 123
+    at = np.flatnonzero(opens)
+    if len(at) <= limit:
+        return {}
+    per_line = np.bincount(np.searchsorted(sub - sub[0], at, side="right") - 1, minlength=len(some))
+    out: dict[int, int] = {}
+    for k in np.flatnonzero(per_line > limit):
+        line = buf[sub[k] - sub[0] : sub[k + 1] - sub[0]].tobytes()
+        found = deep_json([line], limit)
+        if found:
+            out[int(long[k])] = found[0][1]
+    return out

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hylo_analytics.ingest._common import json_problem
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
@@ -127,7 +128,7 @@ def _json_problem(sf: SourceFile) -> Problem:
     if surrogate is not None:
         return Problem(path, surrogate[0], None, surrogate[1])
     try:
-        doc = json.loads(sf.data, object_pairs_hook=_no_duplicates)
+        json.loads(sf.data, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         return Problem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
     except _DuplicateKey as exc:
@@ -137,7 +138,7 @@ def _json_problem(sf: SourceFile) -> Problem:
         )
     except RecursionError:
         return Problem(path, None, None, "JSON nested too deeply")
-    return Problem(path, 1, None, f"expected a JSON object, got {type(doc).__name__}")
+    return json_problem(sf)  # the generic reasons: too deep, not an object, ...
 
 
 _KNOWN_SAMPLE = "{" + ", ".join(f'"{k}": null' for k in _SAMPLE_KEYS) + "}"

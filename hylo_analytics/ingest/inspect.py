@@ -31,6 +31,7 @@ Mapping, decided here:
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zipfile
 from collections.abc import Sequence
@@ -41,7 +42,12 @@ import duckdb
 import pyarrow as pa
 
 from hylo_analytics.ingest._common import load_json_docs
-from hylo_analytics.ingest._files import SourceFile
+from hylo_analytics.ingest._files import (
+    SourceFile,
+    deep_json,
+    limit_from_env,
+    too_deep,
+)
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.traces import name_surrogates
@@ -58,6 +64,12 @@ __all__ = [
     "sniff_eval",
     "sniff_json",
 ]
+
+#: Limits on an ``.eval`` archive (``HYLO_INGEST_*`` override them): the bytes the members we
+#: read may decompress to, together, and how many members a zip read entry by entry may hold.
+#: Far above real logs: their header and sample summaries are small.
+MAX_EVAL_BYTES = limit_from_env("HYLO_INGEST_MAX_EVAL_BYTES", 256 << 20)
+MAX_MEMBERS = limit_from_env("HYLO_INGEST_MAX_MEMBERS", 200_000)
 
 EVAL_FORMAT = "inspect.eval"
 JSON_FORMAT = "inspect.json"
@@ -135,23 +147,81 @@ def sniff_json(head: bytes, path: Path | None = None) -> bool:
     return h.startswith(b"{") and b'"eval"' in h and b'"eval_id"' in h
 
 
-def read_zip_member(data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """One member's bytes; zstd members (method 93) are decompressed from the local header."""
-    if info.compress_type != ZIP_ZSTD:
-        return zf.read(info)
-    return _zstd_member(data, info.filename, info.header_offset, info.compress_size, info.file_size)
+class ArchiveError(ValueError):
+    """An ``.eval`` zip we refuse to read: the message says which member and why."""
 
 
-def _zstd_member(data: bytes, name: str, off: int, csize: int, size: int) -> bytes:
+def _limits() -> tuple[int, int]:
+    """(bytes an archive may decompress to, members): read at each call, so settable."""
+    return MAX_EVAL_BYTES, MAX_MEMBERS
+
+
+def read_zip_member(
+    data: bytes, zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int] | None = None
+) -> bytes:
+    """One member's bytes; zstd members (method 93) are decompressed from the local header.
+
+    Memory is bounded whatever the headers claim: a member is decompressed as a stream and
+    refused once it passes :data:`MAX_EVAL_BYTES`, or what is left of the archive's ``budget``
+    (a one-item list of the bytes all its members may still decompress to, decreased here).
+    """
+    if info.flag_bits & 0x1:
+        raise ArchiveError(f"member {info.filename!r} is encrypted")
+    cap = _cap(budget)
+    if info.compress_type == ZIP_ZSTD:
+        out = _zstd_member(
+            data, info.filename, info.header_offset, info.compress_size, info.file_size, cap
+        )
+    elif info.compress_type not in _ZIP_METHODS:
+        raise ArchiveError(
+            f"member {info.filename!r}: unsupported compression method {info.compress_type}"
+        )
+    else:
+        if info.file_size > cap:
+            raise _too_big(info.filename, cap)
+        with zf.open(info) as fh:
+            out = fh.read(cap + 1)
+        if len(out) > cap:
+            raise _too_big(info.filename, cap)
+    if budget is not None:
+        budget[0] -= len(out)
+    return out
+
+
+# the methods :mod:`zipfile` decompresses itself (stored, deflate, bzip2, lzma)
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+
+
+def _cap(budget: list[int] | None) -> int:
+    return _limits()[0] if budget is None else max(0, budget[0])
+
+
+def _too_big(name: str, cap: int) -> ArchiveError:
+    total = _limits()[0]
+    return ArchiveError(
+        f"member {name!r} decompresses past the limit of {total} bytes"
+        + (f" (the members read before it took {total - cap})" if cap < total else "")
+    )
+
+
+def _zstd_member(data: bytes, name: str, off: int, csize: int, size: int, cap: int) -> bytes:
     import zstandard  # on first use: plain .json logs never need it
 
     if data[off : off + 4] != b"PK\x03\x04":
         raise ValueError(f"member {name!r}: no local file header at offset {off}")
+    if size > cap:  # the header says so: refused unread
+        raise _too_big(name, cap)
     name_len, extra_len = struct.unpack_from("<HH", data, off + 26)
     start = off + 30 + name_len + extra_len
-    out: bytes = (
-        zstandard.ZstdDecompressor().decompressobj().decompress(data[start : start + csize])
-    )
+    # a stream read of at most cap + 1 bytes: a header that lies about the size costs nothing
+    reader = zstandard.ZstdDecompressor().stream_reader(memoryview(data)[start : start + csize])
+    try:
+        with reader:
+            out = reader.read(cap + 1)
+    except zstandard.ZstdError as exc:
+        raise ArchiveError(f"member {name!r}: corrupt zstd data ({exc})") from exc
+    if len(out) > cap:
+        raise _too_big(name, cap)
     if len(out) != size:
         raise ValueError(f"member {name!r}: decompressed {len(out)} bytes, expected {size}")
     return out
@@ -171,7 +241,10 @@ def _zstd_members(data: bytes, names: Sequence[str]) -> list[bytes] | None:
     if n_entries == 0xFFFF or 0xFFFFFFFF in (cd_size, cd_off):
         return None
     cd = data[cd_off : cd_off + cd_size]
+    if b".." in cd or _ROOTED.search(cd):  # a name that may climb out: checked entry by entry
+        return None
     out: list[bytes] = []
+    budget = _limits()[0]  # the members together: each is read as a stream within it
     for name in names:
         raw = name.encode()
         pos = cd.find(raw)
@@ -186,13 +259,27 @@ def _zstd_members(data: bytes, names: Sequence[str]) -> list[bytes] | None:
             pos = cd.find(raw, pos + 1)
         if pos < 0:
             return None
-        (method,) = struct.unpack_from("<H", cd, h + 10)
+        flags, method = struct.unpack_from("<HH", cd, h + 8)
         csize, size = struct.unpack_from("<II", cd, h + 20)
         (off,) = struct.unpack_from("<I", cd, h + 42)
-        if method != ZIP_ZSTD or 0xFFFFFFFF in (csize, size, off):
+        if method != ZIP_ZSTD or flags & 0x1 or 0xFFFFFFFF in (csize, size, off):
             return None
-        out.append(_zstd_member(data, name, off, csize, size))
+        out.append(_zstd_member(data, name, off, csize, size, budget))
+        budget -= len(out[-1])
     return out
+
+
+# a central directory entry whose name starts with a slash, a backslash or a drive letter
+_ROOTED = re.compile(rb"PK\x01\x02.{42}(?:[/\\]|[A-Za-z]:)", re.DOTALL)
+
+
+def _bad_name(name: str) -> str | None:
+    """Why a member name is refused: absolute, or with a ``..`` component."""
+    if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name):
+        return f"member name {name!r} is an absolute path"
+    if ".." in re.split(r"[/\\]", name):
+        return f"member name {name!r} climbs out of the archive (..)"
+    return None
 
 
 def _json_array_concat(arrays: Sequence[bytes]) -> bytes:
@@ -205,11 +292,24 @@ def eval_document(data: bytes) -> bytes:
     fast = _zstd_members(data, ("header.json", "summaries.json"))
     if fast is not None:  # a finished log: the usual case
         return _document(fast[0].strip(), fast[1])
+    total, max_members = _limits()
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 0xFFFF))
+    if end >= 0 and end + 22 <= len(data):  # count the entries before zipfile builds them
+        (n_entries,) = struct.unpack_from("<H", data, end + 10)
+        if n_entries != 0xFFFF and n_entries > max_members:
+            raise ArchiveError(f"{n_entries} members, over the limit of {max_members}")
     zf = zipfile.ZipFile(io.BytesIO(data))
+    if len(zf.infolist()) > max_members:
+        raise ArchiveError(f"{len(zf.infolist())} members, over the limit of {max_members}")
     infos = {i.filename: i for i in zf.infolist()}
+    for info in zf.infolist():
+        why = _bad_name(info.filename)
+        if why is not None:
+            raise ArchiveError(why)
+    budget = [total]  # what every member read may decompress to, together
 
     def member(name: str) -> bytes:
-        return read_zip_member(data, zf, infos[name])
+        return read_zip_member(data, zf, infos[name], budget)
 
     if "header.json" in infos:
         header = member("header.json").strip()
@@ -246,12 +346,15 @@ def _document(header: bytes, samples: bytes) -> bytes:
 def _decode(sf: SourceFile) -> tuple[bytes | None, str | None]:
     if not sf.data.startswith(b"PK"):
         return sf.data, None
-    import zstandard
-
     try:
         return eval_document(sf.data), None
-    except (zipfile.BadZipFile, ValueError, KeyError, zstandard.ZstdError, struct.error) as exc:
-        return None, f"cannot read the .eval zip: {exc}"
+    except MemoryError:
+        return None, "cannot read the .eval zip: out of memory"
+    except Exception as exc:  # any failure of a hostile archive is this file's problem only
+        kind = (
+            "" if isinstance(exc, (ArchiveError, zipfile.BadZipFile)) else f"{type(exc).__name__}: "
+        )
+        return None, f"cannot read the .eval zip: {kind}{exc}"
 
 
 def parse(
@@ -262,6 +365,11 @@ def parse(
         decoded = list(pool.map(_decode, files))
     problems: list[Problem] = []
     keep: list[int] = []
+    # an .eval's members reach the parser only bounded (plain .json: checked by the caller)
+    zips = [i for i, f in enumerate(files) if f.data.startswith(b"PK") and decoded[i][0]]
+    for j, (line, col) in deep_json([decoded[i][0] or b"" for i in zips]).items():
+        why = f"{too_deep(line, col)} of the header and sample summaries"
+        decoded[zips[j]] = (None, f"cannot read the .eval zip: {why}")
     for i, (doc, err) in enumerate(decoded):
         if doc is None:
             problems.append(Problem(str(files[i].path), None, None, err or "unreadable"))
@@ -284,6 +392,19 @@ def parse(
     problems.extend(
         name_surrogates(probs, {str(f.path): d for f, d in zip(sub, docs, strict=True)})
     )
+    # ``samples`` that is not an array transforms to NULL: say so rather than a run of none
+    no_samples = con.execute(
+        """SELECT d.file_idx, json_type(i.raw, '$.samples') FROM _insp_d AS d
+           JOIN _insp AS i ON i.orig = d.file_idx
+           WHERE d.d.samples IS NULL AND json_type(i.raw, '$.samples') NOT IN ('NULL', 'ARRAY')"""
+    ).fetchall()
+    for fi, kind in no_samples:
+        problems.append(
+            Problem(str(files[fi].path), None, "samples", f"expected an array, got {kind.lower()}")
+        )
+    if no_samples:
+        bad = ", ".join(str(fi) for fi, _ in no_samples)
+        con.execute(f"DELETE FROM _insp_d WHERE file_idx IN ({bad})")
     con.unregister("_insp")
     not_inspect = con.execute(
         """SELECT file_idx, d.eval IS NOT NULL, d.eval->>'$.task' IS NOT NULL

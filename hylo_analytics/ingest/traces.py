@@ -23,7 +23,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hylo_analytics.ingest._files import SourceFile, bad_utf8, read_files, split_lines
+from hylo_analytics.ingest._files import (
+    SourceFile,
+    bad_utf8,
+    deep_lines,
+    read_files,
+    split_lines,
+    too_deep,
+)
 from hylo_analytics.ingest._report import Problem
 
 __all__ = [
@@ -65,27 +72,38 @@ def resolve_traces(refs: Sequence[TraceRef]) -> list[tuple[Path, Path] | str]:
     folders: dict[tuple[str, str], str | None] = {}
     out: list[tuple[Path, Path] | str] = []
     for ref in refs:
-        rel = ref.rel
-        if os.path.isabs(rel) or rel.startswith("~"):
-            out.append(f"trace path {rel!r} is absolute; it must be relative to the run folder")
-            continue
-        if ref.log_path not in roots:
-            real_root = os.path.realpath(ref.log_path.parent)
-            roots[ref.log_path] = (real_root, Path(real_root))
-        root, root_path = roots[ref.log_path]
-        norm = os.path.normpath(rel)
-        head, name = os.path.split(norm)
-        if (root, head) not in folders:
-            folder = os.path.realpath(os.path.join(root, head)) if head else root
-            inside = folder == root or folder.startswith(root.rstrip("/") + "/")
-            escapes = norm == ".." or norm.startswith("../") or not inside
-            folders[(root, head)] = None if escapes else folder
-        folder_real = folders[(root, head)]
-        if folder_real is None or norm == "..":
-            out.append(f"trace path {rel!r} escapes the run folder {root!r}")
-            continue
-        out.append((Path(folder_real, name), root_path))
+        try:
+            out.append(_resolve_one(ref, roots, folders))
+        except Exception as exc:  # a path the OS cannot take (e.g. not encodable): refused
+            out.append(f"trace path {ref.rel!r} cannot be resolved: {type(exc).__name__}: {exc}")
     return out
+
+
+def _resolve_one(
+    ref: TraceRef,
+    roots: dict[Path, tuple[str, Path]],
+    folders: dict[tuple[str, str], str | None],
+) -> tuple[Path, Path] | str:
+    rel = ref.rel
+    if "\x00" in rel:
+        return f"trace path {rel!r} contains a NUL byte"
+    if os.path.isabs(rel) or rel.startswith("~"):
+        return f"trace path {rel!r} is absolute; it must be relative to the run folder"
+    if ref.log_path not in roots:
+        real_root = os.path.realpath(ref.log_path.parent)
+        roots[ref.log_path] = (real_root, Path(real_root))
+    root, root_path = roots[ref.log_path]
+    norm = os.path.normpath(rel)
+    head, name = os.path.split(norm)
+    if (root, head) not in folders:
+        folder = os.path.realpath(os.path.join(root, head)) if head else root
+        inside = folder == root or folder.startswith(root.rstrip("/") + "/")
+        escapes = norm == ".." or norm.startswith("../") or not inside
+        folders[(root, head)] = None if escapes else folder
+    folder_real = folders[(root, head)]
+    if folder_real is None or norm == "..":
+        return f"trace path {rel!r} escapes the run folder {root!r}"
+    return (Path(folder_real, name), root_path)
 
 
 _EVENT_STRUCT = (
@@ -197,7 +215,7 @@ def iter_traces(
     for i, res in enumerate(resolved):
         new_run = refs[i].file_idx != refs[i - 1].file_idx
         if pending and size >= limit and (new_run or size >= 2 * limit):
-            yield _parse_batch(con, refs, start, pending)
+            yield _parse_isolated(con, refs, start, pending)
             start, pending, size = i, [], 0
         if isinstance(res, str):
             pending.append((i, None, res))
@@ -206,7 +224,43 @@ def iter_traces(
         pending.append((i, sf, None))
         size += sf.size
     if pending:
-        yield _parse_batch(con, refs, start, pending)
+        yield _parse_isolated(con, refs, start, pending)
+
+
+def _parse_isolated(
+    con: duckdb.DuckDBPyConnection, refs: Sequence[TraceRef], start: int, items: list[_Item]
+) -> TraceBatch:
+    """:func:`_parse_batch`, retried trace by trace if it raises: one trace that breaks the
+    parser is a problem of its own (status ``bad``), never the end of the ingest."""
+    try:
+        return _parse_batch(con, refs, start, items)
+    except Exception:  # not KeyboardInterrupt / SystemExit
+        pass
+    parts: list[TraceBatch] = []
+    failed: list[Problem] = []
+    status: dict[int, str] = {}
+    for item in items:
+        try:
+            parts.append(_parse_batch(con, refs, start, [item]))
+        except Exception as exc:
+            ref = refs[item[0]]
+            text = " ".join(str(exc).split())
+            text = text if len(text) <= 300 else text[:300] + "..."
+            path = str(ref.log_path.parent / ref.rel)
+            failed.append(
+                Problem(path, None, None, f"trace reader failed: {type(exc).__name__}: {text}")
+            )
+            status[item[0]] = "bad"
+    if not parts:
+        parts.append(_parse_batch(con, refs, start, []))
+    return TraceBatch(
+        start,
+        start + len(items),
+        pa.concat_tables([p.events for p in parts]),
+        [q for p in parts for q in p.problems] + failed,
+        {**{i: st for p in parts for i, st in p.status.items()}, **status},
+        [f for p in parts for f in p.files],
+    )
 
 
 def _empty_events() -> pa.Table:
@@ -269,6 +323,7 @@ def _parse_batch(
         owners = [owners[k] for k in keep]
         lines, file_index, line_number = split_lines(chunks)
     line_ref = np.asarray(owners, dtype=np.int32)[file_index]
+    deep = deep_lines(lines)  # no line too deep for a recursive parser reaches the store
     con.register("_trace_lines", pa.table({"raw": lines}))
     try:
         typed = con.sql(_TYPED_SQL).to_arrow_table()
@@ -277,9 +332,23 @@ def _parse_batch(
     valid = typed["valid"].combine_chunks()
     typed = typed.drop_columns(["valid"])
     raw = pc.utf8_rtrim(lines, characters="\r\n")
+    if deep:
+        at = np.fromiter(deep, dtype=np.int64, count=len(deep))
+        mask = valid.to_numpy(zero_copy_only=False).copy()
+        mask[at] = False
+        valid = pa.array(mask)
+        for k in sorted(deep):
+            ref_i = int(line_ref[k])
+            path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
+            idx = int(line_number[k])
+            problems.append(Problem(path, idx, None, too_deep(idx, deep[k])))
+            status[ref_i] = "bad"
     if valid.false_count:
         keep_mask = valid.to_numpy(zero_copy_only=False)
-        bad = np.flatnonzero(~keep_mask)
+        not_deep = keep_mask.copy()
+        if deep:
+            not_deep[at] = True
+        bad = np.flatnonzero(~not_deep)
         last = np.bincount(file_index, minlength=len(owners))  # each file's last line number
         problems.extend(
             _line_problems(con, refs, lines, bad, line_ref, line_number, file_index, last, status)
