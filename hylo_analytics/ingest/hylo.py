@@ -426,57 +426,79 @@ def _document_problems(
     bad: set[int],
     walk: set[int] | None,
 ) -> list[Problem]:
-    """Repeated keys and non-finite numbers anywhere in the logs of ``_logs`` not yet bad.
+    """Repeated keys and non-finite numbers anywhere in the parsed logs not yet bad.
 
     A repeated key would keep one value silently; ``NaN``, ``Infinity`` and ``1e999`` are no
     JSON numbers and would make every mean over them non-finite. Only the checked path gets
     here, and only for the files in ``walk`` (all when ``None``): those pyarrow could not
     parse, or whose text may hold a non-finite number, so a clean batch walks no tree. Adds
     the files to ``bad``.
+
+    Python's parser with hooks, not DuckDB's ``json_tree`` (quadratic in a document's size:
+    20 s for one log of 3,000 samples); the depth was bounded before any parser saw the bytes.
     """
-    # the documents DuckDB parsed (materialized: json_tree must never see the others)
-    con.register("_walk", pa.table({"i": pa.array(sorted(walk or ()), pa.int32())}))
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _docs AS
-           SELECT file_idx, raw FROM _logs
-           WHERE file_idx IN (SELECT file_idx FROM _top WHERE ok)
-             {"" if walk is None else "AND file_idx IN (SELECT i FROM _walk)"}"""
-    )
-    con.unregister("_walk")
-    rows = con.execute(
-        """
-        WITH t AS (
-            SELECT l.file_idx, j.key, j.type, j.atom, j.id, j.parent, j.fullkey
-            FROM _docs AS l, json_tree(l.raw) AS j
-        ), dup AS (
-            SELECT file_idx, min(id) AS id, 'duplicate' AS kind, any_value(fullkey) AS fullkey,
-                   key AS what
-            FROM t WHERE parent IS NOT NULL GROUP BY file_idx, parent, key
-            HAVING count(*) > 1
-        ), inf AS (
-            SELECT file_idx, id, 'non-finite' AS kind, fullkey, CAST(atom AS VARCHAR) AS what
-            FROM t WHERE type = 'DOUBLE' AND NOT isfinite(TRY_CAST(atom AS DOUBLE))
-        )
-        SELECT file_idx, kind, fullkey, what FROM (SELECT * FROM dup UNION ALL SELECT * FROM inf)
-        ORDER BY file_idx, id
-        """
-    ).fetchall()
-    con.execute("DROP TABLE _docs")
+    parsed = {r[0] for r in con.execute("SELECT file_idx FROM _top WHERE ok").fetchall()}
+    todo = sorted(i for i in parsed if i not in bad and (walk is None or i in walk))
     out = []
-    for file_idx, kind, fullkey, what in rows:
-        if file_idx in bad:
-            continue
-        fld = fullkey.removeprefix("$").removeprefix(".")
-        if kind == "duplicate":
-            error = f"duplicate key {what!r} in one object (which one counts is unclear)"
-        else:
-            error = (
-                f"non-finite number {what}: JSON numbers are finite; "
-                "write null to abstain or a finite value"
-            )
-        out.append(Problem(str(files[file_idx].path), None, fld, error))
-    bad.update(r[0] for r in rows)
+    for i in todo:
+        found = _tree_problems(files[i].data)
+        if found:
+            bad.add(i)
+            out += [Problem(str(files[i].path), None, fld, error) for fld, error in found]
     return out
+
+
+class _Pairs(list[tuple[str, object]]):
+    """An object's members in order, repeats kept (``object_pairs_hook``)."""
+
+
+class _NonFinite(str):
+    """The text of a number that is no JSON number: ``NaN``, ``Infinity``, ``1e999``."""
+
+
+def _finite_or_marked(text: str) -> object:
+    value = float(text)
+    return value if value - value == 0 else _NonFinite(text)
+
+
+def _tree_problems(data: bytes) -> list[tuple[str, str]]:
+    """``(field, error)`` of each repeated key and non-finite number, in document order."""
+    try:
+        doc = json.loads(
+            data, object_pairs_hook=_Pairs, parse_constant=_NonFinite, parse_float=_finite_or_marked
+        )
+    except (ValueError, RecursionError):
+        return []  # DuckDB parsed it: what Python refuses here is reported by the caller's checks
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, object]] = [("", doc)]
+    while stack:  # iterative: no recursion on input structure
+        path, node = stack.pop()
+        if isinstance(node, _Pairs):
+            seen: set[str] = set()
+            children = []
+            for key, value in node:
+                where = f"{path}.{key}" if path else key
+                if key in seen:
+                    found.append(
+                        (
+                            where,
+                            f"duplicate key {key!r} in one object (which one counts is unclear)",
+                        )
+                    )
+                seen.add(key)
+                children.append((where, value))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(node)]))
+        elif isinstance(node, _NonFinite):
+            found.append(
+                (
+                    path,
+                    f"non-finite number {node}: JSON numbers are finite; "
+                    "write null to abstain or a finite value",
+                )
+            )
+    return found
 
 
 # Text without these holds no non-finite number: NaN, Infinity, an exponent of 3 digits or a

@@ -31,6 +31,7 @@ import pyarrow as pa
 from hylo_analytics.ingest._files import SourceFile, bad_utf8, split_lines
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest._sqlcheck import JSON_TYPE_NAMES
 from hylo_analytics.ingest.traces import lone_surrogate
 
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
@@ -50,6 +51,27 @@ _NON_FINITE = """CASE
     WHEN json_type(r.raw_value) = 'DOUBLE' AND NOT isfinite(CAST(r.raw_value AS DOUBLE))
     THEN 'raw_value=' || CAST(CAST(r.raw_value AS DOUBLE) AS VARCHAR)
     WHEN NOT isfinite(r.coverage) THEN 'coverage=' || CAST(r.coverage AS VARCHAR) END"""
+
+
+# "<field>=<expected>=<got>" of a record's first field of the wrong JSON type, or NULL: a
+# transform would read "yes" as true and 7 as a metric name, silently
+_TYPES = (
+    ("metric_id", ("VARCHAR",), "string"),
+    ("valid", ("BOOLEAN", "NULL"), "boolean or null"),
+    ("normalized_value", ("DOUBLE", "BIGINT", "UBIGINT", "NULL"), "number or null"),
+    ("coverage", ("DOUBLE", "BIGINT", "UBIGINT", "NULL"), "number or null"),
+    ("skip_reason", ("VARCHAR", "NULL"), "string or null"),
+    ("run_id", ("VARCHAR", "NULL"), "string or null"),
+)
+_WRONG_TYPE = (
+    "CASE "
+    + " ".join(
+        f"WHEN json_type(raw, '$.{f}') NOT IN ({', '.join(repr(t) for t in ts)}) "
+        f"THEN '{f}={want}=' || json_type(raw, '$.{f}')"
+        for f, ts, want in _TYPES
+    )
+    + " END"
+)
 
 
 # a key given twice in a record (its value would be one of them, silently), or NULL
@@ -94,19 +116,20 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
             )
             SELECT file_idx, line, jt IS NOT NULL AS ok,
                    CASE WHEN jt = 'OBJECT' THEN json_transform(raw, '{_REC}') END AS r,
-                   json_keys(CASE WHEN jt = 'OBJECT' THEN raw END) AS keys
+                   json_keys(CASE WHEN jt = 'OBJECT' THEN raw END) AS keys,
+                   CASE WHEN jt = 'OBJECT' THEN {_WRONG_TYPE} END AS wrong_type
             FROM t"""
     )
     con.unregister("_mr_lines")
     bad: set[int] = set()
     split_of: dict[int, list[bytes]] = {}  # the lines of files with a malformed line
     # every bad line of every file (no cap: a file is stored only if all of it passed)
-    for fi, line, is_json, has_rec, sid, mid, nonfinite, dup_key in con.execute(
+    for fi, line, is_json, has_rec, sid, mid, nonfinite, dup_key, wrong in con.execute(
         f"""SELECT file_idx, line, ok, r IS NOT NULL, r.sample_id IS NOT NULL,
-                  r.metric_id IS NOT NULL, {_NON_FINITE}, dup_key
+                  r.metric_id IS NOT NULL, {_NON_FINITE}, dup_key, wrong_type
            FROM (SELECT *, {_DUP_KEY} AS dup_key FROM _mr)
            WHERE NOT ok OR r IS NULL OR r.sample_id IS NULL OR r.metric_id IS NULL
-                 OR {_NON_FINITE} IS NOT NULL OR dup_key IS NOT NULL
+                 OR {_NON_FINITE} IS NOT NULL OR dup_key IS NOT NULL OR wrong_type IS NOT NULL
            ORDER BY file_idx, line"""
     ).fetchall():
         bad.add(fi)
@@ -127,6 +150,10 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                     f"duplicate key {dup_key!r} in one object (which one counts is unclear)",
                 )
             )
+        elif wrong is not None:
+            fld, want, got = wrong.split("=", 2)
+            got = JSON_TYPE_NAMES.get(got, got.lower())
+            problems.append(Problem(path, line, fld, f"expected {want}, got {got}"))
         elif not sid or not mid:
             fld = "sample_id" if not sid else "metric_id"
             problems.append(Problem(path, line, fld, "missing; every MetricResult names it"))

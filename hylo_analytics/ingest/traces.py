@@ -32,6 +32,7 @@ from hylo_analytics.ingest._files import (
     too_deep,
 )
 from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest._sqlcheck import JSON_TYPE_NAMES
 
 __all__ = [
     "TRACE_FORMAT",
@@ -141,8 +142,9 @@ FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_lines)
 # Only for the bad lines of a batch: what is wrong with each.
 _WHY_SQL = f"""
 SELECT e IS NOT NULL AS ok, json_type(e.type) AS etype, json_type(e.t) AS ttype,
-       CAST(e.t AS VARCHAR) AS t, {_NON_FINITE} AS non_finite
-FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e FROM _trace_bad)
+       CAST(e.t AS VARCHAR) AS t, {_NON_FINITE} AS non_finite, jtype
+FROM (SELECT try(json_transform(raw, '{_EVENT_STRUCT}')) AS e, try(json_type(raw)) AS jtype
+      FROM _trace_bad)
 """
 
 _BATCH_BYTES = 16 * 2**20  # of trace bytes per batch: bounds the memory of an ingest
@@ -450,7 +452,7 @@ def _line_problems(
     order = np.lexsort((line_number[bad], line_ref[bad]))
     problems: list[Problem] = []
     for k in order:
-        ok, etype, ttype, t_text, non_finite = why[k]
+        ok, etype, ttype, t_text, non_finite, jtype = why[k]
         pos = int(bad[k])
         ref_i, idx = int(line_ref[pos]), int(line_number[pos])
         path = str(refs[ref_i].log_path.parent / refs[ref_i].rel)
@@ -467,6 +469,12 @@ def _line_problems(
             )
             problems.append(Problem(path, idx, None, text))
             status[ref_i] = "partial" if truncated and status.get(ref_i, "ok") == "ok" else "bad"
+        elif jtype != "OBJECT":
+            got = JSON_TYPE_NAMES.get(jtype, str(jtype).lower())
+            problems.append(
+                Problem(path, idx, None, f"expected a JSON object (an event), got {got}")
+            )
+            status[ref_i] = "bad"
         elif etype is None:
             problems.append(Problem(path, idx, "type", "missing required field (expected string)"))
             status[ref_i] = "bad"
@@ -480,7 +488,7 @@ def _line_problems(
             status[ref_i] = "bad"
         else:
             fld, want = ("type", "string") if etype != "VARCHAR" else ("t", "integer")
-            got = (etype if fld == "type" else ttype).lower()
+            got = JSON_TYPE_NAMES.get(etype if fld == "type" else ttype, "?")
             problems.append(Problem(path, idx, fld, f"expected {want}, got {got}"))
             status[ref_i] = "bad"
     return problems
