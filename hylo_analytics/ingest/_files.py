@@ -277,20 +277,49 @@ def deep_json(chunks: Sequence[bytes], limit: int | None = None) -> dict[int, tu
     line of a JSONL file cannot make the lines after it look deep.
     """
     limit = MAX_JSON_DEPTH if limit is None else limit
-    if not chunks:
-        return {}
-    sizes = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
-    starts = np.zeros(len(chunks), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    found = _first_deep(b"".join(chunks), starts, limit, _SCAN)
+    # the good path: a chunk with few opening brackets cannot be deep; the others get the
+    # depth of their structure (C-speed byte operations, then numpy over brackets and quotes)
+    found = [
+        i
+        for i, c in enumerate(chunks)
+        if c.count(b"[") + c.count(b"{") > limit and _max_depth(c) > limit
+    ]
     out: dict[int, tuple[int, int]] = {}
-    for i in found:  # the failure path: confirm, file by file, with strings cut at newlines
+    for i in found:  # the failure path: locate, file by file, with strings cut at newlines
         one = _first_deep(chunks[i], np.zeros(1, dtype=np.int64), limit, _SCAN_NL)
         if one:
             at, data = one[0], chunks[i]
             line = data.count(b"\n", 0, at) + 1
             out[i] = (line, at - (data.rfind(b"\n", 0, at) + 1) + 1)
     return out
+
+
+# every byte but '"', '[', ']', '{', '}' and '\n', for ``bytes.translate`` to delete
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}\n')
+_DEPTH_STEP = np.zeros(256, dtype=np.int32)
+_DEPTH_STEP[[91, 123]] = 1
+_DEPTH_STEP[[93, 125]] = -1
+
+
+def _max_depth(data: bytes) -> int:
+    """The deepest bracket nesting of ``data`` outside strings (a newline ends any string),
+    as :func:`_first_deep` counts it with ``_SCAN_NL``.
+
+    Escapes first (``\\`` pairs, then ``\"``), then every byte but quotes, brackets and
+    newlines is deleted, all by C loops over the bytes; numpy then works on what is left.
+    """
+    bare = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    sym = np.frombuffer(bare, dtype=np.uint8)
+    if not len(sym):
+        return 0
+    quotes = np.cumsum(sym == 34, dtype=np.int32)
+    newline = sym == 10
+    if newline.any():  # the quotes before each line's start do not count on that line
+        at_line = np.where(newline, quotes, 0)
+        quotes = quotes - np.maximum.accumulate(at_line)
+    outside = (quotes & 1) == 0
+    depth = np.cumsum(np.where(outside, _DEPTH_STEP[sym], 0), dtype=np.int32)
+    return int(depth.max())
 
 
 def _first_deep(data: bytes, starts: np.ndarray, limit: int, scan: np.ndarray) -> dict[int, int]:
