@@ -55,7 +55,7 @@ class Kind:
     kept: int | None = 0
     later: bool = False
     heavy: bool = False  # runs alone, so its peak memory is its own
-    abstains: bool = False  # stored, with a null score saying why ("non-finite ...")
+    abstains: str | None = None  # stored, with a null score whose skip_reason matches this
 
 
 # -- the good run and helpers ------------------------------------------------------------
@@ -233,7 +233,11 @@ def _steps_overflow(folder: Path, ctx: Ctx) -> Path:
 
 
 def _duplicate_sample(folder: Path, ctx: Ctx) -> Path:
-    return _bad_run(folder, lambda log: log["samples"].append(copy.deepcopy(log["samples"][0])))
+    def mutate(log: dict[str, Any]) -> None:
+        log["samples"][0]["epoch"] = 1  # a repeated key without an epoch is the next epoch
+        log["samples"].append(copy.deepcopy(log["samples"][0]))
+
+    return _bad_run(folder, mutate)
 
 
 def _many_problems(folder: Path, ctx: Ctx) -> Path:
@@ -709,7 +713,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("evallog CRLF line ends", "hylo", _crlf, None, kept=N_GOOD),
     Kind("evallog NUL bytes between tokens", "hylo", _raw_nul_bytes, r"malformed|NUL"),
     Kind("evallog sample status an object", "hylo", _status_object, r"status"),
-    Kind("evallog score a string", "hylo", _score_string, r"success|score"),
+    Kind("evallog score a string", "hylo", _score_string, None, N_GOOD, abstains="non-numeric"),
     Kind("evallog trace path with ..", "hylo", _trace_dotdot, r"outside|escape", kept=N_GOOD),
     Kind("evallog absolute trace path", "hylo", _trace_absolute, r"absolute|outside", kept=N_GOOD),
     Kind("evallog NUL byte in a trace path", "hylo", _trace_nul, r"NUL|null", kept=N_GOOD),
@@ -735,7 +739,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("trace empty file", "trace", _t_empty, None, kept=N_GOOD),
     Kind("trace binary garbage", "trace", _t_binary, r"UTF-8|malformed", kept=N_GOOD),
     Kind("trace lines not objects", "trace", _t_not_object_lines, r"object", kept=N_GOOD),
-    Kind("trace seed beyond int64", "trace", _t_seed_overflow, r"seed|range|integer", kept=N_GOOD),
+    Kind("trace start seed beyond int64", "trace", _t_seed_overflow, None, kept=N_GOOD),
     Kind(
         "eval zip bomb, honest sizes",
         "inspect-eval",
@@ -778,11 +782,23 @@ KINDS: tuple[Kind, ...] = (
     Kind("inspect json samples an object", "inspect-json", _j_samples_object, r"samples"),
     Kind("inspect json truncated", "inspect-json", _j_truncated, r"malformed|unknown format"),
     Kind("inspect json lone surrogate", "inspect-json", _j_surrogate, r"surrogate|UTF-8"),
-    Kind("inspect json Infinity score", "inspect-json", _j_infinity, None, None, abstains=True),
+    Kind(
+        "inspect json Infinity score",
+        "inspect-json",
+        _j_infinity,
+        None,
+        None,
+        abstains=r"non-finite",
+    ),
     Kind("inspect-robots samples a string", "inspect-robots", _r_samples_string, r"samples"),
     Kind("inspect-robots lone surrogate", "inspect-robots", _r_surrogate, r"surrogate|UTF-8"),
     Kind(
-        "inspect-robots -Infinity", "inspect-robots", _r_epoch_infinity, None, None, abstains=True
+        "inspect-robots -Infinity",
+        "inspect-robots",
+        _r_epoch_infinity,
+        None,
+        None,
+        abstains=r"non-finite",
     ),
     Kind("vla-eval tasks a string", "vla-eval", _v_tasks_string, r"tasks"),
     Kind("vla-eval steps beyond int64", "vla-eval", _v_steps_overflow, None, None),
@@ -819,7 +835,7 @@ def check_views(store: Any, names: list[str] | None = None) -> list[str]:
     bad = []
     for name in names:
         try:
-            con.execute(f'SELECT * FROM "{name}"').to_arrow_table()
+            con.sql(f'SELECT * FROM "{name}"').to_arrow_table()
         except Exception as exc:
             bad.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
     return bad
@@ -879,11 +895,14 @@ def run_kind(kind: Kind, folder: Path, ctx: Ctx) -> dict[str, Any]:
     record["culprit_samples"] = one(
         f"SELECT count(*) FROM stg_samples WHERE run_id IN ({culprit_runs})", where
     )
-    record["culprit_abstentions"] = one(
-        f"SELECT count(*) FROM stg_scores WHERE run_id IN ({culprit_runs}) "
-        "AND value IS NULL AND skip_reason LIKE 'non-finite%'",
-        where,
-    )
+    record["culprit_skip_reasons"] = [
+        r[0]
+        for r in con.execute(
+            f"SELECT DISTINCT skip_reason FROM stg_scores WHERE run_id IN ({culprit_runs}) "
+            "AND value IS NULL AND skip_reason IS NOT NULL ORDER BY 1",
+            where,
+        ).fetchall()
+    ]
     record["nonfinite"] = one("SELECT count(*) FROM stg_scores WHERE isinf(value) OR isnan(value)")
     return record
 
