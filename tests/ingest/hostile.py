@@ -599,9 +599,18 @@ def _j_surrogate(folder: Path, ctx: Ctx) -> Path:
 
 
 def _j_infinity(folder: Path, ctx: Ctx) -> Path:
+    def mutate(d: dict[str, Any]) -> None:
+        d["samples"][0]["scores"]["grade_dict"]["value"]["len"] = "@@INF@@"
+
+    out = _json_doc(ctx.inspect_json, folder, "log.json", mutate)
+    out.write_text(out.read_text().replace('"@@INF@@"', "Infinity", 1))
+    return out
+
+
+def _j_results_nan(folder: Path, ctx: Ctx) -> Path:
+    """Inspect writes NaN for a metric it cannot compute (the stderr of one sample): kept."""
     out = _json_doc(ctx.inspect_json, folder, "log.json", lambda d: None)
-    text = re.sub(r'("value": )[-0-9.]+', r"\1Infinity", out.read_text(), count=1)
-    out.write_text(text)
+    out.write_text(re.sub(r'("stderr", "value": )[-0-9.]+', r"\1NaN", out.read_text(), count=1))
     return out
 
 
@@ -616,10 +625,11 @@ def _r_surrogate(folder: Path, ctx: Ctx) -> Path:
 
 
 def _r_epoch_infinity(folder: Path, ctx: Ctx) -> Path:
-    out = _json_doc(ctx.robots, folder, "robots.json", lambda d: None)
-    out.write_text(
-        re.sub(r'("success_at_end": )[-0-9.]+', r"\1-Infinity", out.read_text(), count=1)
-    )
+    def mutate(d: dict[str, Any]) -> None:
+        d["samples"][0]["epochs"][0]["success_at_end"] = "@@INF@@"
+
+    out = _json_doc(ctx.robots, folder, "robots.json", mutate)
+    out.write_text(out.read_text().replace('"@@INF@@"', "-Infinity", 1))
     return out
 
 
@@ -790,6 +800,7 @@ KINDS: tuple[Kind, ...] = (
         None,
         abstains=r"non-finite",
     ),
+    Kind("inspect json NaN metric in results", "inspect-json", _j_results_nan, None, None),
     Kind("inspect-robots samples a string", "inspect-robots", _r_samples_string, r"samples"),
     Kind("inspect-robots lone surrogate", "inspect-robots", _r_surrogate, r"surrogate|UTF-8"),
     Kind(
