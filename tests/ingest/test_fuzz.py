@@ -99,7 +99,7 @@ def structural_mutation(draw: st.DrawFn, doc: Any) -> bytes:
     import copy
 
     doc = copy.deepcopy(doc)
-    path = draw(st.sampled_from(_paths(doc)[1:]))
+    path = draw(st.sampled_from([p for p in _paths(doc) if p]))
     parent = doc
     for step in path[:-1]:
         parent = parent[step]
