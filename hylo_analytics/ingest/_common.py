@@ -13,7 +13,7 @@ from hylo_analytics.ingest._reader import json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.traces import lone_surrogate
 
-__all__ = ["json_problem", "load_json_docs", "syntax_problem"]
+__all__ = ["json_problem", "load_json_docs", "shape_error", "syntax_problem"]
 
 
 def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None = 1) -> Problem:
@@ -60,6 +60,27 @@ def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None 
         )
         return Problem(path, line, None, f"expected a JSON object, got {kind}")
     return Problem(path, line, None, "a JSON object the reader cannot read")
+
+
+_KIND = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+         int: "an integer", float: "a number", type(None): "null"}  # fmt: skip
+
+
+def shape_error(data: bytes, path: Sequence[str], expected: str, what: str) -> str:
+    """Why a required field at ``path`` failed, for one rejected document (the failure path).
+
+    A transform reads a field of the wrong type as absent; the user should be told which it
+    was: "missing; expected <what>" or "expected <expected>, got a string".
+    """
+    try:
+        node: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return f"missing; expected {what}"
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return f"missing; expected {what}"
+        node = node[key]
+    return f"expected {expected}, got {_KIND.get(type(node), type(node).__name__)}"
 
 
 def syntax_problem(sf: SourceFile, data: bytes | None = None) -> Problem:

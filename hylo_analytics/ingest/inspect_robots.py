@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from hylo_analytics.ingest._common import load_json_docs
+from hylo_analytics.ingest._common import load_json_docs, shape_error
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
@@ -70,7 +70,11 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
             )
         elif task is None or not has_samples:
             what = "eval.task" if task is None else "samples"
-            problems.append(Problem(path, None, what, "missing; expected an inspect-robots log"))
+            why = shape_error(
+                files[fi].data, what.split("."), "a string" if task is None else "an array",
+                "an inspect-robots log",
+            )  # fmt: skip
+            problems.append(Problem(path, None, what, why))
         elif bad_seed is not None:  # never a silent null seed
             problems.append(
                 Problem(

@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from hylo_analytics.ingest._common import load_json_docs
+from hylo_analytics.ingest._common import load_json_docs, shape_error
 from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
@@ -85,7 +85,9 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         if bench is None or no_tasks:
             bad.add(fi)
             what = "benchmark" if bench is None else "tasks"
-            problems.append(Problem(str(sf.path), None, what, "missing; expected vla-eval results"))
+            expected = "a string" if bench is None else "an array"
+            why = shape_error(sf.data, [what], expected, "vla-eval results")
+            problems.append(Problem(str(sf.path), None, what, why))
             continue
         agent = agent_from_filename(sf.path, subname)
         ids.append((fi, f"vla-eval:{agent}:{bench}:{sf.sha256[:12]}", agent))

@@ -801,7 +801,12 @@ KINDS: tuple[Kind, ...] = (
         abstains=r"non-finite",
     ),
     Kind("inspect json NaN metric in results", "inspect-json", _j_results_nan, None, None),
-    Kind("inspect-robots samples a string", "inspect-robots", _r_samples_string, r"samples"),
+    Kind(
+        "inspect-robots samples a string",
+        "inspect-robots",
+        _r_samples_string,
+        r"samples: expected an array, got a string",
+    ),
     Kind("inspect-robots lone surrogate", "inspect-robots", _r_surrogate, r"surrogate|UTF-8"),
     Kind(
         "inspect-robots -Infinity",
@@ -811,7 +816,7 @@ KINDS: tuple[Kind, ...] = (
         None,
         abstains=r"non-finite",
     ),
-    Kind("vla-eval tasks a string", "vla-eval", _v_tasks_string, r"tasks"),
+    Kind("vla-eval tasks a string", "vla-eval", _v_tasks_string, r"tasks: expected an array, got"),
     Kind("vla-eval steps beyond int64", "vla-eval", _v_steps_overflow, None, None),
     Kind("vla-eval lone surrogate", "vla-eval", _v_surrogate, r"surrogate|UTF-8"),
     Kind("metric results Infinity", "metric-results", _m_infinity, r"finite|Infinity"),

@@ -142,7 +142,9 @@ def _outcome(kind: hostile.Kind, record: dict[str, Any]) -> str:
         where = f"line {p[1]}" if p[1] is not None else ""
         where += f", field {p[2]}" if p[2] else ""
         return f"quarantined ({where.strip(', ') or 'file'}): {p[3][:140]}"
-    return f"stored ({record.get('culprit_samples')} samples of the culprit)"
+    reasons = record.get("culprit_skip_reasons") or []
+    abstained = f", abstaining: {reasons[0]}" if kind.abstains and reasons else ""
+    return f"stored ({record.get('culprit_samples')} samples of the culprit{abstained})"
 
 
 @pytest.mark.parametrize("kind", hostile.KINDS, ids=[k.name for k in hostile.KINDS])
