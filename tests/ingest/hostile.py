@@ -598,13 +598,23 @@ def _j_surrogate(folder: Path, ctx: Ctx) -> Path:
     return out
 
 
-def _j_infinity(folder: Path, ctx: Ctx) -> Path:
-    def mutate(d: dict[str, Any]) -> None:
-        d["samples"][0]["scores"]["grade_dict"]["value"]["len"] = "@@INF@@"
+def _raw_token(src: Path, folder: Path, name: str, path: tuple[Any, ...], token: str) -> Path:
+    """``src`` with the value at ``path`` replaced by a raw token json.dumps cannot write."""
 
-    out = _json_doc(ctx.inspect_json, folder, "log.json", mutate)
-    out.write_text(out.read_text().replace('"@@INF@@"', "Infinity", 1))
+    def mutate(d: dict[str, Any]) -> None:
+        node: Any = d
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = "@@TOKEN@@"
+
+    out = _json_doc(src, folder, name, mutate)
+    out.write_text(out.read_text().replace('"@@TOKEN@@"', token, 1))
     return out
+
+
+def _j_infinity(folder: Path, ctx: Ctx) -> Path:
+    at = ("samples", 0, "scores", "grade_dict", "value", "len")
+    return _raw_token(ctx.inspect_json, folder, "log.json", at, "Infinity")
 
 
 def _j_results_nan(folder: Path, ctx: Ctx) -> Path:
@@ -625,12 +635,8 @@ def _r_surrogate(folder: Path, ctx: Ctx) -> Path:
 
 
 def _r_epoch_infinity(folder: Path, ctx: Ctx) -> Path:
-    def mutate(d: dict[str, Any]) -> None:
-        d["samples"][0]["epochs"][0]["success_at_end"] = "@@INF@@"
-
-    out = _json_doc(ctx.robots, folder, "robots.json", mutate)
-    out.write_text(out.read_text().replace('"@@INF@@"', "-Infinity", 1))
-    return out
+    at = ("samples", 0, "epochs", 0, "success_at_end")
+    return _raw_token(ctx.robots, folder, "robots.json", at, "-Infinity")
 
 
 def _v_tasks_string(folder: Path, ctx: Ctx) -> Path:
