@@ -151,7 +151,7 @@ def test_readers_never_see_a_mix(tmp_path: Path) -> None:
     root, data = tmp_path / "s", tmp_path / "data"
     write_version(data, 1)
     ha.open_store(root).ingest(data, progress=False)
-    writer = _child("writer", str(root), str(data), "50", out=True)
+    writer = _child("writer", str(root), str(data), "900", out=True)  # until STOP, at most 15 min
     long = ha.open_store(root, create=False)
     versions: set[int] = set()
     t0 = time.monotonic()
@@ -188,7 +188,8 @@ def _read_while_writing(
             versions.add(check_aggregate(agg))
         queries += 1
         assert writer.poll() is None, "the writer ended before the readers were done"
-        assert time.monotonic() - t0 < 120  # a guard: ~40 s on a quiet 2-core machine
+        # a guard only (~40 s on a quiet 2-core machine; a loaded one took over 50 s)
+        assert time.monotonic() - t0 < 600
 
 
 def test_a_snapshot_holds_across_commits_and_says_when_its_files_are_gone(
