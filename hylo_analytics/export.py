@@ -218,9 +218,9 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
                     "task_id": first[2],
                     "seed": first[3],
                     # inspect-robots has one status per scene: 'error' if any epoch errored
-                    "status": statuses.pop() if len(statuses) == 1 else (
-                        "error" if "error" in statuses else first[4]
-                    ),
+                    "status": statuses.pop()
+                    if len(statuses) == 1
+                    else ("error" if "error" in statuses else first[4]),
                     "epochs": epochs,
                     "reduced": {m: (sum(v) / len(v) if v else None) for m, v in sums.items()},
                     "episodes": episodes,
