@@ -14,10 +14,15 @@ needs it (a key repeated or an epoch other than 1); ``episode_id`` when it is no
 metric for a sample, the one of highest precedence (``score`` > ``derived`` > ``observation``
 > ``imported``, then the latest batch) is written.
 
-v0.2 follows Inspect's (and inspect-robots') top level: ``{version, status, eval, results,
-stats, samples}``, with one sample per key holding its ``epochs`` (each with its scores,
-episode id, status and trace) and ``reduced`` (the mean of each metric over the epochs that
-did not abstain). It is an export format only: the reader does not ingest v0.2 yet.
+v0.2 is the inspect-robots layout with the hylo identity kept beside it: ``{version, status,
+eval, results, stats, samples}``, one sample per key with ``scene_id`` (the key), ``status``,
+``epochs`` (one ``{metric: value}`` per epoch, as inspect-robots writes them) and ``reduced``
+(the mean of each metric over the epochs that did not abstain), and hylo's own fields:
+``key``, ``task_id``, ``seed`` and ``episodes`` (per epoch: epoch, episode id, status, trace,
+score explanations and the sample's unmodelled fields). ``eval`` holds the run: id, created,
+benchmark, agent, ``results`` and ``extra`` as stored; ``results.metrics`` are the run's means.
+The reader ingests v0.2 onto the same rows, so it round-trips like v0.1 (and keeps a run's
+``status`` and ``created``, which v0.1 has no place for).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ WITH smp AS (
                'trace', CASE WHEN starts_with(smp.trace_path, $prefix)
                              THEN substr(smp.trace_path, length($prefix) + 1) END
            )) AS VARCHAR) AS body,
-           sc.scores
+           sc.scores, smp.extra
     FROM smp LEFT JOIN sc ON sc.key = smp.key AND sc.epoch = smp.epoch
 )
 SELECT * FROM j ORDER BY key, epoch
@@ -149,10 +154,15 @@ def export_evallog(
                     "benchmark": benchmark,
                     "agent": agent,
                     "source_format": run["source_format"],
+                    "results": results,
                     "extra": extra or None,
                 }
             ),
-            "results": {**(results or {}), "metrics": _run_means(store, run_id)},
+            "results": {
+                "metrics": _run_means(store, run_id),
+                "total_scenes": len({r[0] for r in rows}),
+                "total_trials": len(rows),
+            },
             "stats": {
                 "n_samples": len({r[0] for r in rows}),
                 "n_episodes": len(rows),
@@ -175,36 +185,45 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
         while j < len(rows) and rows[j][0] == rows[i][0]:
             j += 1
         group = rows[i:j]
-        epochs = []
+        epochs, episodes = [], []
         sums: dict[str, list[float]] = {}
-        for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores in group:
+        for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores, extra in group:
             sc = json.loads(scores) if scores else {}
-            for m, v in sc.items():
-                val = v.get("value") if isinstance(v, dict) else v
+            values = {m: (v.get("value") if isinstance(v, dict) else v) for m, v in sc.items()}
+            why = {m: v["explanation"] for m, v in sc.items() if isinstance(v, dict)}
+            for m, val in values.items():
+                sums.setdefault(m, [])
                 if val is not None:
-                    sums.setdefault(m, []).append(float(val))
-                else:
-                    sums.setdefault(m, [])
-            epochs.append(
+                    sums[m].append(float(val))
+            epochs.append(values)
+            episodes.append(
                 _drop_none(
                     {
                         "epoch": epoch,
                         "episode_id": episode_id,
                         "status": status,
-                        "scores": sc,
                         "trace": trace,
+                        "explanation": why or None,
+                        "extra": json.loads(extra) if extra else None,
                     }
                 )
             )
         first = group[0]
+        statuses = {g[4] for g in group}
         out.append(
             json.dumps(
                 {
+                    "scene_id": first[0],
                     "key": first[0],
                     "task_id": first[2],
                     "seed": first[3],
+                    # inspect-robots has one status per scene: 'error' if any epoch errored
+                    "status": statuses.pop()
+                    if len(statuses) == 1
+                    else ("error" if "error" in statuses else first[4]),
                     "epochs": epochs,
                     "reduced": {m: (sum(v) / len(v) if v else None) for m, v in sums.items()},
+                    "episodes": episodes,
                 }
             )
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -119,3 +120,104 @@ def test_cli_export(
     assert code == 0 and "wrote" in capsys.readouterr().out
     assert json.loads(out.read_text())["eval"]["run_id"] == "run-octo-ft-1.1.0-0001"
     assert main(["export", "--store", str(sample_store.root), "--run", "nope", "-o", str(out)]) == 2
+
+
+REAL_IR = Path("/work/shared/data/real/inspect-robots")
+
+_RUN_COLS = (
+    "run_id, benchmark_id, benchmark_version, benchmark_digest, split, requires_privileged,"
+    " agent_name, agent_version, agent_components::JSON, results::JSON, n_samples, extra::JSON"
+)
+_TABLES = {
+    "runs": f"SELECT {_RUN_COLS} FROM stg_runs WHERE run_id = ?",
+    "samples": "SELECT key, task_id, seed, epoch, episode_id, status, extra::JSON"
+    " FROM stg_samples WHERE run_id = ?",
+    "scores": "SELECT key, task_id, seed, epoch, episode_id, metric, value, valid, explanation"
+    " FROM stg_scores WHERE run_id = ?",
+    "events": "SELECT key, episode_id, idx, raw FROM stg_events WHERE run_id = ?",
+}
+
+
+def _assert_same_run(a: ha.Store, b: ha.Store, run: str, *, v02: bool) -> None:
+    """Every run field, sample, score, status and trace line of ``run`` equal in both stores."""
+    for name, q in _TABLES.items():
+        got, want = b.sql(q + " ORDER BY ALL", [run]), a.sql(q + " ORDER BY ALL", [run])
+        assert got.height == want.height and got.equals(want), (name, got, want)
+    if v02:  # v0.2 also keeps the run's status and created
+        q = "SELECT status, created FROM stg_runs WHERE run_id = ?"
+        assert b.sql(q, [run]).rows() == a.sql(q, [run]).rows()
+
+
+def _round_trip(store: ha.Store, tmp_path: Path, version: str) -> ha.Store:
+    runs = store.sql("SELECT run_id FROM stg_runs ORDER BY 1")["run_id"].to_list()
+    assert runs
+    back = ha.open_store(tmp_path / f"back-{version}")
+    for i, run in enumerate(runs):
+        out = ha.export_evallog(
+            store, run, tmp_path / version / str(i) / "log.json", version=version
+        )  # type: ignore[arg-type]
+        rep = back.ingest(out, progress=False)
+        assert rep.quarantined == 0, back.sql("SELECT * FROM stg_quarantine").to_dicts()
+    for run in runs:
+        _assert_same_run(store, back, run, v02=version == "v0.2")
+    return back
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_round_trip_of_the_sample_is_lossless(
+    version: str, sample_store: ha.Store, tmp_path: Path
+) -> None:
+    back = _round_trip(sample_store, tmp_path, version)
+    fmt = back.sql("SELECT DISTINCT source_format FROM stg_runs")["source_format"].to_list()
+    assert fmt == [f"hylo.evallog/{version}"]
+
+
+def test_v02_round_trip_of_real_inspect_robots_logs(tmp_path: Path) -> None:
+    assert REAL_IR.is_dir() and len(list(REAL_IR.glob("*.json"))) == 2
+    store = ha.open_store(tmp_path / "ir")
+    store.ingest(REAL_IR, progress=False)
+    _round_trip(store, tmp_path, "v0.2")
+
+
+def test_v02_has_the_inspect_robots_shape(tmp_path: Path) -> None:
+    """The inspect-robots reader reads a v0.2 export as its own log: same scenes and scores."""
+    store = ha.open_store(tmp_path / "ir")
+    store.ingest(REAL_IR, progress=False)
+    runs = store.sql("SELECT run_id FROM stg_runs ORDER BY 1")["run_id"].to_list()
+    for i, run in enumerate(runs):
+        out = ha.export_evallog(store, run, tmp_path / f"v2-{i}.json", version="v0.2")
+        doc = json.loads(out.read_text())
+        src = next(
+            p
+            for p in REAL_IR.glob("*.json")
+            if hashlib.sha256(p.read_bytes()).hexdigest()[:12] == run[-12:]
+        )
+        orig = json.loads(src.read_text())
+        assert set(orig) - {"error"} <= set(doc)
+        for s, o in zip(doc["samples"], orig["samples"], strict=True):
+            assert s["status"] == o["status"] and s["scene_id"] == f"adhoc#{o['scene_id']}"
+            if o["status"] != "error":  # an errored scene abstains on the metric it names
+                assert s["epochs"] == o["epochs"] and s["reduced"] == o["reduced"]
+        # as an inspect-robots log (its version, its eval): the same scores
+        doc["version"], doc["eval"] = 1, {**doc["eval"]["extra"]["eval"]}
+        ir = tmp_path / f"ir-{i}" / "log.json"
+        ir.parent.mkdir()
+        ir.write_text(json.dumps(doc))
+        other = ha.open_store(tmp_path / f"ir-store-{i}")
+        assert other.ingest(ir, progress=False).quarantined == 0
+        q = "SELECT epoch, metric, value FROM stg_scores ORDER BY ALL"
+        assert other.sql(q).equals(store.sql(q.replace("ORDER", f"WHERE run_id = '{run}' ORDER")))
+
+
+def test_v01_reader_still_refuses_a_v02_key_rule_break(tmp_path: Path) -> None:
+    doc = {
+        "version": "hylo.evallog/v0.1",
+        "run_id": "r",
+        "benchmark": {"id": "b"},
+        "agent": {"name": "a"},
+        "samples": [{"key": "t#scene", "task_id": "t", "seed": 1, "status": "success"}],
+    }
+    src = tmp_path / "log.json"
+    src.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "s")
+    assert store.ingest(src, progress=False).quarantined == 1

@@ -1,4 +1,10 @@
-"""hylo EvalLogs (``hylo.evallog/v0.1``) and their episode traces (``hylo.trace/v0.1``).
+"""hylo EvalLogs (``hylo.evallog/v0.1`` and ``/v0.2``) and their traces (``hylo.trace/v0.1``).
+
+A v0.2 log (the inspect-robots layout: ``eval / results / stats / samples``, one sample per key
+with its ``epochs``) is rewritten, in one DuckDB query per batch, into the v0.1 document it
+stands for and then read by the same checks onto the same tables; its run ``status`` and
+``created`` come from ``status`` and ``eval.created``. A v0.2 key is stored as written (an
+inspect-robots key is ``<task>#<scene>``, not ``<task_id>#<seed>``).
 
 Both are parsed by DuckDB's JSON functions over Arrow arrays of whole files (logs) or lines
 (traces): one query per batch, no Python loop over samples or events. Python only reads bytes,
@@ -7,6 +13,7 @@ resolves trace paths and turns the few rejected items into :class:`Problem` reco
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -45,7 +52,9 @@ __all__ = [
 ]
 
 FORMAT = "hylo.evallog/v0.1"
-SUPPORTED_VERSIONS = (FORMAT,)
+FORMAT_V02 = "hylo.evallog/v0.2"
+SUPPORTED_VERSIONS = (FORMAT, FORMAT_V02)
+_V02_RUN = "hylo.v02"  # the top-level member of a rewritten v0.2 log holding its run fields
 
 _TOP_KEYS = ("version", "run_id", "benchmark", "agent", "results", "samples")
 _SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
@@ -154,6 +163,7 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
     """
     from hylo_analytics.ingest._hylo_fast import parse_fast  # pyarrow.json, pandas: on use
 
+    files = _v02_as_v01(con, files)
     fast = parse_fast(files, FORMAT)
     slow = list(fast.slow)
     if fast.runs.num_rows and not slow:
@@ -185,6 +195,97 @@ def parse_evallogs(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) 
         [_fast_scores(fast.scores), back(checked.scores)], promote_options="permissive"
     )
     return ParsedLogs(runs, samples, scores, checked.problems, bad)
+
+
+# the version member of a v0.2 log, where the exporter writes it; confirmed by DuckDB
+_V02_HINT = re.compile(rb'"version"\s*:\s*"hylo\.evallog/v0\.2"')
+
+_V02_SQL = f"""
+WITH d AS (
+    SELECT i, try(CAST(raw AS JSON)) AS j FROM _v02
+), d2 AS (
+    SELECT * FROM d WHERE j->>'$.version' = '{FORMAT_V02}' AND json_type(j) = 'OBJECT'
+), smp AS (
+    SELECT i, unnest(l) AS s, generate_subscripts(l, 1) AS si
+    FROM (SELECT i, try(from_json(j->'$.samples', '["JSON"]')) AS l FROM d2)
+), ep AS (
+    -- a sample without epochs stays one row, so the checks still see it
+    SELECT i, si, s, unnest(e) AS sc, generate_subscripts(e, 1) AS ei
+    FROM (SELECT *, CASE WHEN json_type(s->'$.epochs') = 'ARRAY'
+                         AND json_array_length(s->'$.epochs') > 0
+                    THEN from_json(s->'$.epochs', '["JSON"]') ELSE [NULL::JSON] END AS e
+          FROM smp)
+), body AS (
+    SELECT i, si, ei, json_extract(s, '$.episodes[' || CAST(ei - 1 AS VARCHAR) || ']') AS m, s, sc
+    FROM ep
+), v01 AS (
+    SELECT i, si, ei, s, json_merge_patch(
+        CASE WHEN json_type(m->'$.extra') = 'OBJECT' THEN m->'$.extra' ELSE '{{}}' END,
+        json_object('key', s->'$.key', 'task_id', s->'$.task_id', 'seed', s->'$.seed',
+                    'epoch', coalesce(m->'$.epoch', to_json(ei)), 'episode_id', m->'$.episode_id',
+                    'status', coalesce(m->'$.status', s->'$.status'), 'trace', m->'$.trace'))
+               AS b,
+           CASE WHEN json_type(sc) = 'OBJECT' THEN to_json(map_from_entries(
+                        list_transform(map_entries(json_transform(sc, '"MAP(VARCHAR, JSON)"')),
+                        lambda e: {{'key': e.key, 'value': CASE
+                            WHEN m->'$.explanation'->>e.key IS NOT NULL
+                            THEN json_object('value', e.value,
+                                             'explanation', m->'$.explanation'->>e.key)
+                            ELSE e.value END}})))
+                WHEN sc IS NOT NULL THEN sc END AS scores
+    FROM body
+), arr AS (
+    -- scores are appended, not patched in: a patch drops the null members (abstentions)
+    SELECT i, CAST('[' || string_agg(CASE
+        WHEN json_type(s) <> 'OBJECT' THEN CAST(s AS VARCHAR)
+        WHEN scores IS NULL THEN CAST(b AS VARCHAR)
+        ELSE substr(CAST(b AS VARCHAR), 1, length(CAST(b AS VARCHAR)) - 1) || CASE WHEN CAST(b AS VARCHAR) = '{{}}' THEN '' ELSE ',' END
+             || '"scores":' || CAST(scores AS VARCHAR) || '}}' END,
+        ',' ORDER BY si, ei) || ']' AS JSON) AS a
+    FROM v01 GROUP BY i
+)
+SELECT d2.i, CAST(to_json(map_from_entries(list_concat(
+    -- the run's unmodelled members, then its fields (a patch would drop their nested nulls)
+    list_filter(map_entries(json_transform(CASE WHEN json_type(j->'$.eval.extra') = 'OBJECT'
+                THEN j->'$.eval.extra' ELSE '{{}}' END, '"MAP(VARCHAR, JSON)"')),
+                lambda e: e.key NOT IN ('version', 'run_id', 'benchmark', 'agent', 'results',
+                                        '{_V02_RUN}', 'samples')),
+    list_filter(map_entries(json_transform(json_object(
+        'version', j->'$.version', 'run_id', j->'$.eval.run_id',
+        'benchmark', j->'$.eval.benchmark', 'agent', j->'$.eval.agent',
+        'results', j->'$.eval.results',
+        '{_V02_RUN}', json_object('status', j->'$.status', 'created', j->'$.eval.created'),
+        'samples', CASE WHEN json_type(j->'$.samples') = 'ARRAY'
+                        THEN coalesce(arr.a, '[]'::JSON) ELSE j->'$.samples' END),
+        '"MAP(VARCHAR, JSON)"')), lambda e: coalesce(json_type(e.value), 'NULL') <> 'NULL')
+))) AS VARCHAR) AS doc
+FROM d2 LEFT JOIN arr USING (i)
+"""
+
+
+def _v02_as_v01(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> list[SourceFile]:
+    """``files`` with each v0.2 log replaced by the v0.1 document it stands for.
+
+    Only files whose bytes name the v0.2 version are parsed here (a regex, C speed, on the
+    rest); one that is not JSON, or not v0.2 at its top level, is left as it is for the
+    checks to name.
+    """
+    out = list(files)
+    idx = [i for i, f in enumerate(files) if f.error is None and _V02_HINT.search(f.data)]
+    if not idx:
+        return out
+    raws = [files[i].data.decode("utf-8", "replace") for i in idx]
+    con.register("_v02", pa.table({"i": pa.array(idx, pa.int32()), "raw": raws}))
+    try:
+        rows = con.execute(_V02_SQL).fetchall()
+    except duckdb.Error:
+        rows = []  # left as written: the checked path names what is wrong
+    finally:
+        con.unregister("_v02")
+    for i, doc in rows:
+        if doc is not None:
+            out[i] = dataclasses.replace(files[i], data=doc.encode())
+    return out
 
 
 def _fast_scores(rows: pa.Table) -> pa.Table:
@@ -288,9 +389,11 @@ def _parse_checked(
     )
     # every bad sample of every log (no cap: a log is stored only if all of it passed)
     for file_idx, sample_idx, s_type, probs, key, task_id, seed in con.execute(
-        """SELECT file_idx, sample_idx, s_type, problems, key, task_id, seed FROM _samp
+        f"""SELECT file_idx, sample_idx, s_type, problems, key, task_id, seed FROM _samp
            WHERE s_type <> 'OBJECT' OR len(problems) > 0
-              OR key <> task_id || '#' || CAST(seed AS VARCHAR)
+              OR (key <> task_id || '#' || CAST(seed AS VARCHAR)
+                  AND file_idx NOT IN (SELECT file_idx FROM _top
+                                       WHERE version->>'$' = '{FORMAT_V02}'))
            ORDER BY file_idx, sample_idx"""
     ).fetchall():
         path = str(files[file_idx].path)
@@ -345,7 +448,7 @@ def _parse_checked(
         con.register("_bad", pa.table({"file_idx": pa.array(sorted(bad), pa.int32())}))
         con.execute("DELETE FROM _ok WHERE file_idx IN (SELECT file_idx FROM _bad)")
     runs = con.sql(
-        """
+        f"""
         SELECT file_idx, run_id->>'$' AS run_id,
                version->>'$' AS source_format,
                benchmark->>'$.id' AS benchmark_id,
@@ -357,8 +460,11 @@ def _parse_checked(
                agent->>'$.version' AS agent_version,
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
                CAST(results AS VARCHAR) AS results,
+               extra->>'$."{_V02_RUN}".status' AS status,
+               extra->>'$."{_V02_RUN}".created' AS created,
                coalesce(n.n, 0) AS n_samples,
-               CASE WHEN extra <> '{}' THEN extra END AS extra
+               CASE WHEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') <> '{{}}'
+                    THEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') END AS extra
         FROM _top
         LEFT JOIN (SELECT file_idx, count(*) AS n FROM _ok GROUP BY file_idx) AS n USING (file_idx)
         WHERE file_idx NOT IN (SELECT file_idx FROM _bad)
