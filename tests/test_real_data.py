@@ -133,18 +133,19 @@ def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
     assert store.score().untraced_runs == tuple(
         sorted(store.sql("select run_id from runs")["run_id"])
     )
-    agg = store.aggregate(by=["run_id"]).sort("metric")
-    # the real-robot trial succeeded at the end; the faulted one abstains, with its reason
-    assert agg.filter(pl.col("metric") == "success_at_end")["mean"].to_list() == [1.0]
-    failed = agg.filter(pl.col("metric") == "success").row(0, named=True)
-    assert failed["n_valid"] == 0 and failed["n_errors"] == 1
-    assert failed["skip_breakdown"][0]["reason"].startswith("sample error: EmbodimentFault")
-    # the two trials share no metric (the faulted log names its metric 'success'), so there
-    # is nothing to pair: the compare and the report say so in one line
     ok = store.resolve_run("inspect-robots:molmoact2:adhoc:41")
     faulted = store.resolve_run("inspect-robots:molmoact2:adhoc:f7")
+    agg = store.aggregate(by=["run_id"]).sort("run_id")
+    # both trials are scored on success_at_end: the real-robot one succeeded at the end, the
+    # faulted one abstains with its reason
+    assert agg["metric"].to_list() == ["success_at_end"] * 2
+    assert agg["run_id"].to_list() == [ok, faulted] and agg["mean"].to_list() == [1.0, None]
+    failed = agg.row(1, named=True)
+    assert failed["n_valid"] == 0 and failed["n_errors"] == 1
+    assert failed["skip_breakdown"][0]["reason"].startswith("sample error: EmbodimentFault")
     assert store.sql("select n_errors from mart_runs where run_id = ?", [faulted]).item() == 1
-    with pytest.raises(ValueError, match=r"parent '.*' has no scores for \['success_at_end'\]"):
+    # the faulted trial has no valid score, so there is no key to pair: the report says so
+    with pytest.raises(ValueError, match=r"share no scored key for 'success_at_end'"):
         ha.build_report(store, ok, faulted, metric="success_at_end")
     for run in store.sql("select run_id from runs")["run_id"]:
         path = ha.export_evallog(store, run, tmp_path / "out" / f"{run.split(':')[-1]}.json")

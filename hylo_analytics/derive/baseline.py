@@ -3,7 +3,8 @@
 Each case of a variant is matched with the baseline's case that has the same ``match_on``
 columns (a case id and/or factor columns such as ``workload.size``), and one of five
 formulas turns the two values of ``metric`` into a new, named metric (``speedup``, ...)
-carrying its semantic type, unit, direction and role.
+carrying its semantic type, unit, direction and role. ``identity`` columns (a case id when
+matching on factors only) keep candidate rows apart without being matched on.
 
 A row that cannot be derived never raises halfway and never becomes a silent NaN: it is a
 diagnostic row (``on_problem="record"``) or is skipped and counted (``on_problem="skip"``).
@@ -95,6 +96,10 @@ class PairedBaseline:
     output: DerivedMetricOutput
     formula: Formula = "baseline_over_candidate"
     match_on: Sequence[str] = ("case_id",)
+    # columns naming a candidate row without being matched on (a sample's key and epoch when
+    # matching on factors only): each candidate row is derived and kept on its own, while the
+    # baseline side stays one case per match key
+    identity: Sequence[str] = ()
     include_baseline: bool = True
     on_problem: Literal["skip", "record"] = "record"
     variant_col: str = "variant"
@@ -104,18 +109,23 @@ class PairedBaseline:
     def derive(self, frame: pl.DataFrame) -> BaselineResult:
         """Derive the output metric for every case of every variant of ``frame`` (long form)."""
         self._validate(frame)
-        keys = [self.variant_col, *self.match_on]
-        cases = frame.select(keys).unique()
+        match = [self.variant_col, *self.match_on]
+        keys = [*match, *(c for c in self.identity if c not in match)]
         m = _numeric(frame.filter(pl.col(self.metric_col) == self.metric), self.value_col)
-        m = m.group_by(keys).agg(
-            pl.len().alias("n_rows"),
-            pl.col("num").first(),
-            pl.col("raw_null").first(),
-            pl.col("bad").first(),
-            pl.col("shown").first(),
-        )
-        side = cases.join(m, on=keys, how="left", nulls_equal=True)
-        base = side.filter(pl.col(self.variant_col) == self.baseline_variant).drop(self.variant_col)
+
+        def sides(by: list[str]) -> pl.DataFrame:
+            agg = m.group_by(by).agg(
+                pl.len().alias("n_rows"),
+                pl.col("num").first(),
+                pl.col("raw_null").first(),
+                pl.col("bad").first(),
+                pl.col("shown").first(),
+            )
+            return frame.select(by).unique().join(agg, on=by, how="left", nulls_equal=True)
+
+        side = sides(keys)
+        base = sides(match) if keys != match else side
+        base = base.filter(pl.col(self.variant_col) == self.baseline_variant).drop(self.variant_col)
         base = base.rename({c: f"b_{c}" for c in ("n_rows", "num", "raw_null", "bad", "shown")})
         base = base.with_columns(matched=pl.lit(True))
         cand = side
@@ -176,7 +186,7 @@ class PairedBaseline:
             raise ValueError(f"on_problem must be 'skip' or 'record', got {self.on_problem!r}")
         if not self.match_on:
             raise ValueError("match_on needs at least one column (a case id or factor)")
-        need = [self.variant_col, self.metric_col, self.value_col, *self.match_on]
+        need = [self.variant_col, self.metric_col, self.value_col, *self.match_on, *self.identity]
         missing = [c for c in need if c not in frame.columns]
         if missing:
             raise ValueError(
@@ -198,6 +208,7 @@ def paired_baseline(
     output: DerivedMetricOutput,
     formula: Formula = "baseline_over_candidate",
     match_on: Sequence[str] = ("case_id",),
+    identity: Sequence[str] = (),
     include_baseline: bool = True,
     on_problem: Literal["skip", "record"] = "record",
     variant_col: str = "variant",
@@ -211,6 +222,7 @@ def paired_baseline(
         output=output,
         formula=formula,
         match_on=tuple(match_on),
+        identity=tuple(identity),
         include_baseline=include_baseline,
         on_problem=on_problem,
         variant_col=variant_col,

@@ -9,6 +9,9 @@ candidate when ``include_baseline`` is true.
 ``match_on`` entries: ``{kind: case_id}`` matches the same sample key *and* epoch;
 ``{kind: factor, name: X}`` matches a sample column (``task_id``, ``seed``) or, for any other
 name, the string at ``X`` in ``samples.extra`` (flat key ``"X"`` first, then the dotted path).
+With factors only, each candidate sample is still its own case: it is matched with the
+baseline's one sample of the same factors (several are ``ambiguous_match``) and its row keeps
+the candidate's key, task, seed and epoch, so aggregates count every derived value.
 
 Values come from the one score resolution (``int_scores_preferred``, one score per episode and
 metric; :mod:`hylo_analytics.resolution`). Every
@@ -124,6 +127,8 @@ def parse_post_derive(entry: object, path: str) -> BaselineStep:
         output=DerivedMetricOutput(**out),
         formula=formula,
         match_on=(*(_CASE if case_id else ()), *factors),
+        # factor-only: every candidate sample is derived on its own and keeps its key and epoch
+        identity=() if case_id else _CASE,
         include_baseline=include,
     )
     return BaselineStep(spec, case_id, tuple(factors), path)
@@ -269,7 +274,7 @@ def _to_scores(
 ) -> pa.Table:
     """Derived values and diagnostics as rows of the scores table."""
     spec, out = step.spec, step.spec.output
-    match = list(spec.match_on)
+    match = [*spec.match_on, *(c for c in spec.identity if c not in spec.match_on)]
     common = {
         "semantic_type": out.semantic_type,
         "unit": out.unit,
@@ -300,21 +305,13 @@ def _to_scores(
     )
     rows = pl.concat([values, diags], how="vertical_relaxed")
     ids = ["_task_id", "_seed", "_episode_id"]  # prefixed: a factor may be named task_id
-    if step.case_id:
-        rows = rows.join(
-            frame.select("variant", *_CASE, *ids).unique(["variant", *_CASE]),
-            on=["variant", *_CASE],
-            how="left",
-            nulls_equal=True,
-        )
-    else:
-        rows = rows.with_columns(
-            key=pl.lit(None, pl.String),
-            epoch=pl.lit(None, pl.Int64),
-            _task_id=pl.lit(None, pl.String),
-            _seed=pl.lit(None, pl.Int64),
-            _episode_id=pl.lit(None, pl.String),
-        )
+    # every row names its candidate sample (matched on it, or carried as its identity)
+    rows = rows.join(
+        frame.select("variant", *_CASE, *ids).unique(["variant", *_CASE]),
+        on=["variant", *_CASE],
+        how="left",
+        nulls_equal=True,
+    )
     meta = pl.struct(
         *[pl.lit(v, pl.String).alias(k) for k, v in common.items()],
         "candidate_value",

@@ -6,9 +6,10 @@ epoch, ``reduced`` the per-scene reduction, ``operator_judgements`` one entry pe
 Identity, decided here: ``run_id = "inspect-robots:<policy>:<task>:<sha256[:12]>"`` (the log
 carries no id of its own); ``key = "<task>#<scene_id>"``, ``epoch`` = 1-based position in
 ``epochs``; ``seed`` = the run's ``eval.seed``. A sample with status ``error`` abstains: one
-null score per metric the run knows (its ``results.metrics`` and any epoch's keys; ``success``
-when it knows none, as in a run that faulted before any step), with ``skip_reason =
-"sample error: <error>"``. Operator judgements and the reduced scores go into the sample's
+null score per metric the run knows (its ``results.metrics`` and any epoch's keys; when it
+knows none, as in a run that faulted before any step, ``success_at_end``: inspect-robots' own
+per-trial metric, which its successful logs report, so a faulted trial pairs with them and
+counts in ``mart_success_rates``), with ``skip_reason = "sample error: <error>"``. Operator judgements and the reduced scores go into the sample's
 ``extra`` JSON.
 """
 
@@ -29,7 +30,7 @@ from hylo_analytics.ingest.traces import name_surrogates
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
 FORMAT = "inspect-robots/v1"
-FALLBACK_METRIC = "success"
+FALLBACK_METRIC = "success_at_end"
 
 _DOC = (
     '{"version":"JSON","status":"VARCHAR","error":"VARCHAR","eval":"JSON","results":"JSON",'

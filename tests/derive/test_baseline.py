@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
@@ -82,6 +84,26 @@ def test_match_on_factor_columns() -> None:
     )
     assert res.values["value"].to_list() == [2.0, 4.0]
     assert res.diagnostics.select("workload.size", "kind").rows() == [(1000, "missing_match")]
+
+
+def test_identity_keeps_candidate_rows_apart_on_a_factor_match() -> None:
+    frame = pl.DataFrame(
+        {
+            "variant": ["baseline", "baseline", "new", "new", "new"],
+            "case_id": ["c1", "c2", "c3", "c4", "c5"],
+            "workload.size": [10, 100, 10, 10, 100],
+            "metric": "time.latency",
+            "value": [2.0, 20.0, 1.0, 4.0, 5.0],
+        }
+    )
+    spec = PairedBaseline("baseline", "time.latency", OUT, match_on=["workload.size"],
+                          identity=["case_id"], include_baseline=False)  # fmt: skip
+    res = spec.derive(frame)
+    assert res.values.select("case_id", "value").rows() == [("c3", 2.0), ("c4", 0.5), ("c5", 4.0)]
+    assert res.diagnostics.is_empty()
+    # without it the two candidates of size 10 are one case with two rows: ambiguous
+    res = replace(spec, identity=()).derive(frame)
+    assert res.diagnostics.select("workload.size", "kind").rows() == [(10, "ambiguous_match")]
 
 
 def _messy() -> pl.DataFrame:

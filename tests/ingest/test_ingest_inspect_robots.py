@@ -41,9 +41,33 @@ def test_error_log_abstains(ir_store: ha.Store, real_dir: Path) -> None:
     rid = run["run_id"][0]
     smp = ir_store.sql("SELECT status FROM stg_samples WHERE run_id = ?", [rid])
     assert smp["status"].to_list() == ["error"]
-    sc = ir_store.sql("SELECT value, valid, skip_reason FROM stg_scores WHERE run_id = ?", [rid])
-    assert sc.height == 1 and sc["value"][0] is None and sc["valid"][0] is False
-    assert sc["skip_reason"][0] == "sample error: EmbodimentFault: No module named 'i2rt'"
+    sc = ir_store.sql(
+        "SELECT metric, value, valid, skip_reason FROM stg_scores WHERE run_id = ?", [rid]
+    )
+    # it faulted before any step, so it names no metric: it abstains on inspect-robots' own
+    # per-trial metric, the one the successful log reports, so the two runs pair
+    assert sc.rows() == [
+        ("success_at_end", None, False, "sample error: EmbodimentFault: No module named 'i2rt'")
+    ]
+
+
+def test_both_trials_in_mart_success_rates(ir_store: ha.Store, real_dir: Path) -> None:
+    """inspect-robots' success is ``success_at_end``: the succeeded trial counts as 1/1, the
+    faulted one as an error (0 of 1 when errors count as failures)."""
+    got = ir_store.sql(
+        "SELECT r.source_path, m.n_total, m.n_valid, m.n_errors, m.successes, "
+        "m.success_rate_errors_excluded, m.success_rate_errors_as_failures "
+        "FROM mart_success_rates AS m JOIN stg_runs AS r USING (run_id) ORDER BY 1"
+    ).rows()
+    ir = real_dir / "inspect-robots"
+    assert got == [
+        (str(ir / "adhoc_084f91f0.error.json"), 1, 0, 1, None, None, 0.0),
+        (str(ir / "adhoc_2cc4c3a8.success.json"), 1, 1, 0, 1.0, 1.0, 1.0),
+    ]
+    tasks = ir_store.sql(
+        "SELECT task_id, n_total, successes, success_rate FROM mart_task_success ORDER BY 3"
+    ).rows()
+    assert tasks == [("adhoc", 1, 1.0, 1.0), ("adhoc", 1, None, None)]
 
 
 def test_epochs_and_known_metrics(tmp_path: Path, real_dir: Path) -> None:
