@@ -222,3 +222,22 @@ def test_a_grader_needs_a_usable_name(store: ha.Store) -> None:
 )
 def test_parse_answer(answer: str, expected: tuple[float | None, str]) -> None:
     assert parse_answer(answer) == expected
+
+
+def test_grading_one_run_leaves_the_others_grades(tmp_path: Path) -> None:
+    write_run(tmp_path / "data", RUN)
+    write_run(tmp_path / "data", "run-hand-0002")
+    st = ha.open_store(tmp_path / "store")
+    st.ingest(tmp_path / "data", progress=False)
+    judge = ha.vlm_judge(Client(), prompt=PROMPT, model="local-judge-1", name="judge")
+    st.grade(judge, ["run-hand-0002"])
+    st.grade(judge, [RUN])
+    st.grade(judge, [RUN])  # a re-run of one run: the other's judgments stay
+    per_run = st.sql(
+        "select run_id, count(*) from stg_events where grader = 'judge' group by 1 order by 1"
+    ).rows()
+    assert per_run == [(RUN, len(TRACES)), ("run-hand-0002", len(TRACES))]
+    per_run = st.sql(
+        "select run_id, count(*) from stg_scores where source = 'grade:judge' group by 1 order by 1"
+    ).rows()
+    assert per_run == [(RUN, len(TRACES)), ("run-hand-0002", len(TRACES))]
