@@ -241,3 +241,15 @@ def test_grading_one_run_leaves_the_others_grades(tmp_path: Path) -> None:
         "select run_id, count(*) from stg_scores where source = 'grade:judge' group by 1 order by 1"
     ).rows()
     assert per_run == [(RUN, len(TRACES)), ("run-hand-0002", len(TRACES))]
+
+
+def test_a_regrade_reads_the_same_after_compaction(store: ha.Store) -> None:
+    judge = ha.vlm_judge(Client(), prompt=PROMPT, model="local-judge-1", name="judge")
+    store.grade(judge)
+    store.grade(judge)
+    query = "select key, idx, value from stg_events where type = 'grade' order by all"
+    before = store.sql(query).rows()
+    with store.lock():
+        store.compact()
+    assert store.sql(query).rows() == before
+    assert len(_grade_events(store, "judge")) == len(TRACES)
