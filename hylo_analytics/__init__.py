@@ -3,11 +3,14 @@
 The public API in verb families, in pipeline order (every name is also importable from its
 stage's module; ``docs/architecture.md`` has the module map):
 
-- **store**: :func:`open_store` -> :class:`Store` (``ingest``, ``score``, ``aggregate``,
+- **store**: :func:`open_store` -> :class:`Store` (``ingest``, ``score``, ``grade``, ``aggregate``,
   ``compare``, ``report``, ``sql``, ``table``, ``runs``)
 - **ingest**: :class:`IngestReport`, :class:`IngestError`
 - **score**: :func:`load_scorers`, :class:`DeclarativeScorer`, :class:`VectorizedScorer`,
   :class:`EpisodeScorer`, :class:`ScoringCall`, :class:`ScoringReport`
+- **grade**: :class:`Grader`, :func:`run_grader` (``Store.grade``), :func:`vlm_judge`,
+  :class:`GradeEvent`, :class:`EpisodeTrace`, :class:`EpisodeTask`, :class:`GradingReport`,
+  :class:`GraderError`
 - **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`
 - **compare**: :func:`compare_runs`, :func:`compare_scores`, :func:`paired_compare`,
   :class:`StatisticalRule`, :class:`RelativeNoiseRule`, :class:`ComparabilityError`
@@ -74,6 +77,16 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
         VectorizedScorer,
         load_scorers,
     )
+    from hylo_analytics.scoring.graders import (
+        EpisodeTask,
+        EpisodeTrace,
+        GradeEvent,
+        Grader,
+        GraderError,
+        GradingReport,
+        run_grader,
+        vlm_judge,
+    )
     from hylo_analytics.store import RunSelectionError, StoreNotFoundError
 
 __all__ = [
@@ -84,6 +97,12 @@ __all__ = [
     "DeclarativeScorer",
     "DerivedMetricOutput",
     "EpisodeScorer",
+    "EpisodeTask",
+    "EpisodeTrace",
+    "GradeEvent",
+    "Grader",
+    "GraderError",
+    "GradingReport",
     "IngestError",
     "IngestReport",
     "MeasurementBudget",
@@ -117,8 +136,10 @@ __all__ = [
     "paired_baseline",
     "paired_compare",
     "run_analysis",
+    "run_grader",
     "stats",
     "token_cost",
+    "vlm_judge",
 ]
 
 __version__ = "0.1.0"
@@ -167,6 +188,14 @@ _LAZY: dict[str, str] = {
     "ScoringReport": "hylo_analytics.scoring",
     "VectorizedScorer": "hylo_analytics.scoring",
     "load_scorers": "hylo_analytics.scoring",
+    "EpisodeTask": "hylo_analytics.scoring.graders",
+    "EpisodeTrace": "hylo_analytics.scoring.graders",
+    "GradeEvent": "hylo_analytics.scoring.graders",
+    "Grader": "hylo_analytics.scoring.graders",
+    "GraderError": "hylo_analytics.scoring.graders",
+    "GradingReport": "hylo_analytics.scoring.graders",
+    "run_grader": "hylo_analytics.scoring.graders",
+    "vlm_judge": "hylo_analytics.scoring.graders",
     "RunSelectionError": "hylo_analytics.store",
     "StoreNotFoundError": "hylo_analytics.store",
 }

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
     from hylo_analytics.scoring import ScorersArg, ScoringReport
+    from hylo_analytics.scoring.graders import Grader, GradingReport
 
 __all__ = ["Store", "open_store"]
 
@@ -68,6 +69,21 @@ class Store(ParquetStore):
 
         with self.lock_timeout_for(lock_timeout):
             return score_store(self, scorers, runs)
+
+    def grade(
+        self,
+        grader: Grader,
+        runs: Sequence[str] | None = None,
+        *,
+        rescore: bool = True,
+        lock_timeout: float | None = None,
+    ) -> GradingReport:
+        """Run ``grader`` over the stored episodes and commit its grade events; see
+        :func:`hylo_analytics.scoring.graders.run_grader`."""
+        from hylo_analytics.scoring.graders import run_grader
+
+        with self.lock_timeout_for(lock_timeout):
+            return run_grader(self, grader, runs, rescore=rescore)
 
     def aggregate(self, by: Sequence[str] = ("run_id",), **options: Any) -> pl.DataFrame:
         """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores."""
