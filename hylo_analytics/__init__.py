@@ -8,9 +8,8 @@ stage's module; ``docs/architecture.md`` has the module map):
 - **ingest**: :class:`IngestReport`, :class:`IngestError`
 - **score**: :func:`load_scorers`, :class:`DeclarativeScorer`, :class:`VectorizedScorer`,
   :class:`EpisodeScorer`, :class:`ScoringCall`, :class:`ScoringReport`
-- **grade**: :class:`Grader`, :func:`run_grader` (``Store.grade``), :func:`vlm_judge`,
-  :class:`GradeEvent`, :class:`EpisodeTrace`, :class:`EpisodeTask`, :class:`GradingReport`,
-  :class:`GraderError`
+- **grade**: :class:`Grader`, :class:`GradeEvent`, :func:`vlm_judge` (run with
+  ``Store.grade``; the rest in :mod:`hylo_analytics.scoring.graders`)
 - **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`
 - **compare**: :func:`compare_runs`, :func:`compare_scores`, :func:`paired_compare`,
   :class:`StatisticalRule`, :class:`RelativeNoiseRule`, :class:`ComparabilityError`
@@ -77,16 +76,7 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
         VectorizedScorer,
         load_scorers,
     )
-    from hylo_analytics.scoring.graders import (
-        EpisodeTask,
-        EpisodeTrace,
-        GradeEvent,
-        Grader,
-        GraderError,
-        GradingReport,
-        run_grader,
-        vlm_judge,
-    )
+    from hylo_analytics.scoring.graders import GradeEvent, Grader, vlm_judge
     from hylo_analytics.store import RunSelectionError, StoreNotFoundError
 
 __all__ = [
@@ -97,12 +87,8 @@ __all__ = [
     "DeclarativeScorer",
     "DerivedMetricOutput",
     "EpisodeScorer",
-    "EpisodeTask",
-    "EpisodeTrace",
     "GradeEvent",
     "Grader",
-    "GraderError",
-    "GradingReport",
     "IngestError",
     "IngestReport",
     "MeasurementBudget",
@@ -136,7 +122,6 @@ __all__ = [
     "paired_baseline",
     "paired_compare",
     "run_analysis",
-    "run_grader",
     "stats",
     "token_cost",
     "vlm_judge",
@@ -188,13 +173,8 @@ _LAZY: dict[str, str] = {
     "ScoringReport": "hylo_analytics.scoring",
     "VectorizedScorer": "hylo_analytics.scoring",
     "load_scorers": "hylo_analytics.scoring",
-    "EpisodeTask": "hylo_analytics.scoring.graders",
-    "EpisodeTrace": "hylo_analytics.scoring.graders",
     "GradeEvent": "hylo_analytics.scoring.graders",
     "Grader": "hylo_analytics.scoring.graders",
-    "GraderError": "hylo_analytics.scoring.graders",
-    "GradingReport": "hylo_analytics.scoring.graders",
-    "run_grader": "hylo_analytics.scoring.graders",
     "vlm_judge": "hylo_analytics.scoring.graders",
     "RunSelectionError": "hylo_analytics.store",
     "StoreNotFoundError": "hylo_analytics.store",

@@ -12,6 +12,7 @@ import pytest
 from scoring_data import RUN, TRACES, write_run
 
 import hylo_analytics as ha
+from hylo_analytics.scoring import graders
 from hylo_analytics.scoring.graders import parse_answer
 
 
@@ -148,7 +149,7 @@ def test_a_client_that_raises_names_the_episode_and_stores_nothing(store: ha.Sto
 
     version = store.data_version()
     events = store.sql("select count(*) from stg_events").item()
-    with pytest.raises(ha.GraderError) as err:
+    with pytest.raises(graders.GraderError) as err:
         store.grade(ha.vlm_judge(flaky, prompt=PROMPT, model="m", name="judge"))
     message = str(err.value)
     assert f"episode '{RUN}-ep2'" in message and "key t1#3" in message
@@ -166,7 +167,7 @@ class Operator:
     name: str
     value: Any
 
-    def grade(self, trace: ha.EpisodeTrace, task: ha.EpisodeTask) -> Any:
+    def grade(self, trace: graders.EpisodeTrace, task: graders.EpisodeTask) -> Any:
         if task.key == "t1#2":
             return self.value
         n_steps = sum(e.get("type") == "step" for e in trace.events)
@@ -184,14 +185,14 @@ class Operator:
 )
 def test_a_bad_grade_is_refused_with_the_episode(store: ha.Store, value: Any, why: str) -> None:
     version = store.data_version()
-    with pytest.raises(ha.GraderError, match="grader 'op' on episode") as err:
+    with pytest.raises(graders.GraderError, match="grader 'op' on episode") as err:
         store.grade(Operator("op", value))
     assert why in str(err.value) and "key t1#2" in str(err.value)
     assert store.data_version() == version
 
 
 def test_a_custom_grader_with_booleans_and_its_own_metric(store: ha.Store) -> None:
-    report = ha.run_grader(store, Operator("op", ha.GradeEvent(None)), [RUN])
+    report = graders.run_grader(store, Operator("op", ha.GradeEvent(None)), [RUN])
     assert report.scoring is not None and report.runs == (RUN,)
     rows = store.sql(
         "select key, metric, value, explanation from stg_scores where source = 'grade:op' "
