@@ -6,13 +6,10 @@
 -- out of both rates and are counted in n_skipped_other.
 -- Grain: one row per (run_id).
 with stats as (
-    -- 'success'; an inspect-robots log names its per-trial outcome success_at_end (the
-    -- operator's end-of-episode judgement): that is its success when it has no 'success'
     select s.*
     from int_score_stats as s
-    where s.level = 'run' and (s.metric = 'success' or (s.metric = 'success_at_end'
-        and s.run_id in (select run_id from stg_runs where source_format like 'inspect-robots/%')))
-    qualify s.metric = min(s.metric) over (partition by s.run_id)  -- 'success' sorts first
+    join int_success_metric as m using (run_id, metric)  -- the run's success metric
+    where s.level = 'run'
 ),
 
 runs as (
