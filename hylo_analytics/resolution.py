@@ -30,7 +30,13 @@ import pyarrow as pa
 from hylo_analytics._sql import scores_overlay, view_query
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["EPISODE_VIEW", "KEY_VIEW", "preferred_query", "preferred_scores"]
+__all__ = [
+    "EPISODE_VIEW",
+    "KEY_VIEW",
+    "preferred_query",
+    "preferred_scores",
+    "success_metric",
+]
 
 EPISODE_VIEW = "int_scores_preferred"
 KEY_VIEW = "int_key_scores"
@@ -125,3 +131,21 @@ def preferred_scores(
             semantic_names=semantic_names,
         )
         return store.sql(query, params or None)
+
+
+@pinned
+def success_metric(store: ParquetStore, runs: Sequence[str]) -> str | None:
+    """The metric that is the success of every one of ``runs``, or None when they differ.
+
+    The rule is the view ``int_success_metric`` (``success``; an inspect-robots run without it
+    reads ``success_at_end``), so a comparison of two inspect-robots trials asks for the same
+    metric the success marts report.
+    """
+    found = store.sql(
+        "select run_id, metric from int_success_metric where list_contains($runs, run_id)",
+        {"runs": list(runs)},
+    )
+    metrics = set(found["metric"].to_list())
+    if found.height != len(set(runs)) or len(metrics) != 1:
+        return None
+    return str(metrics.pop())

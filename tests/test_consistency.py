@@ -359,3 +359,97 @@ def test_the_sample_store_numbers_of_the_issue(tmp_path: Path, sample_copy: Path
     assert frames["runs"].sort("run")["mean_steps"].to_list() == pytest.approx(
         steps["mean"].to_list(), rel=1e-12
     )
+
+
+# --- an inspect-robots pair: its success is success_at_end, and every reader says so ---
+
+
+def _robots_log(good: dict[str, Any], policy: str, outcomes: list[float]) -> dict[str, Any]:
+    """The real successful trial's log, as ``policy`` with one scene per outcome."""
+    log = json.loads(json.dumps(good))
+    log["eval"]["policy"] = policy
+    sample = log["samples"][0]
+    log["samples"] = []
+    for i, v in enumerate(outcomes):
+        s = json.loads(json.dumps(sample))
+        s.update(scene_id=f"scene-{i}", status="success" if v else "failure")
+        s["epochs"] = [{"success_at_end": v}]
+        s["reduced"] = {"success_at_end": v}
+        log["samples"].append(s)
+    log["results"]["metrics"] = {"success_at_end": sum(outcomes) / len(outcomes)}
+    log["results"]["total_scenes"] = log["results"]["total_trials"] = len(outcomes)
+    return log
+
+
+@pytest.fixture(scope="module")
+def robots(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> tuple[ha.Store, str, str]:
+    """Two inspect-robots runs made from the real successful log, and the real faulted one."""
+    src = real_dir / "inspect-robots"
+    root = tmp_path_factory.mktemp("robots")
+    good = json.loads((src / "adhoc_2cc4c3a8.success.json").read_text())
+    parent = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    cand = [1.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+    (root / "logs").mkdir()
+    (root / "logs" / "parent.json").write_text(json.dumps(_robots_log(good, "pol-a", parent)))
+    (root / "logs" / "cand.json").write_text(json.dumps(_robots_log(good, "pol-b", cand)))
+    (root / "logs" / "faulted.json").write_bytes((src / "adhoc_084f91f0.error.json").read_bytes())
+    s = ha.open_store(root / "store")
+    s.ingest(root / "logs", progress=False)
+    runs = s.sql("select run_id, agent_name from runs").rows()
+    by = {a: r for r, a in runs}
+    return s, by["pol-b"], by["pol-a"]
+
+
+def test_an_inspect_robots_pair_has_one_success(robots: tuple[ha.Store, str, str]) -> None:
+    store, cand, parent = robots
+    agg = store.aggregate(metrics=["success_at_end"], ci="auto")
+    rates = store.sql("select * from mart_success_rates")
+    mart = store.sql("select * from mart_aggregate_run where metric = 'success_at_end'")
+    assert rates.height == agg.height == mart.height == 3  # the faulted trial too
+    for row in agg.iter_rows(named=True):
+        r = rates.filter(pl.col("run_id") == row["run_id"]).row(0, named=True)
+        m = mart.filter(pl.col("run_id") == row["run_id"]).row(0, named=True)
+        assert r["n_total"] == m["n_total"] == row["n_total"]
+        assert r["n_valid"] == m["n_valid"] == row["n_valid"]
+        assert r["n_errors"] == m["n_errors"] == row["n_errors"]
+        rate = row["success_rate_errors_as_failures"]
+        assert r["success_rate_errors_as_failures"] == pytest.approx(rate, rel=1e-12)
+        if row["n_valid"]:
+            assert r["success_rate_errors_excluded"] == pytest.approx(row["mean"], rel=1e-12)
+            assert m["mean"] == pytest.approx(row["mean"], rel=1e-12)
+    want = {cand: 5 / 6, parent: 2 / 6}
+    for run, mean in want.items():
+        assert agg.filter(pl.col("run_id") == run)["mean"].item() == pytest.approx(mean)
+    tasks = store.sql("select * from mart_task_success where run_id in ($c, $p)",
+                      {"c": cand, "p": parent})  # fmt: skip
+    for run, mean in want.items():
+        assert tasks.filter(pl.col("run_id") == run)["success_rate"].item() == pytest.approx(mean)
+
+    # compare's default metric is the pair's success: success_at_end, not an error
+    py = store.compare(cand, parent, n_resamples=500, seed=7)
+    overall = py.filter(pl.col("level") == "overall").row(0, named=True)
+    assert overall["metric"] == "success_at_end"
+    # by hand: scenes 1, 2, 5 go 0 -> 1; none go 1 -> 0
+    assert (overall["n_pairs"], overall["candidate_wins"], overall["parent_wins"]) == (6, 3, 0)
+    pc = ha.paired_compare(
+        {f"adhoc#scene-{i}": v for i, v in enumerate([1.0, 1.0, 1.0, 1.0, 0.0, 1.0])},
+        {f"adhoc#scene-{i}": v for i, v in enumerate([1.0, 0.0, 0.0, 1.0, 0.0, 0.0])},
+        metric="success_at_end",
+        n_resamples=500,
+        seed=7,
+    )
+    assert overall["p_value"] == pytest.approx(pc.p_value, rel=1e-12) == pytest.approx(1 / 8)
+    sql = store.sql(
+        "select * from mart_compare where candidate = $c and parent = $p "
+        "and metric = 'success_at_end' and level = 'overall'",
+        {"c": cand, "p": parent},
+    ).row(0, named=True)
+    for f in ("n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped"):
+        assert sql[f] == overall[f], f
+    frames = report_frames(store, cand, parent, n_resamples=500, seed=7)
+    head = frames["headline"].row(0, named=True)
+    assert (head["n_pairs"], head["candidate_wins"], head["parent_wins"]) == (6, 3, 0)
+    assert head["p_value"] == pytest.approx(overall["p_value"], rel=1e-12)
+    runs = frames["runs"]
+    for run, mean in want.items():
+        assert runs.filter(pl.col("run") == run)["success"].item() == pytest.approx(mean)

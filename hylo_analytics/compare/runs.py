@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.resolution import preferred_scores
+from hylo_analytics.resolution import preferred_scores, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "compare_runs"]
@@ -36,6 +36,8 @@ def compare_runs(
     Scores are the resolved ones (:mod:`hylo_analytics.resolution`: one per episode, by the
     precedence rule), or those of one ``source`` when given; epochs are paired as the engine's
     ``reducer`` / ``pair_on_epoch`` options say (default: reduced by their mean per key).
+    ``success`` of runs that have none is their success metric (``int_success_metric``: an
+    inspect-robots pair compares ``success_at_end``), the one the success marts report.
 
     The gate refuses runs whose benchmark digest, split or scorer version (per metric, over
     the values that are compared) differ from the parent's, naming what differs;
@@ -57,6 +59,12 @@ def compare_runs(
     missing = sorted(set(runs) - set(meta["run_id"]))
     if missing:
         raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
+    if scores.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
+        # runs whose success has another name (inspect-robots: success_at_end), by the one rule
+        named = success_metric(store, runs)
+        if named is not None and named != "success":
+            metrics = [named if m == "success" else m for m in metrics]
+            scores = preferred_scores(store, runs=runs, metrics=metrics, source=source)
     if scores.filter(pl.col("run_id") == parent).is_empty():
         raise ValueError(
             f"parent {parent!r} has no scores"

@@ -26,7 +26,7 @@ from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_r
 from hylo_analytics.compare.engine import Family
 from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
-from hylo_analytics.resolution import preferred_scores
+from hylo_analytics.resolution import preferred_scores, success_metric
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.store import ParquetStore, pinned
 
@@ -168,6 +168,10 @@ def report_frames(
     candidate, parent = store.resolve_run(candidate), store.resolve_run(parent)
     params = {"metric": metric, "candidate": candidate, "parent": parent}
     n, n_not_binary = store.sql(_VALUES, params).row(0)
+    if n == 0 and metric == "success":  # an inspect-robots pair's success is success_at_end
+        metric = success_metric(store, [candidate, parent]) or metric
+        params["metric"] = metric
+        n, n_not_binary = store.sql(_VALUES, params).row(0)
     if n_not_binary:
         raise ValueError(f"metric {metric!r} is not binary (values other than 0/1); use success")
     if n == 0:
@@ -211,9 +215,12 @@ def report_frames(
         )
         .sort(pl.col("run") != parent, "task_id")
     )
-    steps = aggregate_scores(scores, by=["run_id"], metrics=["steps"], ci="none").select(
-        pl.col("run_id").alias("run"), pl.col("mean").alias("mean_steps")
-    )
+    if scores.filter(pl.col("metric") == "steps").is_empty():  # no run has steps (inspect-robots)
+        steps = pl.DataFrame(schema={"run": pl.String, "mean_steps": pl.Float64})
+    else:
+        steps = aggregate_scores(scores, by=["run_id"], metrics=["steps"], ci="none").select(
+            pl.col("run_id").alias("run"), pl.col("mean").alias("mean_steps")
+        )
     per_run = aggregate_scores(scores, by=["run_id"], metrics=[metric], seed=seed).select(
         pl.col("run_id").alias("run"),
         "n_total",
