@@ -6,6 +6,10 @@ stands for and then read by the same checks onto the same tables; its run ``stat
 ``created`` come from ``status`` and ``eval.created``. A v0.2 key is stored as written (an
 inspect-robots key is ``<task>#<scene>``, not ``<task_id>#<seed>``).
 
+The benchmark's v0.2 members (``episodes_per_task``, ``max_steps``, ``upstream``) are run
+columns (``benchmark_upstream`` for the last), checked on both paths: a wrong type or value is
+a problem naming the member (``benchmark.max_steps.<task_id>``, ``benchmark.upstream.commit``).
+
 Both are parsed by DuckDB's JSON functions over Arrow arrays of whole files (logs) or lines
 (traces): one query per batch, no Python loop over samples or events. Python only reads bytes,
 resolves trace paths and turns the few rejected items into :class:`Problem` records.
