@@ -30,6 +30,9 @@ RUNS = pa.schema(
         ("benchmark_digest", _str),
         ("split", _str),
         ("requires_privileged", _bool),
+        ("episodes_per_task", _i64),  # hylo v0.2 benchmark: episodes (epochs) per task and seed
+        ("max_steps", _str),  # JSON: per-task step-limit overrides, {task_id: int}
+        ("benchmark_upstream", _str),  # JSON: {repo, commit, assets: {name: hash}}
         ("agent_name", _str),
         ("agent_version", _str),
         ("agent_components", _str),  # JSON

@@ -3,16 +3,27 @@
 In the store these become rows: a :class:`TaskInstance` is a sample keyed ``"<id>#<seed>"``,
 a :class:`Score` is a row of the scores table. The classes exist so that code producing
 benchmarks and scores has one checked, hashable definition of each.
+
+v0.2 of the Benchmark contract: a :class:`TaskProvider` generates the task list (procedural
+tasks such as RoboCasa layouts; :meth:`Benchmark.from_provider`), ``episodes_per_task``
+repeats each (task, seed), ``max_steps`` overrides a task's step limit, and ``upstream``
+records an external benchmark's repository, commit and asset hashes. All are in
+:meth:`Benchmark.digest`; a benchmark that uses none of them keeps its v0.1 digest.
+
+Repeated episodes keep the key ``"<task id>#<seed>"`` and are *epochs* (``episode_index``
+0, 1, ...; the store's ``epoch`` is ``episode_index + 1``), never new seeds: pairing across
+runs joins on the key and reduces a key's epochs by their mean, so a run with 3 episodes per
+task still pairs key for key with one that ran 1, and a seed stays owned by one split.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "Benchmark",
@@ -23,7 +34,9 @@ __all__ = [
     "SeedInit",
     "SnapshotInit",
     "TaskInstance",
+    "TaskProvider",
     "TaskSpec",
+    "Upstream",
     "canonical_json",
 ]
 
@@ -130,13 +143,78 @@ class TaskInstance:
 
     spec: TaskSpec
     seed: int
-    episode_index: int = 0
+    episode_index: int = 0  # the repeat of (task, seed): 0 .. episodes_per_task - 1
     split: str = ""
+    max_steps_override: int | None = None  # the benchmark's per-task override, if any
 
     @property
     def key(self) -> str:
         """``"<task id>#<seed>"``: the primary key for paired comparison across versions."""
         return f"{self.spec.id}#{self.seed}"
+
+    @property
+    def epoch(self) -> int:
+        """The store's ``epoch`` of this episode (1-based): repeats share the key."""
+        return self.episode_index + 1
+
+    @property
+    def max_steps(self) -> int:
+        """The effective step limit: the benchmark's override, else the task's own."""
+        return self.spec.max_steps if self.max_steps_override is None else self.max_steps_override
+
+
+@runtime_checkable
+class TaskProvider(Protocol):
+    """A generator of tasks (procedural layouts, sampled scenes): same split and seed, same list.
+
+    ``id`` and ``version`` name the generator; :meth:`Benchmark.from_provider` records them and
+    the generation seed in the benchmark's metadata, so the digest changes with any of them.
+    """
+
+    id: str
+    version: str
+
+    def tasks(self, split: str, seed: int) -> Sequence[TaskSpec]: ...
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where an external benchmark came from: repository, commit and the hashes of its assets."""
+
+    repo: str
+    commit: str
+    assets: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.repo, str) or not self.repo:
+            raise ValueError(f"Upstream.repo must be a non-empty string, not {self.repo!r}")
+        c = self.commit
+        if not isinstance(c, str) or not 7 <= len(c) <= 64 or not set(c) <= _HEX:
+            raise ValueError(
+                f"Upstream.commit must be 7 to 64 lowercase hex digits, not {self.commit!r}"
+            )
+        for name, h in dict(self.assets).items():
+            if not isinstance(name, str) or not name or not isinstance(h, str) or not h:
+                raise ValueError(
+                    f"Upstream.assets[{name!r}] must map a name to a hash string, not {h!r}"
+                )
+        object.__setattr__(self, "assets", _frozen_map(self.assets))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The EvalLog's ``benchmark.upstream`` object."""
+        return {"repo": self.repo, "commit": self.commit, "assets": dict(self.assets)}
+
+
+# v0.2 fields at these values are left out of the digest: a v0.1 benchmark keeps its digest
+_V02_DEFAULTS: dict[str, Any] = {
+    "episodes_per_task": 1,
+    "max_steps": {},
+    "upstream": None,
+    "split_tasks": {},
+}
 
 
 @dataclass(frozen=True)
@@ -149,6 +227,10 @@ class Benchmark:
     splits: Mapping[str, tuple[int, ...]]
     requires_privileged: bool = False
     metadata: Mapping[str, str] = field(default_factory=dict)
+    episodes_per_task: int = 1
+    max_steps: Mapping[str, int] = field(default_factory=dict)  # task id -> step limit
+    upstream: Upstream | None = None
+    split_tasks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # empty: all
 
     def __post_init__(self) -> None:
         tasks = tuple(self.tasks)
@@ -168,26 +250,118 @@ class Benchmark:
                         f"split {name!r}; a seed may belong to one split only"
                     )
                 owner[s] = name
+        n = self.episodes_per_task
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(
+                f"Benchmark {self.id!r}: episodes_per_task must be an integer >= 1, not {n!r}"
+            )
+        known = set(ids)
+        for tid, limit in dict(self.max_steps).items():
+            if tid not in known:
+                raise ValueError(f"Benchmark {self.id!r}: max_steps names unknown task {tid!r}")
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+                raise ValueError(
+                    f"Benchmark {self.id!r}: max_steps[{tid!r}] must be a positive integer, "
+                    f"not {limit!r}"
+                )
+        if self.upstream is not None and not isinstance(self.upstream, Upstream):
+            raise TypeError(f"Benchmark {self.id!r}: upstream must be an Upstream")
+        split_tasks = {name: tuple(t) for name, t in self.split_tasks.items()}
+        for name, tids in split_tasks.items():
+            if name not in splits:
+                raise ValueError(f"Benchmark {self.id!r}: split_tasks names unknown split {name!r}")
+            unknown = sorted(set(tids) - known)
+            if unknown:
+                raise ValueError(f"Benchmark {self.id!r}: split {name!r} lists unknown {unknown}")
         object.__setattr__(self, "tasks", tasks)
         object.__setattr__(self, "splits", _frozen_map(splits))
         object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+        object.__setattr__(self, "max_steps", _frozen_map(self.max_steps))
+        object.__setattr__(self, "split_tasks", _frozen_map(split_tasks))
+
+    @classmethod
+    def from_provider(
+        cls,
+        provider: TaskProvider,
+        splits: Mapping[str, tuple[int, ...]],
+        *,
+        seed: int,
+        **kwargs: Any,
+    ) -> Benchmark:
+        """The benchmark of ``provider``'s tasks for each split, generated with ``seed``.
+
+        A task id generated for two splits must be the same spec in both (else the id would
+        name two tasks). The provider's id, version and seed go into ``metadata`` (and so the
+        digest); ``kwargs`` are the other fields (``episodes_per_task``, ``max_steps``, ...).
+        """
+        if not isinstance(provider, TaskProvider):
+            raise TypeError(f"{provider!r} is not a TaskProvider (id, version, tasks(split, seed))")
+        by_id: dict[str, TaskSpec] = {}
+        split_tasks: dict[str, tuple[str, ...]] = {}
+        for name in splits:
+            specs = tuple(provider.tasks(name, seed))
+            for t in specs:
+                if by_id.setdefault(t.id, t) != t:
+                    raise ValueError(
+                        f"TaskProvider {provider.id!r} generated two different tasks {t.id!r}"
+                    )
+            split_tasks[name] = tuple(t.id for t in specs)
+        metadata = {
+            **dict(kwargs.pop("metadata", {})),
+            "task_provider": f"{provider.id}@{provider.version}",
+            "task_provider_seed": str(seed),
+        }
+        return cls(
+            provider.id,
+            provider.version,
+            tuple(by_id.values()),
+            splits,
+            metadata=metadata,
+            split_tasks=split_tasks,
+            **kwargs,
+        )
 
     def instances(self, split: str) -> list[TaskInstance]:
-        """Every (task, seed) of ``split``, tasks in order, seeds in order."""
+        """Every (task, seed, repeat) of ``split``: tasks in order, then seeds, then repeats."""
         if split not in self.splits:
             raise KeyError(
                 f"Benchmark {self.id!r} has no split {split!r}; splits: {sorted(self.splits)}"
             )
         seeds = self.splits[split]
+        only = self.split_tasks.get(split)
+        tasks = self.tasks if only is None else tuple(t for t in self.tasks if t.id in only)
         return [
-            TaskInstance(spec=t, seed=s, episode_index=i, split=split)
-            for t in self.tasks
-            for i, s in enumerate(seeds)
+            TaskInstance(
+                spec=t,
+                seed=s,
+                episode_index=e,
+                split=split,
+                max_steps_override=self.max_steps.get(t.id),
+            )
+            for t in tasks
+            for s in seeds
+            for e in range(self.episodes_per_task)
         ]
 
     def digest(self) -> str:
-        """sha256 of the canonical JSON of the benchmark (tasks, splits, flags, metadata)."""
-        return _digest(self)
+        """sha256 of the canonical JSON of the benchmark (tasks, splits, flags, metadata, and
+        the v0.2 fields that are not at their defaults)."""
+        plain = _plain(self)
+        for name, default in _V02_DEFAULTS.items():
+            if plain[name] == default:
+                del plain[name]
+        return hashlib.sha256(canonical_json(plain).encode("utf-8")).hexdigest()
+
+    def evallog_fields(self) -> dict[str, Any]:
+        """The v0.2 members of an EvalLog's ``benchmark`` object (those not at defaults)."""
+        out: dict[str, Any] = {}
+        if self.episodes_per_task != 1:
+            out["episodes_per_task"] = self.episodes_per_task
+        if self.max_steps:
+            out["max_steps"] = dict(self.max_steps)
+        if self.upstream is not None:
+            out["upstream"] = self.upstream.to_dict()
+        return out
 
     def __hash__(self) -> int:
         return hash(self.digest())

@@ -23,6 +23,11 @@ score explanations and the sample's unmodelled fields). ``eval`` holds the run: 
 benchmark, agent, ``results`` and ``extra`` as stored; ``results.metrics`` are the run's means.
 The reader ingests v0.2 onto the same rows, so it round-trips like v0.1 (and keeps a run's
 ``status`` and ``created``, which v0.1 has no place for).
+
+Both versions write the benchmark's v0.2 members back into ``benchmark`` (v0.2:
+``eval.benchmark``): ``episodes_per_task``, ``max_steps`` (task id -> step limit) and
+``upstream`` (``repo``, ``commit``, ``assets``), from the runs columns of the same names
+(``benchmark_upstream``).
 """
 
 from __future__ import annotations
@@ -125,6 +130,12 @@ def export_evallog(
             "digest": run["benchmark_digest"],
             "split": run["split"],
             "requires_privileged": run["requires_privileged"],
+            # the v0.2 benchmark members, as stored (absent when the log had none)
+            "episodes_per_task": run["episodes_per_task"],
+            "max_steps": json.loads(run["max_steps"]) if run["max_steps"] else None,
+            "upstream": json.loads(run["benchmark_upstream"])
+            if run["benchmark_upstream"]
+            else None,
         }
     )
     agent = _drop_none(

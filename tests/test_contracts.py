@@ -113,3 +113,116 @@ def test_score_value_is_float_or_none(v: float | int | None) -> None:
 def test_score_rejects_non_numbers(bad: object) -> None:
     with pytest.raises(TypeError):
         Score(bad)  # type: ignore[arg-type]
+
+
+# -- v0.2: TaskProvider, episodes_per_task, max_steps overrides, upstream ----------------
+
+
+class _Layouts:
+    """A small procedural provider: kitchen layouts sampled with numpy's seeded RNG."""
+
+    id = "robocasa-lite"
+    version = "0.1"
+
+    def tasks(self, split: str, seed: int) -> list[TaskSpec]:
+        import numpy as np
+
+        rng = np.random.default_rng([seed, len(split)])
+        n = 2 if split == "train" else 1
+        return [
+            _task(
+                f"kitchen/{split}-{i}",
+                init=SeedInit(),
+                success=Predicate("callable", ref="robocasa.tasks:PnP._check_success"),
+                params={"layout": int(rng.integers(0, 120)), "style": int(rng.integers(0, 11))},
+            )
+            for i in range(n)
+        ]
+
+
+def test_task_provider_builds_a_deterministic_benchmark() -> None:
+    from hylo_analytics.contracts import TaskProvider
+
+    assert isinstance(_Layouts(), TaskProvider)
+    assert not isinstance(object(), TaskProvider)
+    splits = {"train": (1, 2), "heldout": (9,)}
+    a = Benchmark.from_provider(_Layouts(), splits, seed=7)
+    b = Benchmark.from_provider(_Layouts(), splits, seed=7)
+    assert a.digest() == b.digest() and a.tasks == b.tasks
+    assert Benchmark.from_provider(_Layouts(), splits, seed=8).digest() != a.digest()
+    assert a.metadata["task_provider"] == "robocasa-lite@0.1"
+    # each split runs the tasks generated for it
+    assert [i.key for i in a.instances("heldout")] == ["kitchen/heldout-0#9"]
+    assert {i.spec.id for i in a.instances("train")} == {"kitchen/train-0", "kitchen/train-1"}
+    with pytest.raises(TypeError, match="not a TaskProvider"):
+        Benchmark.from_provider(object(), splits, seed=7)  # type: ignore[arg-type]
+
+
+def test_episodes_per_task_are_epochs_of_one_key() -> None:
+    bench = Benchmark("b", "1", (_task("t/a"),), {"train": (1, 2)}, episodes_per_task=3)
+    inst = bench.instances("train")
+    assert [(i.key, i.episode_index, i.epoch) for i in inst] == [
+        ("t/a#1", 0, 1),
+        ("t/a#1", 1, 2),
+        ("t/a#1", 2, 3),
+        ("t/a#2", 0, 1),
+        ("t/a#2", 1, 2),
+        ("t/a#2", 2, 3),
+    ]
+    assert len({(i.key, i.epoch) for i in inst}) == len(inst)  # unique in the store
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="episodes_per_task must be an integer >= 1"):
+            Benchmark("b", "1", (_task("t/a"),), {"train": (1,)}, episodes_per_task=bad)  # type: ignore[arg-type]
+
+
+def test_max_steps_overrides_are_validated_and_effective() -> None:
+    t1, t2 = _task("t/a"), _task("t/b")
+    bench = Benchmark("b", "1", (t1, t2), {"train": (1,)}, max_steps={"t/b": 50})
+    assert [(i.spec.id, i.max_steps) for i in bench.instances("train")] == [
+        ("t/a", 300),
+        ("t/b", 50),
+    ]
+    with pytest.raises(ValueError, match="unknown task 't/c'"):
+        Benchmark("b", "1", (t1,), {"train": (1,)}, max_steps={"t/c": 5})
+    for bad in (0, -3, True, "10"):
+        with pytest.raises(ValueError, match=r"max_steps\['t/a'\] must be a positive integer"):
+            Benchmark("b", "1", (t1,), {"train": (1,)}, max_steps={"t/a": bad})  # type: ignore[dict-item]
+
+
+def test_upstream_is_validated() -> None:
+    from hylo_analytics.contracts import Upstream
+
+    up = Upstream("https://github.com/robocasa/robocasa", "a1b2c3d4", {"objects.zip": "sha256:ab"})
+    assert up.to_dict()["assets"] == {"objects.zip": "sha256:ab"}
+    with pytest.raises(ValueError, match="hex digits"):
+        Upstream("r", "main")
+    with pytest.raises(ValueError, match="non-empty string"):
+        Upstream("", "a1b2c3d4")
+    with pytest.raises(ValueError, match=r"assets\['x'\]"):
+        Upstream("r", "a1b2c3d4", {"x": ""})
+
+
+def test_v02_fields_are_in_the_digest_and_v01_digest_is_unchanged() -> None:
+    from hylo_analytics.contracts import Upstream
+
+    t1, t2 = _task("t/a"), _task("t/b")
+    base = Benchmark("b", "1", (t1, t2), {"train": (1, 2), "heldout": (7,)}, metadata={"m": "x"})
+    # the digest this benchmark had before v0.2 fields existed
+    assert base.digest() == "e9418ee53b9ba5d00d7b9e8a7c0a80a6203487c4b2ec8096324e6c090bef75c3"
+    args = (base.id, base.version, base.tasks, base.splits)
+    up = Upstream("https://example.org/bench", "a1b2c3d4", {"assets.zip": "sha256:00"})
+    variants = [
+        Benchmark(*args, metadata=base.metadata, episodes_per_task=2),
+        Benchmark(*args, metadata=base.metadata, max_steps={"t/a": 10}),
+        Benchmark(*args, metadata=base.metadata, max_steps={"t/a": 11}),
+        Benchmark(*args, metadata=base.metadata, upstream=up),
+        Benchmark(
+            *args,
+            metadata=base.metadata,
+            upstream=Upstream(up.repo, up.commit, {"assets.zip": "sha256:01"}),
+        ),
+        Benchmark(*args, metadata=base.metadata, upstream=Upstream(up.repo, "a1b2c3d5")),
+    ]
+    digests = {v.digest() for v in variants} | {base.digest()}
+    assert len(digests) == len(variants) + 1
+    assert variants[3].evallog_fields() == {"upstream": up.to_dict()}

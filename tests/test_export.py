@@ -126,6 +126,7 @@ REAL_IR = Path("/work/shared/data/real/inspect-robots")
 
 _RUN_COLS = (
     "run_id, benchmark_id, benchmark_version, benchmark_digest, split, requires_privileged,"
+    " episodes_per_task, max_steps::JSON, benchmark_upstream::JSON,"
     " agent_name, agent_version, agent_components::JSON, results::JSON, n_samples, extra::JSON"
 )
 _TABLES = {
@@ -221,3 +222,40 @@ def test_v01_reader_still_refuses_a_v02_key_rule_break(tmp_path: Path) -> None:
     src.write_text(json.dumps(doc))
     store = ha.open_store(tmp_path / "s")
     assert store.ingest(src, progress=False).quarantined == 1
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_round_trip_keeps_the_benchmark_v02_members(version: str, tmp_path: Path) -> None:
+    bench = {
+        "id": "robocasa",
+        "episodes_per_task": 2,
+        "max_steps": {"t/a": 120, "t/b": 400},
+        "upstream": {
+            "repo": "https://github.com/robocasa/robocasa",
+            "commit": "9f1c2e7a",
+            "assets": {"objects.zip": "sha256:ab12", "kitchens/é.tar": "sha256:cd34"},
+        },
+    }
+    doc = {
+        "version": "hylo.evallog/v0.1",
+        "run_id": "r1",
+        "benchmark": bench,
+        "agent": {"name": "a"},
+        "samples": [
+            {"key": "t/a#1", "task_id": "t/a", "seed": 1, "epoch": e, "status": "success"}
+            for e in (1, 2)
+        ],
+    }
+    src = tmp_path / "in" / "log.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "s")
+    assert store.ingest(src, progress=False).quarantined == 0
+    out = ha.export_evallog(store, "r1", tmp_path / "out" / "log.json", version=version)  # type: ignore[arg-type]
+    got = json.loads(out.read_text())
+    assert (got["benchmark"] if version == "v0.1" else got["eval"]["benchmark"]) == bench
+    back = ha.open_store(tmp_path / "back")
+    assert back.ingest(out, progress=False).quarantined == 0
+    q = "SELECT episodes_per_task, max_steps::JSON, benchmark_upstream::JSON FROM stg_runs"
+    assert back.sql(q).rows() == store.sql(q).rows()
+    assert back.sql(q).rows()[0][0] == 2

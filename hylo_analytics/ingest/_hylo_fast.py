@@ -33,7 +33,40 @@ _BOOL = (pa.types.is_boolean, pa.types.is_null)
 _NUM = (pa.types.is_floating, pa.types.is_integer, pa.types.is_boolean, pa.types.is_null)
 
 _TOP = {"version", "run_id", "benchmark", "agent", "results", "samples"}
-_BENCH = {"id": _STR, "version": _STR, "digest": _STR, "split": _STR, "requires_privileged": _BOOL}
+
+
+def _int_struct(t: pa.DataType) -> bool:
+    """``{task_id: int, ...}``: per-task step limits as pyarrow reads them."""
+    return pa.types.is_struct(t) and all(
+        pa.types.is_int64(t.field(i).type) for i in range(t.num_fields)
+    )
+
+
+def _upstream_struct(t: pa.DataType) -> bool:
+    """``{repo: str, commit: str, assets: {name: str}}`` with nothing missing or null-typed."""
+    if not pa.types.is_struct(t):
+        return False
+    f = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+    if not all(pa.types.is_string(f.get(k, pa.null())) for k in ("repo", "commit")):
+        return False
+    assets = f.get("assets")
+    return assets is None or (
+        pa.types.is_struct(assets)
+        and all(pa.types.is_string(assets.field(i).type) for i in range(assets.num_fields))
+    )
+
+
+_BENCH = {
+    "id": _STR,
+    "version": _STR,
+    "digest": _STR,
+    "split": _STR,
+    "requires_privileged": _BOOL,
+    # hylo v0.2 benchmark members; values are checked in _bench_v02 (else the checked path)
+    "episodes_per_task": _INT,
+    "max_steps": (_int_struct, pa.types.is_null),
+    "upstream": (_upstream_struct, pa.types.is_null),
+}
 _AGENT = {"name": _STR, "version": _STR}
 _SAMPLE = {
     "key": _STR,
@@ -58,6 +91,9 @@ _RUNS = pa.schema(
         ("benchmark_digest", pa.string()),
         ("split", pa.string()),
         ("requires_privileged", pa.bool_()),
+        ("episodes_per_task", pa.int64()),
+        ("max_steps", pa.string()),
+        ("benchmark_upstream", pa.string()),
         ("agent_name", pa.string()),
         ("agent_version", pa.string()),
         ("agent_components", pa.string()),
@@ -162,6 +198,29 @@ def _read(sf: SourceFile) -> pa.Table | None:
         return None
 
 
+def _bench_v02(bench: pa.StructArray) -> dict[str, Any] | None:
+    """The v0.2 benchmark members as run fields; ``None`` if a value is out of range or null
+    inside (the checked path names it)."""
+    n = _scalar(bench, "episodes_per_task")
+    if n is not None and n < 1:
+        return None
+    limits, upstream = _scalar(bench, "max_steps"), _scalar(bench, "upstream")
+    if limits is not None and any(v is None or v < 1 for v in limits.values()):
+        return None
+    if upstream is not None and (
+        upstream["repo"] is None
+        or upstream["commit"] is None
+        or any(v is None for v in (upstream.get("assets") or {}).values())
+    ):
+        return None
+    dump = {"separators": (",", ":"), "ensure_ascii": False}
+    return {
+        "episodes_per_task": n,
+        "max_steps": None if limits is None else json.dumps(limits, **dump),  # type: ignore[arg-type]
+        "benchmark_upstream": None if upstream is None else json.dumps(upstream, **dump),  # type: ignore[arg-type]
+    }
+
+
 def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
     """The per-file checks: top-level types and required values; ``None`` sends it slow."""
     if doc is None or doc.num_rows != 1:
@@ -192,6 +251,9 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         results_text = None if results is None else _json(results[0].as_py())
     except ValueError:  # a non-finite number
         return None
+    v02 = _bench_v02(bench)
+    if v02 is None:
+        return None
     run = {
         "run_id": top["run_id"][0].as_py(),
         "source_format": fmt,
@@ -200,6 +262,7 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         "benchmark_digest": _scalar(bench, "digest"),
         "split": _scalar(bench, "split"),
         "requires_privileged": _scalar(bench, "requires_privileged"),
+        **v02,
         "agent_name": _scalar(agent, "name"),
         "agent_version": _scalar(agent, "version"),
         "agent_components": components,

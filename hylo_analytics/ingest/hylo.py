@@ -6,6 +6,10 @@ stands for and then read by the same checks onto the same tables; its run ``stat
 ``created`` come from ``status`` and ``eval.created``. A v0.2 key is stored as written (an
 inspect-robots key is ``<task>#<scene>``, not ``<task_id>#<seed>``).
 
+The benchmark's v0.2 members (``episodes_per_task``, ``max_steps``, ``upstream``) are run
+columns (``benchmark_upstream`` for the last), checked on both paths: a wrong type or value is
+a problem naming the member (``benchmark.max_steps.<task_id>``, ``benchmark.upstream.commit``).
+
 Both are parsed by DuckDB's JSON functions over Arrow arrays of whole files (logs) or lines
 (traces): one query per batch, no Python loop over samples or events. Python only reads bytes,
 resolves trace paths and turns the few rejected items into :class:`Problem` records.
@@ -30,7 +34,7 @@ from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
 from hylo_analytics.ingest._report import Problem
-from hylo_analytics.ingest._sqlcheck import Check, compile_checks
+from hylo_analytics.ingest._sqlcheck import JSON_TYPE_NAMES, Check, compile_checks
 from hylo_analytics.ingest.traces import (
     TRACE_FORMAT,
     TraceRef,
@@ -74,12 +78,70 @@ _TOP_CHECKS = compile_checks(
             ("BOOLEAN",),
             False,
         ),
+        Check(
+            "benchmark.episodes_per_task",
+            "json_extract(d.benchmark, '$.episodes_per_task')",
+            ("BIGINT", "UBIGINT"),
+            False,
+        ),
+        Check(
+            "benchmark.max_steps", "json_extract(d.benchmark, '$.max_steps')", ("OBJECT",), False
+        ),
+        Check("benchmark.upstream", "json_extract(d.benchmark, '$.upstream')", ("OBJECT",), False),
         Check("agent", "d.agent", ("OBJECT",)),
         Check("agent.name", "json_extract(d.agent, '$.name')", ("VARCHAR",)),
         Check("agent.version", "json_extract(d.agent, '$.version')", ("VARCHAR",), False),
         Check("results", "d.results", ("OBJECT",), False),
         Check("samples", "d.samples", ("ARRAY",)),
     ]
+)
+
+
+def _entries(obj: str) -> str:
+    """The ``{key, value}`` members of JSON object ``obj`` (empty when it is no object)."""
+    return (
+        f"CASE WHEN json_type({obj}) = 'OBJECT' "
+        f"THEN map_entries(json_transform({obj}, '\"MAP(VARCHAR, JSON)\"')) ELSE [] END"
+    )
+
+
+def _kind(t: str) -> str:
+    """A ``json_type`` as a user says it (``integer``, not ``UBIGINT``); absent: ``nothing``."""
+    whens = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in JSON_TYPE_NAMES.items())
+    return f"(CASE coalesce({t}, 'nothing') {whens} ELSE lower(coalesce({t}, 'nothing')) END)"
+
+
+def _problem(field: str, error: str) -> str:
+    return f"{{'field': {field}, 'error': {error}}}"
+
+
+# The v0.2 benchmark members' values (their types are in _TOP_CHECKS): a step limit and an
+# episode count are positive, upstream names a repository and commit, an asset maps to a hash.
+_B = "json_extract(d.benchmark, '$')"
+_UP = f"json_extract({_B}, '$.upstream')"
+_REPO_T, _COMMIT_T, _ASSETS_T = (
+    _kind(f"json_type({_UP}, '$.{m}')") for m in ("repo", "commit", "assets")
+)
+_BENCH_V02_CHECKS = f"""list_concat(
+    [CASE WHEN TRY_CAST(json_extract({_B}, '$.episodes_per_task') AS BIGINT) < 1
+          THEN {_problem("'benchmark.episodes_per_task'", f"'expected an integer >= 1, got ' || CAST(json_extract({_B}, '$.episodes_per_task') AS VARCHAR)")} END,
+     CASE WHEN json_type({_UP}) = 'OBJECT' AND coalesce(json_type({_UP}, '$.repo'), 'NULL') <> 'VARCHAR'
+          THEN {_problem("'benchmark.upstream.repo'", f"'expected a string (the repository URL), got ' || {_REPO_T}")} END,
+     CASE WHEN json_type({_UP}) = 'OBJECT' AND coalesce(json_type({_UP}, '$.commit'), 'NULL') <> 'VARCHAR'
+          THEN {_problem("'benchmark.upstream.commit'", f"'expected a string (the commit hash), got ' || {_COMMIT_T}")} END,
+     CASE WHEN json_type({_UP}) = 'OBJECT' AND json_type({_UP}, '$.assets') NOT IN ('OBJECT', 'NULL')
+          THEN {_problem("'benchmark.upstream.assets'", f"'expected an object (asset name -> hash), got ' || {_ASSETS_T}")} END],
+    list_transform({_entries(f"json_extract({_B}, '$.max_steps')")}, lambda e:
+        CASE WHEN json_type(e.value) NOT IN ('BIGINT', 'UBIGINT')
+                  OR TRY_CAST(e.value AS BIGINT) IS NULL OR TRY_CAST(e.value AS BIGINT) < 1
+             THEN {_problem("'benchmark.max_steps.' || e.key", "'expected a positive integer (a step limit), got ' || CAST(e.value AS VARCHAR)")} END),
+    list_transform({_entries(f"json_extract({_UP}, '$.assets')")}, lambda e:
+        CASE WHEN json_type(e.value) <> 'VARCHAR'
+             THEN {_problem("'benchmark.upstream.assets.' || e.key", "'expected a string (a hash), got ' || CAST(e.value AS VARCHAR)")} END))"""
+_TOP_CHECKS = (
+    f"list_concat({_TOP_CHECKS}, "
+    f"CASE WHEN json_type(d.benchmark) = 'OBJECT' THEN list_filter({_BENCH_V02_CHECKS}, "
+    "lambda x: x IS NOT NULL) ELSE [] END)"
 )
 
 _SAMPLE_CHECKS = compile_checks(
@@ -456,6 +518,12 @@ def _parse_checked(
                benchmark->>'$.digest' AS benchmark_digest,
                benchmark->>'$.split' AS split,
                CAST(json_extract(benchmark, '$.requires_privileged') AS BOOLEAN) AS requires_privileged,
+               CAST(json_extract(benchmark, '$.episodes_per_task') AS BIGINT) AS episodes_per_task,
+               CASE WHEN json_type(benchmark, '$.max_steps') = 'OBJECT'
+                    THEN CAST(json_extract(benchmark, '$.max_steps') AS VARCHAR) END AS max_steps,
+               CASE WHEN json_type(benchmark, '$.upstream') = 'OBJECT'
+                    THEN CAST(json_extract(benchmark, '$.upstream') AS VARCHAR) END
+                   AS benchmark_upstream,
                agent->>'$.name' AS agent_name,
                agent->>'$.version' AS agent_version,
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
