@@ -98,6 +98,8 @@ class PricingTable:
     rates: pl.DataFrame
     sha256: str
     source: str | None = field(default=None)
+    # where an imported file's prices came from (:mod:`hylo_analytics.derive.price_import`)
+    provenance: Mapping[str, Any] | None = field(default=None)
 
     def to_arrow(self) -> dict[str, pa.Table]:
         """The three tables as Arrow (for DuckDB or for writing next to a report)."""
@@ -161,8 +163,11 @@ def parse_pricing(doc: object, *, sha256: str, source: str | None = None) -> Pri
     """Validate and normalize a parsed pricing document (with or without the ``pricing:`` key)."""
     root = "pricing"
     top = expect_mapping(doc, root)
+    provenance = None
     if "pricing" in top:
-        check_keys(top, ["pricing"], "")
+        check_keys(top, ["pricing", "provenance"], "")
+        if "provenance" in top:
+            provenance = expect_mapping(top["provenance"], "provenance")
         top = expect_mapping(top["pricing"], root)
     check_keys(top, ["version", "provider", "models"], root)
     version = top.get("version", 1)
@@ -206,6 +211,7 @@ def parse_pricing(doc: object, *, sha256: str, source: str | None = None) -> Pri
         rates=pl.DataFrame(rate_rows, schema=RATES_SCHEMA),
         sha256=sha256,
         source=source,
+        provenance=provenance,
     )
 
 
