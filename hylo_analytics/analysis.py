@@ -1,4 +1,5 @@
-"""One analysis spec (Autobench's shape): ``score``, ``derive``, ``post_derive``, ``policies``.
+"""One analysis spec (Autobench's shape): ``score``, ``derive``, ``post_derive``, ``verdict``,
+``policies``.
 
 ::
 
@@ -13,12 +14,19 @@
     post_derive:                                 # cross-run (hylo_analytics.post_derive)
       - {kind: paired_baseline, baseline_variant: octo-ft@1.0.0, metric: episode_steps,
          formula: baseline_over_candidate, output: {name: step_speedup}}
+    verdict:                                     # ComparisonVerdictSpec (compare.verdicts)
+      {metric: episode_steps, parent: octo-ft, direction: minimize,
+       rule: {kind: relative_noise, noise: 0.05}}
     policies: [{name: cost-cap, metric: money.cost, must_less_equal: 0.001}]
 
 Sections run in that order against stored runs, each seeing what the earlier ones wrote (a
 dry run overlays the rows it would write instead). Every section is validated when the spec is
 loaded, by the same parser its module uses, so a typo fails before anything is written, with
 the key path (``score.coverage.value: ...``, ``policies[2].must_between.min: ...``).
+
+``verdict`` compares runs on what the earlier sections wrote (a dry run's pending rows
+included) through the comparability gate of :func:`~hylo_analytics.compare.compare_runs`, and
+returns the verdict tables in the report; verdicts are not stored.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.compare.verdicts import ComparisonVerdictSpec, parse_verdicts
 from hylo_analytics.contracts import DerivedMetricOutput
 from hylo_analytics.derive.policies import (
     Policy,
@@ -85,7 +94,7 @@ __all__ = [
     "run_analysis",
 ]
 
-SECTIONS = ("score", "derive", "post_derive", "policies")
+SECTIONS = ("score", "derive", "post_derive", "verdict", "policies")
 _DIRECTIONS = ("maximize", "minimize")
 _ROLES = ("objective", "constraint", "diagnostic")
 
@@ -109,6 +118,7 @@ class AnalysisSpec:
     post_derive: tuple[BaselineStep, ...] = ()
     policies: tuple[Policy, ...] = ()
     source: str | None = None
+    verdict: tuple[ComparisonVerdictSpec, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +130,8 @@ class AnalysisReport:
     post_derived: tuple[StoreBaselineResult, ...] = ()
     policies: PolicyEvaluation | None = None
     written: bool = True
+    # one comparison frame per verdict block (candidate, metric, verdict, p_verdict, note...)
+    verdicts: tuple[pl.DataFrame, ...] = ()
 
     def run_status(self) -> pl.DataFrame:
         """One row per run with its final status (empty when the spec has no policies)."""
@@ -139,6 +151,10 @@ class AnalysisReport:
             )
         parts += [repr(d) for d in self.derived]
         parts += [repr(d) for d in self.post_derived]
+        for v in self.verdicts:
+            counts = dict(v.group_by("verdict").len().rows())
+            text = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
+            parts.append(f"verdicts on {v['metric'][0] if v.height else '?'}: {text or 'none'}")
         if self.policies is not None:
             parts.append(repr(self.policies))
         if not self.written:
@@ -195,7 +211,8 @@ def _parse(doc: object, *, base_dir: Path, origin: str | None) -> AnalysisSpec:
             )
         seen[name] = i
     policies = parse_policies(top.get("policies", []), "policies")
-    return AnalysisSpec(score, derive, post, policies, origin)
+    verdict = parse_verdicts(top["verdict"], "verdict") if "verdict" in top else ()
+    return AnalysisSpec(score, derive, post, policies, origin, verdict)
 
 
 def _parse_derive(entry: object, path: str, base_dir: Path) -> DeriveStep:
@@ -285,13 +302,45 @@ def run_analysis(
         else:
             pending.append(result.scores)
         post.append(result)
+    verdicts = tuple(
+        _verdict(store, v, runs, None if write else _concat(pending)) for v in spec.verdict
+    )
     evaluation = None
     if spec.policies:
         metrics = metrics_from_store(store, runs=runs, pending=None if write else _concat(pending))
         evaluation = evaluate_policies(metrics, spec.policies, runs=runs)
         if write:
             commit_policy_results(store, evaluation)
-    return AnalysisReport(scoring, derived, tuple(post), evaluation, write)
+    return AnalysisReport(scoring, derived, tuple(post), evaluation, write, verdicts)
+
+
+def _verdict(
+    store: ParquetStore,
+    spec: ComparisonVerdictSpec,
+    runs: Sequence[str] | None,
+    pending: pa.Table | None,
+) -> pl.DataFrame:
+    """One verdict block: its candidates (default: every other analysed run) against parent."""
+    from hylo_analytics.compare import compare_runs
+
+    parent = store.resolve_run(spec.parent)
+    cands = list(spec.candidates)
+    if not cands:
+        pool = runs if runs is not None else store.sql("select run_id from stg_runs")["run_id"]
+        cands = sorted(r for r in pool if r != parent)
+    if not cands:
+        raise ConfigError("verdict.candidates", f"no run to compare with parent {parent!r}")
+    return compare_runs(
+        store,
+        cands,
+        parent,
+        metrics=[spec.metric],
+        by=spec.by,
+        source=spec.source,
+        pending=pending,
+        rule=spec.rule,
+        directions=None if spec.direction is None else {spec.metric: spec.direction},
+    )
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table | None:

@@ -20,6 +20,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.query",
     "hylo_analytics.cli.compact",
     "hylo_analytics.cli.score",
+    "hylo_analytics.cli.pricing",
     "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.plan",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+import pyarrow as pa
 
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.resolution import preferred_scores, success_metric
@@ -29,6 +30,7 @@ def compare_runs(
     by: Sequence[str] = (),
     source: str | None = None,
     force: bool = False,
+    pending: pa.Table | None = None,
     **options: object,
 ) -> pl.DataFrame:
     """:func:`~hylo_analytics.compare.compare_scores` on the store's scores, behind the gate.
@@ -42,7 +44,8 @@ def compare_runs(
     The gate refuses runs whose benchmark digest, split or scorer version (per metric, over
     the values that are compared) differ from the parent's, naming what differs;
     ``force=True`` compares them anyway and marks their rows ``forced`` with the difference
-    in ``gate_note``.
+    in ``gate_note``. ``pending``: score rows not yet committed (an analysis dry run), read
+    as if they were.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
@@ -50,7 +53,11 @@ def compare_runs(
     parent = store.resolve_run(parent)
     runs = [*cands, parent]
     scores = preferred_scores(
-        store, runs=runs, metrics=None if metrics is None else list(metrics), source=source
+        store,
+        runs=runs,
+        metrics=None if metrics is None else list(metrics),
+        source=source,
+        pending=pending,
     )
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",

@@ -21,6 +21,22 @@ A metric whose direction is not known gets two-sided tests and can only be ``unc
 (Autobench's relative noise) sets both the noise threshold and the margin as a fraction of the
 parent's mean.
 
+:class:`ComparisonVerdictSpec` is Autobench's declarable ``verdict:`` block of an analysis
+spec (:mod:`hylo_analytics.analysis`): which metric, which parent run against which
+candidates, the direction, and the rule with its parameters::
+
+    verdict:
+      metric: step_speedup              # a stored, derived or post-derived metric
+      parent: octo-ft                   # a run id, unique prefix or selector
+      candidates: [octo-ft-v2]          # optional: default every other analysed run
+      direction: maximize               # optional: default what the metric declares
+      by: [task_id]                     # optional: also per group
+      rule: {kind: relative_noise, noise: 0.05, alpha: 0.05, adjust: holm}
+      #  or {kind: statistical, alpha: 0.05, adjust: holm, margin: 0.02, threshold: 0}
+
+A list of such blocks gives one verdict table each. Verdicts are controlled comparisons, not
+causal claims; they are computed, never stored.
+
 The frame needs: ``direction`` (``maximize | minimize | unknown``), ``p_holm`` /
 ``p_worse_holm`` (or the ``bh`` / raw ones, as ``adjust`` says), ``ci_low`` / ``ci_high``,
 ``eq_low`` / ``eq_high`` (the interval at ``equivalence_level``), ``mean_parent`` and
@@ -29,12 +45,29 @@ The frame needs: ``direction`` (``maximize | minimize | unknown``), ``p_holm`` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import polars as pl
 
-__all__ = ["VERDICTS", "RelativeNoiseRule", "Rule", "StatisticalRule", "add_verdicts"]
+from hylo_analytics._config import (
+    ConfigError,
+    check_keys,
+    expect_list,
+    expect_mapping,
+    expect_number,
+    expect_str,
+)
+
+__all__ = [
+    "VERDICTS",
+    "ComparisonVerdictSpec",
+    "RelativeNoiseRule",
+    "Rule",
+    "StatisticalRule",
+    "add_verdicts",
+    "parse_verdicts",
+]
 
 VERDICTS = ("improved", "regressed", "unchanged", "inconclusive")
 Adjust = Literal["holm", "bh", "none"]
@@ -289,3 +322,94 @@ def add_verdicts(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:
         rule._note(parts, v).alias("verdict_note"),
         pl.lit(rule.name).alias("verdict_rule"),
     )
+
+
+_RULE_FIELDS: dict[str, tuple[str, ...]] = {
+    "relative_noise": ("noise", "alpha", "adjust"),
+    "statistical": ("alpha", "adjust", "margin", "threshold"),
+}
+_ADJUST = ("holm", "bh", "none")
+_VERDICT_KEYS = ("metric", "parent", "candidates", "direction", "by", "source", "rule")
+
+
+@dataclass(frozen=True)
+class ComparisonVerdictSpec:
+    """One ``verdict:`` block: ``metric`` of ``candidates`` against ``parent`` under ``rule``.
+
+    ``candidates`` empty means every other analysed run; ``direction`` None means what the
+    metric declares (else two-sided: only unchanged / inconclusive). The default rule is
+    Autobench's relative noise at 5% of the parent's mean.
+    """
+
+    metric: str
+    parent: str
+    candidates: tuple[str, ...] = ()
+    direction: Literal["maximize", "minimize"] | None = None
+    by: tuple[str, ...] = ()
+    source: str | None = None
+    rule: Rule = field(default_factory=RelativeNoiseRule)
+
+
+def parse_verdicts(value: object, path: str = "verdict") -> tuple[ComparisonVerdictSpec, ...]:
+    """One block (a mapping) or a list of them, validated; errors name the key path."""
+    if isinstance(value, list):
+        if not value:
+            raise ConfigError(path, "expected at least one verdict block")
+        return tuple(_parse_verdict(v, f"{path}[{i}]") for i, v in enumerate(value))
+    return (_parse_verdict(value, path),)
+
+
+def _parse_verdict(value: object, path: str) -> ComparisonVerdictSpec:
+    m = expect_mapping(value, path)
+    check_keys(m, _VERDICT_KEYS, path)
+    for key in ("metric", "parent"):
+        if key not in m:
+            raise ConfigError(f"{path}.{key}", "required")
+    direction = m.get("direction")
+    if direction is not None and direction not in ("maximize", "minimize"):
+        raise ConfigError(
+            f"{path}.direction", f"expected 'maximize' or 'minimize', got {direction!r}"
+        )
+    source = m.get("source")
+    return ComparisonVerdictSpec(
+        metric=expect_str(m["metric"], f"{path}.metric"),
+        parent=expect_str(m["parent"], f"{path}.parent"),
+        candidates=_strings(m.get("candidates", []), f"{path}.candidates"),
+        direction=direction,
+        by=_strings(m.get("by", []), f"{path}.by"),
+        source=None if source is None else expect_str(source, f"{path}.source"),
+        rule=_parse_rule(m.get("rule", {}), f"{path}.rule"),
+    )
+
+
+def _strings(value: object, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    return tuple(expect_str(v, f"{path}[{i}]") for i, v in enumerate(expect_list(value, path)))
+
+
+def _parse_rule(value: object, path: str) -> Rule:
+    m = expect_mapping(value, path)
+    kind = m.get("kind", "relative_noise")
+    if kind not in _RULE_FIELDS:
+        raise ConfigError(f"{path}.kind", f"expected one of {list(_RULE_FIELDS)}, got {kind!r}")
+    check_keys(m, ["kind", *_RULE_FIELDS[kind]], path)
+    args: dict[str, Any] = {}
+    for key in _RULE_FIELDS[kind]:
+        if key not in m or (key == "margin" and m[key] is None):
+            continue
+        if key == "adjust":
+            if m[key] not in _ADJUST:
+                raise ConfigError(
+                    f"{path}.adjust", f"expected one of {list(_ADJUST)}, got {m[key]!r}"
+                )
+            args[key] = m[key]
+            continue
+        num = expect_number(m[key], f"{path}.{key}", minimum=0)
+        if key == "alpha" and not 0 < num < 0.5:
+            raise ConfigError(f"{path}.alpha", f"expected a number in (0, 0.5), got {num!r}")
+        if key in ("noise", "margin") and not num > 0:
+            raise ConfigError(f"{path}.{key}", f"expected a number > 0, got {num!r}")
+        args[key] = num
+    return RelativeNoiseRule(**args) if kind == "relative_noise" else StatisticalRule(**args)
+

@@ -26,6 +26,13 @@ cost continuous in the token count (one token more never costs a whole tier's ju
 with an ``up_to_tokens`` bound prices nothing above it: such a request gets a ``missing_rate``
 diagnostic, not a guess.
 
+**Tier rule: whole_request**, declared per price kind (``tier_rule: whole_request`` beside
+``tiers``): every token of the request is priced at the rate of the one tier its count falls in,
+as Gemini's "over 200k" prices and genai-prices' tiers are quoted; a request of 100,001 output
+tokens above would pay all 100,001 at 6.0. The count that picks the tier is that kind's own count
+(a provider that tiers output by prompt length is not expressible yet). ``graduated`` is the
+default, so existing files keep their meaning.
+
 **Aliases** are matched case-insensitively. An observed model name is tried as written, then
 with ``provider:`` spelt ``provider/``, then qualified with the observed provider
 (``provider/name``, ``provider:name``); the first form that names any alias wins. An alias that
@@ -60,7 +67,7 @@ if TYPE_CHECKING:
 else:  # imported on first use (a spec or pricing file is read)
     yaml = LazyModule("yaml")
 
-__all__ = ["RATE_KINDS", "PricingTable", "load_pricing", "parse_pricing"]
+__all__ = ["RATE_KINDS", "TIER_RULES", "PricingTable", "load_pricing", "parse_pricing"]
 
 RATE_KINDS: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 _MODEL_KEYS = ("aliases", "provider", *RATE_KINDS)
@@ -75,7 +82,9 @@ RATES_SCHEMA = {
     "from_tokens": pl.Int64,
     "up_to_tokens": pl.Int64,  # null: open-ended
     "price_per_million": pl.Float64,
+    "tier_rule": pl.String,  # graduated | whole_request (one per model and kind)
 }
+TIER_RULES: tuple[str, ...] = ("graduated", "whole_request")
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,6 +98,8 @@ class PricingTable:
     rates: pl.DataFrame
     sha256: str
     source: str | None = field(default=None)
+    # where an imported file's prices came from (:mod:`hylo_analytics.derive.price_import`)
+    provenance: Mapping[str, Any] | None = field(default=None)
 
     def to_arrow(self) -> dict[str, pa.Table]:
         """The three tables as Arrow (for DuckDB or for writing next to a report)."""
@@ -152,8 +163,11 @@ def parse_pricing(doc: object, *, sha256: str, source: str | None = None) -> Pri
     """Validate and normalize a parsed pricing document (with or without the ``pricing:`` key)."""
     root = "pricing"
     top = expect_mapping(doc, root)
+    provenance = None
     if "pricing" in top:
-        check_keys(top, ["pricing"], "")
+        check_keys(top, ["pricing", "provenance"], "")
+        if "provenance" in top:
+            provenance = expect_mapping(top["provenance"], "provenance")
         top = expect_mapping(top["pricing"], root)
     check_keys(top, ["version", "provider", "models"], root)
     version = top.get("version", 1)
@@ -197,18 +211,24 @@ def parse_pricing(doc: object, *, sha256: str, source: str | None = None) -> Pri
         rates=pl.DataFrame(rate_rows, schema=RATES_SCHEMA),
         sha256=sha256,
         source=source,
+        provenance=provenance,
     )
 
 
 def _parse_rate(spec: object, model_id: str, kind: str, path: str) -> list[dict[str, Any]]:
     spec = expect_mapping(spec, path)
-    check_keys(spec, ["unit", "price_per_million_tokens", "tiers"], path)
+    check_keys(spec, ["unit", "price_per_million_tokens", "tiers", "tier_rule"], path)
     unit = spec.get("unit", "mtok")
     if unit not in _UNITS:
         raise ConfigError(f"{path}.unit", f"expected one of {list(_UNITS)}, got {unit!r}")
     if ("tiers" in spec) == ("price_per_million_tokens" in spec):
         raise ConfigError(path, "expected exactly one of 'price_per_million_tokens' or 'tiers'")
+    rule = spec.get("tier_rule", "graduated")
+    if rule not in TIER_RULES:
+        raise ConfigError(f"{path}.tier_rule", f"expected one of {list(TIER_RULES)}, got {rule!r}")
     if "price_per_million_tokens" in spec:
+        if "tier_rule" in spec:
+            raise ConfigError(f"{path}.tier_rule", "a tier rule needs 'tiers' (one flat price)")
         price = expect_number(
             spec["price_per_million_tokens"], f"{path}.price_per_million_tokens", minimum=0
         )
@@ -237,13 +257,19 @@ def _parse_rate(spec: object, model_id: str, kind: str, path: str) -> list[dict[
                 f"{tpath}.up_to_tokens",
                 f"expected an integer > {lower} (tiers ascend), got {upper!r}",
             )
-        rows.append(_rate(model_id, kind, i, lower, upper, price))
+        rows.append(_rate(model_id, kind, i, lower, upper, price, rule))
         lower = upper if upper is not None else lower
     return rows
 
 
 def _rate(
-    model_id: str, kind: str, i: int, lower: int, upper: int | None, price: float
+    model_id: str,
+    kind: str,
+    i: int,
+    lower: int,
+    upper: int | None,
+    price: float,
+    rule: str = "graduated",
 ) -> dict[str, Any]:
     return {
         "model_id": model_id,
@@ -252,6 +278,7 @@ def _rate(
         "from_tokens": lower,
         "up_to_tokens": upper,
         "price_per_million": price,
+        "tier_rule": rule,
     }
 
 

@@ -17,7 +17,8 @@ A wide polars frame with those columns works too, and every name can be remapped
 Costs are never invented: an unknown model, missing usage, a missing rate or an ambiguous alias
 gives a diagnostic row and a null cost. Input and output counts are required; cache counts are
 optional (absent = none reported = 0 tokens). The pricing table's sha256 travels with every
-derived value. Tier rule: graduated (see :mod:`hylo_analytics.derive.pricing`).
+derived value. Tier rule: graduated, or whole_request where a price kind declares it (see
+:mod:`hylo_analytics.derive.pricing`); both are columns of the same one join.
 """
 
 from __future__ import annotations
@@ -346,6 +347,7 @@ def _tier_columns(pricing: PricingTable) -> tuple[pl.DataFrame, dict[str, int]]:
             pl.col("up_to_tokens").max().alias(f"{kind}_cap"),
             pl.col("up_to_tokens").is_null().any().alias(f"{kind}_open"),
             pl.lit(True).alias(f"{kind}_priced"),
+            (pl.col("tier_rule") == "whole_request").any().alias(f"{kind}_whole"),
         )
         out = out.join(summary, on="model_id", how="left")
         for t in range(n):
@@ -371,12 +373,21 @@ def _kind_exprs(kinds: Mapping[str, str], n_tiers: Mapping[str, int]) -> list[pl
                 (~none & pl.col("model_id").is_not_null()).alias(f"_uncovered_{kind}"),
             ]
             continue
-        parts = []
+        parts, whole = [], []
         for t in range(n_tiers[kind]):
             lo, hi = pl.col(f"{kind}_from{t}"), pl.col(f"{kind}_upto{t}")
+            price = pl.col(f"{kind}_price{t}")
             top = pl.when(hi.is_null()).then(tokens).otherwise(pl.min_horizontal(tokens, hi))
             in_tier = (top - lo).clip(lower_bound=0)
-            parts.append((in_tier * pl.col(f"{kind}_price{t}")).fill_null(0.0))
+            parts.append((in_tier * price).fill_null(0.0))
+            # whole_request: the one tier whose (from, up_to] holds the count prices all of it
+            falls_in = (tokens > lo) & (hi.is_null() | (tokens <= hi))
+            whole.append(pl.when(falls_in).then(tokens * price).fill_null(0.0))
+        rule_cost = (
+            pl.when(pl.col(f"{kind}_whole").fill_null(False))
+            .then(pl.sum_horizontal(whole))
+            .otherwise(pl.sum_horizontal(parts))
+        )
         covered = (pl.col(f"{kind}_open") | (tokens <= pl.col(f"{kind}_cap"))).fill_null(
             False
         ) & pl.col(f"{kind}_priced").fill_null(False)
@@ -384,7 +395,7 @@ def _kind_exprs(kinds: Mapping[str, str], n_tiers: Mapping[str, int]) -> list[pl
             pl.when(none)
             .then(pl.lit(0.0))
             .when(covered)
-            .then(pl.sum_horizontal(parts) / 1_000_000)
+            .then(rule_cost / 1_000_000)
             .alias(f"cost_{kind}"),
             (~none & ~covered & pl.col("model_id").is_not_null()).alias(f"_uncovered_{kind}"),
         ]

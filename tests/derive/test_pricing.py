@@ -173,3 +173,33 @@ def test_config_errors_name_the_key_path(doc: dict[str, Any], path: str, message
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="pricing file not found"):
         load_pricing(tmp_path / "nope.yaml")
+
+
+def test_tier_rule_is_kept_per_kind_and_checked() -> None:
+    doc = {
+        "models": {
+            "g/m": {
+                "input": {
+                    "tier_rule": "whole_request",
+                    "tiers": [
+                        {"up_to_tokens": 200_000, "price_per_million_tokens": 1.25},
+                        {"price_per_million_tokens": 2.5},
+                    ],
+                },
+                "output": {"price_per_million_tokens": 10.0},
+            }
+        }
+    }
+    t = load_pricing(doc)
+    assert dict(t.rates.select("kind", "tier_rule").unique().rows()) == {
+        "input": "whole_request",
+        "output": "graduated",
+    }
+    bad = {"models": {"g/m": {"input": {**doc["models"]["g/m"]["input"], "tier_rule": "flat"}}}}
+    with pytest.raises(ConfigError) as exc:
+        load_pricing(bad)
+    assert exc.value.path == "pricing.models['g/m'].input.tier_rule"
+    assert "graduated" in exc.value.message
+    flat = {"models": {"g/m": {"input": {"tier_rule": "graduated", "price_per_million_tokens": 1}}}}
+    with pytest.raises(ConfigError, match="needs 'tiers'"):
+        load_pricing(flat)

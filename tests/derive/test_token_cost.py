@@ -285,3 +285,74 @@ def test_ingested_robot_runs_get_diagnostics_not_zero_costs(sample_store: ha.Sto
         ("missing_usage", 1200),
         ("unknown_model", 600),
     ]
+
+
+# whole_request beside graduated: the same tiers (4.0 up to 200k, 8.0 above), two rules.
+TIERED: dict[str, Any] = {
+    "pricing": {
+        "models": {
+            f"google/{rule}": {
+                "input": {
+                    "tier_rule": rule,
+                    "tiers": [
+                        {"up_to_tokens": 200_000, "price_per_million_tokens": 4.0},
+                        {"price_per_million_tokens": 8.0},
+                    ],
+                },
+                "output": {"price_per_million_tokens": 1.0},
+            }
+            for rule in ("graduated", "whole_request")
+        }
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("input_tokens", "graduated", "whole"),
+    [
+        (0, 0.0, 0.0),
+        (1, 4.0e-6, 4.0e-6),
+        (199_999, 199_999 * 4.0e-6, 199_999 * 4.0e-6),
+        (200_000, 0.8, 0.8),  # at the bound: the first tier for both
+        (200_001, 0.8 + 8.0e-6, 200_001 * 8.0e-6),  # one above: all of it at 8.0 when whole
+        (500_000, 0.8 + 300_000 * 8.0e-6, 4.0),
+    ],
+)
+def test_whole_request_vs_graduated_at_the_tier_bound(
+    input_tokens: int, graduated: float, whole: float
+) -> None:
+    frame = _frame(
+        [
+            ("r", "g", input_tokens, 0, "google/graduated", None),
+            ("r", "w", input_tokens, 0, "google/whole_request", None),
+        ]
+    )
+    r = ha.token_cost(frame, TIERED)
+    assert r.diagnostics.height == 0
+    costs = dict(zip(r.costs["key"], r.costs["cost"], strict=True))
+    assert costs["g"] == pytest.approx(graduated, rel=1e-12, abs=1e-15)
+    assert costs["w"] == pytest.approx(whole, rel=1e-12, abs=1e-15)
+
+
+def test_whole_request_bounded_last_tier_is_a_missing_rate() -> None:
+    doc = {
+        "pricing": {
+            "models": {
+                "acme/w": {
+                    "input": {
+                        "tier_rule": "whole_request",
+                        "tiers": [
+                            {"up_to_tokens": 10, "price_per_million_tokens": 1.0},
+                            {"up_to_tokens": 20, "price_per_million_tokens": 2.0},
+                        ],
+                    },
+                    "output": {"price_per_million_tokens": 1.0},
+                }
+            }
+        }
+    }
+    r = ha.token_cost(
+        _frame([("r", "a", 20, 0, "acme/w", None), ("r", "b", 21, 0, "acme/w", None)]), doc
+    )
+    assert r.costs["cost"].to_list()[0] == pytest.approx(40e-6)
+    assert r.costs["diagnostic"].to_list() == [None, "missing_rate"]
