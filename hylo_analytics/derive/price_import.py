@@ -17,7 +17,9 @@ Shapes read (as published upstream):
 * ``genai-prices`` (pydantic/genai-prices): ``data.json`` (a list of providers) or one
   provider's file, ``{"id", "models": [{"id", "match", "prices": {"input_mtok", "output_mtok",
   "cache_read_mtok", "cache_write_mtok"}}]}``. A tiered price ``{"base", "tiers": [{"start",
-  "price"}]}`` becomes our tiers with ``tier_rule: whole_request``; ``equals`` names of
+  "price"}]}`` becomes our tiers with ``tier_rule: whole_request`` and ``tier_basis: prompt``
+  (since genai-prices' threshold fix, pydantic/genai-prices#241, a request whose prompt crosses
+  a tier's ``start`` pays that tier's rate on all of its tokens); ``equals`` names of
   ``match`` become aliases.
 * ``static``: a file already in our pricing shape (YAML or JSON), validated and stamped.
 
@@ -376,7 +378,8 @@ def _genai_rate(value: Any) -> dict[str, Any] | str:
         out.append({"up_to_tokens": start, "price_per_million_tokens": price})
         price, last = float(t["price"]), start
     out.append({"price_per_million_tokens": price})
-    return {"unit": "mtok", "tier_rule": "whole_request", "tiers": out}
+    # genai-prices' tiers are thresholds on the prompt (its #241 fix): the whole request pays
+    return {"unit": "mtok", "tier_rule": "whole_request", "tier_basis": "prompt", "tiers": out}
 
 
 def _match_names(clause: Any, names: set[str], rules: list[str]) -> None:

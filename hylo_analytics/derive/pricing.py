@@ -29,9 +29,12 @@ diagnostic, not a guess.
 **Tier rule: whole_request**, declared per price kind (``tier_rule: whole_request`` beside
 ``tiers``): every token of the request is priced at the rate of the one tier its count falls in,
 as Gemini's "over 200k" prices and genai-prices' tiers are quoted; a request of 100,001 output
-tokens above would pay all 100,001 at 6.0. The count that picks the tier is that kind's own count
-(a provider that tiers output by prompt length is not expressible yet). ``graduated`` is the
-default, so existing files keep their meaning.
+tokens above would pay all 100,001 at 6.0. The count that picks the tier is that kind's own count,
+or with ``tier_basis: prompt`` the request's prompt (input + cache read + cache write tokens, the
+counts being disjoint as Inspect reports them):
+providers (Anthropic, Gemini, genai-prices since its threshold fix) price *every* kind of a
+request, output included, at the long-context rate once the prompt crosses the bound. ``prompt``
+needs ``whole_request``. ``graduated`` is the default, so existing files keep their meaning.
 
 **Aliases** are matched case-insensitively. An observed model name is tried as written, then
 with ``provider:`` spelt ``provider/``, then qualified with the observed provider
@@ -67,7 +70,14 @@ if TYPE_CHECKING:
 else:  # imported on first use (a spec or pricing file is read)
     yaml = LazyModule("yaml")
 
-__all__ = ["RATE_KINDS", "TIER_RULES", "PricingTable", "load_pricing", "parse_pricing"]
+__all__ = [
+    "RATE_KINDS",
+    "TIER_BASES",
+    "TIER_RULES",
+    "PricingTable",
+    "load_pricing",
+    "parse_pricing",
+]
 
 RATE_KINDS: tuple[str, ...] = ("input", "output", "cache_read", "cache_write")
 _MODEL_KEYS = ("aliases", "provider", *RATE_KINDS)
@@ -83,8 +93,11 @@ RATES_SCHEMA = {
     "up_to_tokens": pl.Int64,  # null: open-ended
     "price_per_million": pl.Float64,
     "tier_rule": pl.String,  # graduated | whole_request (one per model and kind)
+    "tier_basis": pl.String,  # own | prompt: the count that picks a whole_request tier
 }
 TIER_RULES: tuple[str, ...] = ("graduated", "whole_request")
+# the count that picks a whole_request tier: the kind's own tokens, or the request's prompt
+TIER_BASES: tuple[str, ...] = ("own", "prompt")
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,7 +230,7 @@ def parse_pricing(doc: object, *, sha256: str, source: str | None = None) -> Pri
 
 def _parse_rate(spec: object, model_id: str, kind: str, path: str) -> list[dict[str, Any]]:
     spec = expect_mapping(spec, path)
-    check_keys(spec, ["unit", "price_per_million_tokens", "tiers", "tier_rule"], path)
+    check_keys(spec, ["unit", "price_per_million_tokens", "tiers", "tier_rule", "tier_basis"], path)
     unit = spec.get("unit", "mtok")
     if unit not in _UNITS:
         raise ConfigError(f"{path}.unit", f"expected one of {list(_UNITS)}, got {unit!r}")
@@ -226,9 +239,19 @@ def _parse_rate(spec: object, model_id: str, kind: str, path: str) -> list[dict[
     rule = spec.get("tier_rule", "graduated")
     if rule not in TIER_RULES:
         raise ConfigError(f"{path}.tier_rule", f"expected one of {list(TIER_RULES)}, got {rule!r}")
+    basis = spec.get("tier_basis", "own")
+    if basis not in TIER_BASES:
+        raise ConfigError(
+            f"{path}.tier_basis", f"expected one of {list(TIER_BASES)}, got {basis!r}"
+        )
+    if basis == "prompt" and rule != "whole_request":
+        raise ConfigError(
+            f"{path}.tier_basis", "tier_basis 'prompt' needs tier_rule: whole_request"
+        )
     if "price_per_million_tokens" in spec:
-        if "tier_rule" in spec:
-            raise ConfigError(f"{path}.tier_rule", "a tier rule needs 'tiers' (one flat price)")
+        if "tier_rule" in spec or "tier_basis" in spec:
+            key = "tier_rule" if "tier_rule" in spec else "tier_basis"
+            raise ConfigError(f"{path}.{key}", "a tier rule needs 'tiers' (one flat price)")
         price = expect_number(
             spec["price_per_million_tokens"], f"{path}.price_per_million_tokens", minimum=0
         )
@@ -257,7 +280,7 @@ def _parse_rate(spec: object, model_id: str, kind: str, path: str) -> list[dict[
                 f"{tpath}.up_to_tokens",
                 f"expected an integer > {lower} (tiers ascend), got {upper!r}",
             )
-        rows.append(_rate(model_id, kind, i, lower, upper, price, rule))
+        rows.append(_rate(model_id, kind, i, lower, upper, price, rule, basis))
         lower = upper if upper is not None else lower
     return rows
 
@@ -270,6 +293,7 @@ def _rate(
     upper: int | None,
     price: float,
     rule: str = "graduated",
+    basis: str = "own",
 ) -> dict[str, Any]:
     return {
         "model_id": model_id,
@@ -279,6 +303,7 @@ def _rate(
         "up_to_tokens": upper,
         "price_per_million": price,
         "tier_rule": rule,
+        "tier_basis": basis,
     }
 
 

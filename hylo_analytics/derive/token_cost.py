@@ -348,6 +348,7 @@ def _tier_columns(pricing: PricingTable) -> tuple[pl.DataFrame, dict[str, int]]:
             pl.col("up_to_tokens").is_null().any().alias(f"{kind}_open"),
             pl.lit(True).alias(f"{kind}_priced"),
             (pl.col("tier_rule") == "whole_request").any().alias(f"{kind}_whole"),
+            (pl.col("tier_basis") == "prompt").any().alias(f"{kind}_by_prompt"),
         )
         out = out.join(summary, on="model_id", how="left")
         for t in range(n):
@@ -364,6 +365,10 @@ def _tier_columns(pricing: PricingTable) -> tuple[pl.DataFrame, dict[str, int]]:
 def _kind_exprs(kinds: Mapping[str, str], n_tiers: Mapping[str, int]) -> list[pl.Expr]:
     """Per kind: ``cost_{kind}`` (null when no rate covers the tokens) and ``_uncovered_{kind}``."""
     exprs = []
+    # the request's prompt: what picks a tier declared with tier_basis: prompt
+    prompt = pl.sum_horizontal(
+        pl.col(f"_t_{k}").fill_null(0) for k in ("input", "cache_read", "cache_write") if k in kinds
+    )
     for kind in kinds:
         tokens = pl.col(f"_t_{kind}")
         none = tokens.fill_null(0) <= 0
@@ -374,21 +379,22 @@ def _kind_exprs(kinds: Mapping[str, str], n_tiers: Mapping[str, int]) -> list[pl
             ]
             continue
         parts, whole = [], []
+        basis = pl.when(pl.col(f"{kind}_by_prompt").fill_null(False)).then(prompt).otherwise(tokens)
         for t in range(n_tiers[kind]):
             lo, hi = pl.col(f"{kind}_from{t}"), pl.col(f"{kind}_upto{t}")
             price = pl.col(f"{kind}_price{t}")
             top = pl.when(hi.is_null()).then(tokens).otherwise(pl.min_horizontal(tokens, hi))
             in_tier = (top - lo).clip(lower_bound=0)
             parts.append((in_tier * price).fill_null(0.0))
-            # whole_request: the one tier whose (from, up_to] holds the count prices all of it
-            falls_in = (tokens > lo) & (hi.is_null() | (tokens <= hi))
+            # whole_request: the one tier whose (from, up_to] holds the basis prices all of it
+            falls_in = (basis > lo) & (hi.is_null() | (basis <= hi))
             whole.append(pl.when(falls_in).then(tokens * price).fill_null(0.0))
         rule_cost = (
             pl.when(pl.col(f"{kind}_whole").fill_null(False))
             .then(pl.sum_horizontal(whole))
             .otherwise(pl.sum_horizontal(parts))
         )
-        covered = (pl.col(f"{kind}_open") | (tokens <= pl.col(f"{kind}_cap"))).fill_null(
+        covered = (pl.col(f"{kind}_open") | (basis <= pl.col(f"{kind}_cap"))).fill_null(
             False
         ) & pl.col(f"{kind}_priced").fill_null(False)
         exprs += [

@@ -204,9 +204,10 @@ def test_genai_prices_tiers_are_whole_request(tmp_path: Path) -> None:
     pro = table.rates.filter(
         pl.col("model_id") == "google/gemini-1.5-pro", pl.col("kind") == "input"
     )
-    assert pro.select("from_tokens", "up_to_tokens", "price_per_million", "tier_rule").rows() == [
-        (0, 128000, 1.25, "whole_request"),
-        (128000, None, 2.5, "whole_request"),
+    cols = ("from_tokens", "up_to_tokens", "price_per_million", "tier_rule", "tier_basis")
+    assert pro.select(*cols).rows() == [
+        (0, 128000, 1.25, "whole_request", "prompt"),
+        (128000, None, 2.5, "whole_request", "prompt"),
     ]
     probs = _problems(result)
     assert "not modelled" in probs["google/gemini-2.5-flash|prices.input_audio_mtok"]
@@ -225,6 +226,10 @@ def test_genai_prices_tiers_are_whole_request(tmp_path: Path) -> None:
         }
     )
     assert ha.token_cost(frame, table).costs["cost"][0] == pytest.approx(128_001 * 2.5e-6)
+    # the prompt picks the tier of every kind: 1,000 output tokens pay 10.0, not 5.0
+    frame = frame.with_columns(pl.lit(1_000).alias("llm.tokens.output"))
+    cost = ha.token_cost(frame, table).costs["cost"][0]
+    assert cost == pytest.approx(128_001 * 2.5e-6 + 1_000 * 10.0e-6)
 
 
 def test_genai_prices_provider_yaml_file(tmp_path: Path) -> None:

@@ -356,3 +356,61 @@ def test_whole_request_bounded_last_tier_is_a_missing_rate() -> None:
     )
     assert r.costs["cost"].to_list()[0] == pytest.approx(40e-6)
     assert r.costs["diagnostic"].to_list() == [None, "missing_rate"]
+
+
+def _long_context(basis: str | None) -> dict[str, Any]:
+    """Gemini-style: every kind costs double once the prompt is over 200k tokens."""
+
+    def kind(base: float) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "tier_rule": "whole_request",
+            "tiers": [
+                {"up_to_tokens": 200_000, "price_per_million_tokens": base},
+                {"price_per_million_tokens": 2 * base},
+            ],
+        }
+        if basis is not None:
+            spec["tier_basis"] = basis
+        return spec
+
+    models = {"google/g": {"input": kind(1.0), "output": kind(10.0), "cache_read": kind(0.1)}}
+    return {"pricing": {"models": models}}
+
+
+@pytest.mark.parametrize(
+    ("inp", "cached", "out", "by_prompt", "by_own"),
+    [
+        # prompt 150k + 50k = 200k: at the bound, the short rate for every kind either way
+        (150_000, 50_000, 60_000, 0.15 + 0.005 + 0.6, 0.15 + 0.005 + 0.6),
+        # prompt 150k + 50,001: over the bound, so output too pays the long rate (its own
+        # 60k would not); by its own counts no kind crosses 200k
+        (150_000, 50_001, 60_000, 0.3 + 50_001 * 0.2e-6 + 1.2, 0.15 + 50_001 * 0.1e-6 + 0.6),
+        (250_000, 0, 1_000, 0.5 + 0.02, 0.5 + 0.01),
+    ],
+)
+def test_tier_basis_prompt_prices_every_kind_by_the_prompt(
+    inp: int, cached: int, out: int, by_prompt: float, by_own: float
+) -> None:
+    frame = _frame([("r", "k", inp, out, "google/g", None)]).with_columns(
+        pl.lit(cached).alias("llm.tokens.cache_read")
+    )
+    prompt = ha.token_cost(frame, _long_context("prompt"))
+    own = ha.token_cost(frame, _long_context(None))
+    assert prompt.diagnostics.height == own.diagnostics.height == 0
+    assert prompt.costs["cost"].item() == pytest.approx(by_prompt, rel=1e-12)
+    assert own.costs["cost"].item() == pytest.approx(by_own, rel=1e-12)
+
+
+def test_tier_basis_is_checked() -> None:
+    from hylo_analytics._config import ConfigError
+    from hylo_analytics.derive.pricing import parse_pricing
+
+    doc = _long_context("tokens")
+    with pytest.raises(
+        ConfigError, match=r"input\.tier_basis.*expected one of \['own', 'prompt'\]"
+    ):
+        parse_pricing(doc, sha256="test")
+    doc = _long_context("prompt")
+    doc["pricing"]["models"]["google/g"]["input"]["tier_rule"] = "graduated"
+    with pytest.raises(ConfigError, match="tier_basis 'prompt' needs tier_rule: whole_request"):
+        parse_pricing(doc, sha256="test")
