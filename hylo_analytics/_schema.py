@@ -103,6 +103,14 @@ SCORES = pa.schema(
         ("source_kind", _str),  # score | derived | observation | imported (precedence order)
         ("scorer_version", _str),
         ("metadata", _str),  # JSON
+        # WorldFoundry MetricResult fields (null for every other writer): see scoring/metric.py
+        ("raw_value", _str),  # JSON, as written (may be non-numeric; ``value`` is the number)
+        ("normalized_value", _f64),
+        ("coverage", _f64),
+        ("components", _str),  # JSON object
+        ("diagnostics", _str),  # JSON object
+        ("artifact_refs", _str),  # JSON object: name -> ArtifactRef
+        ("judge_trace", _str),  # JSON object
         ("batch_seq", _i64),
     ]
 )

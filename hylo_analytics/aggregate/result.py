@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -74,11 +74,26 @@ class AggregateResult:
             "group",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        if self.n_total != self.n_valid + sum(self.skip_breakdown.values()):
+        # the spec lets a metric give n_skipped without a breakdown by reason
+        skipped = sum(self.skip_breakdown.values()) if self.skip_breakdown else self.n_skipped
+        if self.n_total != self.n_valid + skipped:
             raise ValueError(
                 f"AggregateResult {self.metric_id!r}: n_total={self.n_total} != n_valid="
                 f"{self.n_valid} + skipped {dict(self.skip_breakdown)}"
             )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's fields (and ``group``) as JSON-ready plain data."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in out.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AggregateResult:
+        """Build from :meth:`to_dict`'s form (or WorldFoundry's JSON); unknown keys are an error."""
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"AggregateResult: unknown fields {unknown}")
+        return cls(**{k: v for k, v in data.items() if v is not None or k == "stderr"})
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> AggregateResult:

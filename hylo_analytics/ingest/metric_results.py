@@ -13,10 +13,16 @@ Identity, decided here (the records carry no run or model):
 * **key** = ``sample_id`` as written, so the same sample pairs across models; ``task_id`` is
   the part before a ``#`` (the whole id when there is none) and ``seed`` the integer after it.
 
-Scores: ``value`` = ``normalized_value``, else a numeric/boolean ``raw_value``; ``valid`` and
-``skip_reason`` are carried as written (an invalid record's value is null: it abstains, with
-``skip_reason`` or ``"invalid"``); ``coverage``, ``raw_value``, ``components`` and
-``diagnostics`` go into ``metadata`` JSON. A file with any bad line is rejected whole.
+Scores (:func:`resolved_sql`, the one place this rule lives; the Metric protocol of
+:mod:`hylo_analytics.scoring.metric` uses it too): ``value`` = ``normalized_value``, else a
+numeric/boolean ``raw_value``; an invalid record's value is null (it abstains, with
+``skip_reason`` or ``"invalid"``), and so is a valid one with no number (``"no numeric
+value"``). Every MetricResult field is kept in its own ``scores`` column (``raw_value`` JSON as
+written, ``normalized_value``, ``coverage``, ``components``, ``diagnostics``, ``artifact_refs``,
+``judge_trace``); ``scorer_version`` is the record's ``schema_version``, and ``metadata``
+holds ``valid`` / ``skip_reason`` as written (the columns hold the resolved ones), so
+:meth:`MetricResult.from_score_row` gives back the record. A file with any bad line is
+rejected whole.
 """
 
 from __future__ import annotations
@@ -34,14 +40,15 @@ from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest._sqlcheck import JSON_TYPE_NAMES
 from hylo_analytics.ingest.traces import lone_surrogate
 
-__all__ = ["FORMAT", "READER", "parse", "sniff"]
+__all__ = ["FORMAT", "READER", "parse", "resolved_sql", "sniff"]
 
 FORMAT = "worldfoundry.metric_results"
 
 _REC = (
     '{"sample_id":"JSON","metric_id":"VARCHAR","raw_value":"JSON","normalized_value":"DOUBLE",'
     '"components":"JSON","valid":"BOOLEAN","coverage":"DOUBLE","skip_reason":"VARCHAR",'
-    '"diagnostics":"JSON","schema_version":"VARCHAR","run_id":"VARCHAR"}'
+    '"diagnostics":"JSON","artifact_refs":"JSON","judge_trace":"JSON","schema_version":"VARCHAR",'
+    '"run_id":"VARCHAR"}'
 )
 
 
@@ -62,6 +69,11 @@ _TYPES = (
     ("coverage", ("DOUBLE", "BIGINT", "UBIGINT", "NULL"), "number or null"),
     ("skip_reason", ("VARCHAR", "NULL"), "string or null"),
     ("run_id", ("VARCHAR", "NULL"), "string or null"),
+    ("schema_version", ("VARCHAR", "NULL"), "string or null"),
+    ("components", ("OBJECT", "NULL"), "object or null"),
+    ("diagnostics", ("OBJECT", "NULL"), "object or null"),
+    ("artifact_refs", ("OBJECT", "NULL"), "object or null"),
+    ("judge_trace", ("OBJECT", "NULL"), "object or null"),
 )
 _WRONG_TYPE = (
     "CASE "
@@ -224,7 +236,39 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         """
     ).to_arrow_table()
     scores = con.sql(
-        f"""
+        resolved_sql(
+            f"(SELECT *, {split}, 1 AS epoch, key AS episode_id FROM _mr_ok)",
+            source="'evallog'",
+            source_kind="'imported'",
+            scorer_version="schema_version",
+            order="file_idx, line",
+            extra_cols="file_idx,",
+        )
+    ).to_arrow_table()
+    con.unregister("_mr_ids")
+    for t in ("_mr", "_mr_ok"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+    return Parsed(runs, samples, scores, None, problems)
+
+
+def resolved_sql(
+    rel: str,
+    *,
+    source: str,
+    source_kind: str,
+    scorer_version: str,
+    order: str,
+    extra_cols: str = "",
+    metadata: str = "NULL",
+) -> str:
+    """Score rows of MetricResult records: the value rule, and every field in its column.
+
+    ``rel`` has the score id columns (run_id, key, task_id, seed, epoch, episode_id) and the
+    record's fields (``raw_value`` and the mappings as JSON, ``valid`` / ``skip_reason`` as
+    written); the other arguments are SQL expressions. ``metadata`` (a JSON object, or NULL)
+    is merged with the as-written ``valid`` / ``skip_reason``.
+    """
+    return f"""
         WITH v AS (
             SELECT *, coalesce(valid, true) AS is_valid,
                    coalesce(normalized_value, CASE json_type(raw_value)
@@ -232,26 +276,29 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
                        WHEN 'BIGINT' THEN CAST(raw_value AS DOUBLE)
                        WHEN 'UBIGINT' THEN CAST(raw_value AS DOUBLE)
                        WHEN 'DOUBLE' THEN CAST(raw_value AS DOUBLE) END) AS v
-            FROM _mr_ok
+            FROM {rel}
         )
-        SELECT file_idx, run_id, key, {split}, 1 AS epoch, key AS episode_id,
+        SELECT {extra_cols} run_id, key, task_id, seed, epoch, episode_id,
                metric_id AS metric,
                CASE WHEN is_valid THEN v END AS value,
                is_valid AND v IS NOT NULL AS valid,
                CASE WHEN NOT is_valid THEN coalesce(skip_reason, 'invalid')
                     WHEN v IS NULL THEN coalesce(skip_reason, 'no numeric value')
                     ELSE skip_reason END AS skip_reason,
-               'evallog' AS source, 'imported' AS source_kind,
-               schema_version AS scorer_version,
-               to_json({{'coverage': coalesce(coverage, 1.0), 'raw_value': raw_value,
-                         'components': components, 'diagnostics': diagnostics}}) AS metadata
-        FROM v ORDER BY file_idx, line
+               {source} AS source, {source_kind} AS source_kind,
+               {scorer_version} AS scorer_version,
+               CAST(json_merge_patch(coalesce(CAST({metadata} AS JSON), '{{}}'),
+                    to_json({{'valid': valid, 'skip_reason': skip_reason}})) AS VARCHAR)
+                   AS metadata,
+               CAST(raw_value AS VARCHAR) AS raw_value,
+               CAST(normalized_value AS DOUBLE) AS normalized_value,
+               CAST(coalesce(coverage, 1.0) AS DOUBLE) AS coverage,
+               CAST(components AS VARCHAR) AS components,
+               CAST(diagnostics AS VARCHAR) AS diagnostics,
+               CAST(artifact_refs AS VARCHAR) AS artifact_refs,
+               CAST(judge_trace AS VARCHAR) AS judge_trace
+        FROM v ORDER BY {order}
         """
-    ).to_arrow_table()
-    con.unregister("_mr_ids")
-    for t in ("_mr", "_mr_ok"):
-        con.execute(f"DROP TABLE IF EXISTS {t}")
-    return Parsed(runs, samples, scores, None, problems)
 
 
 READER = Reader(FORMAT, sniff, parse)

@@ -52,6 +52,13 @@ from hylo_analytics.scoring._python import (
     vectorized_rows,
 )
 from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
+from hylo_analytics.scoring.metric import (
+    METRIC_RESULT_COLUMNS,
+    MetricScorer,
+    as_metric_scorer,
+    is_metric,
+    metric_rows,
+)
 from hylo_analytics.store import pinned
 
 if TYPE_CHECKING:
@@ -76,9 +83,10 @@ __all__ = [
 
 BUILTIN_SCORERS: tuple[str, ...] = (*BUILTINS, GRADES)
 
-Scorer = str | DeclarativeScorer | VectorizedScorer | EpisodeScorer
+Scorer = str | DeclarativeScorer | VectorizedScorer | EpisodeScorer | MetricScorer
+# a WorldFoundry Metric (see hylo_analytics.scoring.metric) is wrapped into a MetricScorer
 ScorersArg = (
-    Sequence[Scorer | Mapping[str, Any]] | Mapping[str, Any] | str | os.PathLike[str] | None
+    Sequence[Scorer | Mapping[str, Any] | Any] | Mapping[str, Any] | str | os.PathLike[str] | None
 )
 
 _MAX_LISTED_ERRORS = 20
@@ -102,6 +110,10 @@ def _resolve(scorers: ScorersArg) -> list[Scorer]:
             out.extend(load_scorers(s))
         elif isinstance(s, str) and s not in BUILTIN_SCORERS:
             raise ValueError(f"unknown built-in scorer {s!r}; known: {', '.join(BUILTIN_SCORERS)}")
+        elif not isinstance(s, str | DeclarativeScorer | VectorizedScorer | EpisodeScorer) and (
+            is_metric(s)
+        ):
+            out.append(as_metric_scorer(s))
         else:
             out.append(s)
     sources = [_source(s) for s in out]
@@ -174,6 +186,8 @@ def compute_scores(
                     episodes = con.sql(f"select * from {ep_rel}").pl()
                 if isinstance(s, VectorizedScorer):
                     parts.append(vectorized_rows(s, episodes))
+                elif isinstance(s, MetricScorer):
+                    parts.append(metric_rows(con, s, episodes, runs_rel))
                 else:
                     parts.append(episode_rows(con, s, episodes, runs_rel))
             seconds[s.source] = time.perf_counter() - t0
@@ -181,15 +195,16 @@ def compute_scores(
         con.unregister(runs_rel)
         con.execute(f"drop table if exists {ep_rel}")
         con.execute(f"drop table if exists {rec_rel}")
-    schema = pa.schema(
-        [_schema.SCORES.field(c) for c in RESULT_COLUMNS if c != "is_error"]
-        + [pa.field("is_error", pa.bool_())]
-    )
-    rows = (
-        pa.concat_tables([p.select(list(RESULT_COLUMNS)).cast(schema) for p in parts])
-        if parts
-        else schema.empty_table()
-    )
+    cols = [c for c in RESULT_COLUMNS if c != "is_error"] + list(METRIC_RESULT_COLUMNS)
+    schema = pa.schema([_schema.SCORES.field(c) for c in cols] + [pa.field("is_error", pa.bool_())])
+
+    def full(p: pa.Table) -> pa.Table:  # only MetricResult rows fill those columns
+        for f in schema:
+            if f.name not in p.column_names:
+                p = p.append_column(f.name, pa.nulls(p.num_rows, f.type))
+        return p.select(schema.names).cast(schema)
+
+    rows = pa.concat_tables([full(p) for p in parts]) if parts else schema.empty_table()
     return rows, run_ids, seconds, resolved
 
 
