@@ -46,7 +46,6 @@ import polars as pl
 
 from hylo_analytics.aggregate._engine import CIMethod, aggregate_scores
 from hylo_analytics.metrics import (
-    AGGREGATORS,
     BenchmarkSpec,
     EvaluationProtocolSpec,
     MetricRegistry,
@@ -233,7 +232,7 @@ def _selected(
         loaded = load_metric_specs(os.fspath(metrics))
         metrics = loaded if isinstance(loaded, BenchmarkSpec) else list(loaded)
     if metrics is None or isinstance(metrics, MetricRegistry):
-        reg = metrics or reg
+        reg = metrics if metrics is not None else reg  # an empty registry is falsy
         return reg, tuple(reg)  # narrowed to the metrics the data holds by the caller
     if isinstance(metrics, BenchmarkSpec):
         items: Sequence[MetricSpec | Mapping[str, Any] | str] = metrics.metrics
@@ -320,7 +319,6 @@ def _normalized(spec: MetricSpec) -> pl.Expr:
 
 
 def _metric_rows(rows: pl.DataFrame, specs: Sequence[MetricSpec]) -> pl.DataFrame:
-    assert set(s.aggregator for s in specs) <= set(AGGREGATORS)
     stats = _per_metric(
         specs,
         lambda s: pl.concat_list(

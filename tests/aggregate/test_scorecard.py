@@ -209,3 +209,14 @@ def test_outputs_for_notebooks_json_and_csv(sample_store):
     flat = card.to_frame()
     assert flat.height == 9 + 3 and flat["statistics"].dtype == pl.String
     assert "Scorecard(primary='success'" in repr(card)
+
+
+def test_a_registry_is_a_catalogue_even_when_it_is_small():
+    from hylo_analytics.metrics import MetricRegistry
+
+    card = scorecard(FRAME, metrics=MetricRegistry([OK]), n_resamples=200)
+    assert [s.id for s in card.specs] == ["ok"]  # the registry's metrics the data holds
+    reg = MetricRegistry([OK, MetricSpec(id="lat", aggregator="max"), MetricSpec(id="absent")])
+    card = scorecard(FRAME, metrics=reg, n_resamples=200)
+    assert [s.id for s in card.specs] == ["ok", "lat"]
+    assert _row(card, "lat")["value"] == GOLDEN["max"]
