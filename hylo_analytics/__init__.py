@@ -4,18 +4,18 @@ The public API in verb families, in pipeline order (every name is also importabl
 stage's module; ``docs/architecture.md`` has the module map):
 
 - **store**: :func:`open_store` -> :class:`Store` (``ingest``, ``score``, ``grade``, ``aggregate``,
-  ``compare``, ``report``, ``sql``, ``table``, ``runs``)
+  ``scorecard``, ``compare``, ``report``, ``sql``, ``table``, ``runs``)
 - **ingest**: :class:`IngestReport`, :class:`IngestError`
 - **score**: :func:`load_scorers`, :class:`DeclarativeScorer`, :class:`VectorizedScorer`,
   :class:`EpisodeScorer`, :class:`ScoringCall`, :class:`ScoringReport`
 - **grade**: :class:`Grader`, :class:`GradeEvent`, :func:`vlm_judge` (run with
   ``Store.grade``; the rest in :mod:`hylo_analytics.scoring.graders`)
-- **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`
+- **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`, :func:`scorecard`
 - **compare**: :func:`compare_runs`, :func:`compare_scores`, :func:`paired_compare`,
   :class:`StatisticalRule`, :class:`RelativeNoiseRule`, :class:`ComparabilityError`
 - **derive**: :func:`token_cost`, :func:`load_pricing`, :func:`paired_baseline`,
-  :func:`evaluate_policies`, :class:`Policy`, :func:`measure_callable`,
-  :class:`MeasurementBudget`
+  :func:`evaluate_policies`, :class:`Policy`, :func:`measure_callable`
+  (its ``MeasurementBudget`` in :mod:`hylo_analytics.derive`)
 - **spec**: :func:`load_analysis_spec`, :func:`run_analysis`
 - **output**: :func:`build_report`, :func:`export_evallog`, :mod:`charts`
 - **contracts**: :class:`Score`, :class:`TaskSpec`, :class:`TaskInstance`, :class:`Benchmark`,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
     from hylo_analytics import charts, stats
     from hylo_analytics._config import ConfigError
     from hylo_analytics.aggregate import AggregateResult, aggregate_scores
+    from hylo_analytics.aggregate.scorecard import scorecard
     from hylo_analytics.analysis import load_analysis_spec, run_analysis
     from hylo_analytics.api import Store, open_store
     from hylo_analytics.compare import (
@@ -56,7 +57,6 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
         TaskSpec,
     )
     from hylo_analytics.derive import (
-        MeasurementBudget,
         Policy,
         evaluate_policies,
         load_pricing,
@@ -91,7 +91,6 @@ __all__ = [
     "Grader",
     "IngestError",
     "IngestReport",
-    "MeasurementBudget",
     "MetricSpec",
     "Policy",
     "Predicate",
@@ -122,6 +121,7 @@ __all__ = [
     "paired_baseline",
     "paired_compare",
     "run_analysis",
+    "scorecard",
     "stats",
     "token_cost",
     "vlm_judge",
@@ -138,6 +138,7 @@ _LAZY: dict[str, str] = {
     "ConfigError": "hylo_analytics._config",
     "AggregateResult": "hylo_analytics.aggregate",
     "aggregate_scores": "hylo_analytics.aggregate",
+    "scorecard": "hylo_analytics.aggregate.scorecard",
     "load_analysis_spec": "hylo_analytics.analysis",
     "run_analysis": "hylo_analytics.analysis",
     "Store": "hylo_analytics.api",
@@ -154,7 +155,6 @@ _LAZY: dict[str, str] = {
     "Score": "hylo_analytics.contracts",
     "TaskInstance": "hylo_analytics.contracts",
     "TaskSpec": "hylo_analytics.contracts",
-    "MeasurementBudget": "hylo_analytics.derive",
     "Policy": "hylo_analytics.derive",
     "evaluate_policies": "hylo_analytics.derive",
     "load_pricing": "hylo_analytics.derive",

@@ -2,8 +2,9 @@
 
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
-user reaches for (``ingest``, ``score``, ``aggregate``, ``compare``, ``report``) as thin calls
-into the stages; it sits above all of them and nothing in the package imports it.
+user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``,
+``report``) as thin calls into the stages; it sits above all of them and nothing in the
+package imports it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hylo_analytics.store import ParquetStore
 if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store stays cheap
     import polars as pl
 
+    from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
     from hylo_analytics.scoring import ScorersArg, ScoringReport
@@ -90,6 +92,15 @@ class Store(ParquetStore):
         from hylo_analytics.aggregate import aggregate_scores
 
         return aggregate_scores(self, by, **options)
+
+    def scorecard(
+        self, runs: Sequence[str] | str | None = None, metrics: MetricsArg = None, **options: Any
+    ) -> Scorecard:
+        """Each run's metrics as their specs declare (aggregator, statistics, weight, primary)
+        and one weighted score per run; see :func:`hylo_analytics.aggregate.scorecard`."""
+        from hylo_analytics.aggregate.scorecard import scorecard
+
+        return scorecard(self, runs, metrics, **options)
 
     def compare(
         self,

@@ -2,9 +2,19 @@
 
 :func:`aggregate_scores` returns a polars frame with one row per group and metric;
 :class:`AggregateResult` is the WorldFoundry contract view of one of its rows.
+:func:`hylo_analytics.aggregate.scorecard.scorecard` (``ha.scorecard``) reports each metric as
+its spec declares (aggregator, statistics, weight, primary) with one weighted score per run.
 """
 
 from hylo_analytics.aggregate._engine import CI_METHODS, STATISTICS, aggregate_scores
 from hylo_analytics.aggregate.result import AggregateResult, results_from_frame
+from hylo_analytics.aggregate.scorecard import Scorecard  # the function stays in its module
 
-__all__ = ["CI_METHODS", "STATISTICS", "AggregateResult", "aggregate_scores", "results_from_frame"]
+__all__ = [
+    "CI_METHODS",
+    "STATISTICS",
+    "AggregateResult",
+    "Scorecard",
+    "aggregate_scores",
+    "results_from_frame",
+]

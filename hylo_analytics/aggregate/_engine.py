@@ -50,6 +50,9 @@ STATISTICS: tuple[str, ...] = (
     "mean", "std", "stderr", "median", "p95", "min", "max", "iqm", "optimality_gap",
     "normalized_mean",
 )  # fmt: skip
+# Computed for every group but a column only when asked for (``statistics=[..., "sum"]``): the
+# scorecard reads it for a metric whose aggregator is ``sum``; the default frame stays as it was.
+ON_REQUEST: tuple[str, ...] = ("sum",)
 _BINARY_ONLY = ("wilson", "clopper_pearson")
 _RUN_COLUMNS = (
     "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
@@ -88,7 +91,7 @@ def aggregate_scores(
         Metric ids or aliases to keep (default: every metric in the data).
     statistics
         Statistic columns to keep (default all of :data:`STATISTICS`); counts, ``mean`` and the
-        interval are always there.
+        interval are always there. ``sum`` (of the valid values) is a column only when named.
     ci
         Interval of the mean, one method or a mapping metric -> method. ``auto``: Wilson for
         binary metrics, the studentized bootstrap otherwise (it holds its coverage on skewed
@@ -424,9 +427,10 @@ def _method(
 def _check_statistics(statistics: Sequence[str] | None) -> list[str]:
     if statistics is None:
         return list(STATISTICS)
-    unknown = [s for s in statistics if s not in STATISTICS]
+    known = (*STATISTICS, *ON_REQUEST)
+    unknown = [s for s in statistics if s not in known]
     if unknown:
-        raise ValueError(f"aggregate: unknown statistics {unknown}; known: {', '.join(STATISTICS)}")
+        raise ValueError(f"aggregate: unknown statistics {unknown}; known: {', '.join(known)}")
     return list(statistics)
 
 
@@ -435,6 +439,9 @@ def _order(out: pl.DataFrame, by: list[str], wanted: list[str], clustered: bool)
     interval = ["ci_low", "ci_high", "ci_level", "ci_method"]
     # mean first, so the errors-as-failures rate always sits right after it
     stats = ["mean", *(s for s in STATISTICS[1:] if s in wanted)]
+    if "sum" in wanted:  # the sum of no valid value is unknown, not 0
+        out = out.with_columns(sum=pl.when(pl.col("n_valid") > 0).then(pl.col("_sum")))
+        stats.append("sum")
     extra = ["n_clusters", "stderr_clustered", "stderr_clustered_corrected"] if clustered else []
     head = [*by, "metric", "reducer", *counts[:3], "n_errors", *counts[3:]]
     rate = ["success_rate_errors_as_failures"]
