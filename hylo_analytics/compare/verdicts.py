@@ -412,4 +412,3 @@ def _parse_rule(value: object, path: str) -> Rule:
             raise ConfigError(f"{path}.{key}", f"expected a number > 0, got {num!r}")
         args[key] = num
     return RelativeNoiseRule(**args) if kind == "relative_noise" else StatisticalRule(**args)
-
