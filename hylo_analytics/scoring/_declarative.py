@@ -16,7 +16,11 @@ scorer's output and the result does not depend on the order scorers run in. Path
 all samples at once with ``json_extract``; a path that does not resolve is a per-row error
 (``missing path: <path>``), a JSON ``null`` is an abstention, and a scorer reading ``trace.``
 abstains on an episode without a usable trace (``no trace (trace_status=...)``, as the
-built-ins do) instead of failing it. ``schema`` validation and the
+built-ins do) instead of failing it. A path ``factors.<name>`` (``factors.workload.size``)
+reads the sample's factor by the rule ``post_derive``'s ``match_on`` uses
+(:func:`hylo_analytics.resolution.factor_sql`: ``task_id`` / ``seed``, else the flat key
+``"workload.size"`` of the sample's fields, then the dotted path); the name is the whole rest
+of the path. ``schema`` validation and the
 comparison of objects in ``exact`` run in Python once per *distinct* value.
 """
 
@@ -42,6 +46,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.resolution import factor_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 if TYPE_CHECKING:
@@ -121,10 +126,19 @@ class DeclarativeScorer:
         return "decl/" + hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
+def extract_sql(path: str) -> str:
+    """SQL for the JSON at ``path`` of a row of the records relation (``factors.`` included)."""
+    if path.startswith("factors."):
+        return factor_sql(path[len("factors.") :], as_json=True)
+    return f"json_extract(record, {path_sql(path)})"
+
+
 def path_sql(path: str) -> str:
     """A dotted path as a DuckDB JSON path literal: ``a.b.0`` -> ``'$."a"."b"[0]'``."""
     if not isinstance(path, str) or not path:
         raise ValueError(f"a path must be a non-empty dotted string, not {path!r}")
+    if path == "factors":
+        raise ValueError("path 'factors' needs a factor name: factors.<name>")
     parts = []
     for seg in path.split("."):
         if not _SEGMENT.match(seg):
@@ -268,7 +282,7 @@ cols as (
     left join imported as i on i.run_id = s.run_id and i.key = s.key and i.epoch = s.epoch
     left join {episodes} as e on e.run_id = s.run_id and e.episode_id = s.episode_id
 )
-select run_id, key, task_id, seed, epoch, episode_id,
+select run_id, key, task_id, seed, epoch, episode_id, extra,
     json('{{"sample":' || case
         when json_type(extra) = 'OBJECT' and extra <> '{{}}'
         then left(sample_cols, length(sample_cols) - 1) || ',' || substr(ltrim(extra), 2)
@@ -286,7 +300,7 @@ def declarative_rows(
 ) -> pa.Table:
     """Score every record in relation ``records``; rows follow ``RESULT_COLUMNS``."""
     p = sql_str(scorer.path)
-    a = f"json_extract(record, {path_sql(scorer.path)})"
+    a = extract_sql(scorer.path)
     if scorer.kind == "value":
         value, why, err = _value_exprs(p)
     elif scorer.kind == "pass":
@@ -354,7 +368,7 @@ def _exact(
     con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
 ) -> pa.Table:
     assert scorer.expected is not None
-    e = f"json_extract(record, {path_sql(scorer.expected)})"
+    e = extract_sql(scorer.expected)
     pa_, pe = sql_str(scorer.path), sql_str(scorer.expected)
     # Scalars compare in SQL (numbers as numbers); objects and arrays compare once per distinct
     # pair in Python, where key order does not matter.
