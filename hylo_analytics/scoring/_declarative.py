@@ -147,7 +147,7 @@ def path_sql(path: str) -> str:
     return sql_str("$" + "".join(parts))
 
 
-def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[DeclarativeScorer]:
+def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Any]:
     """Read declarative scorers from a YAML file or a mapping.
 
     The format is Autobench's ``score:`` block (the top-level ``score`` key is optional)::
@@ -181,12 +181,23 @@ def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Dec
         raise ConfigError(f"{source}: {exc.path}", exc.message) from exc
 
 
-_DECL_KEYS = (*_KINDS, "semantic", "semantic_type", "unit", "goal", "direction", "role", "optional")
+_ACTIONS = "expected_actions"  # ExpectedActionScorer (scoring/_actions.py)
+_DECL_KEYS = (
+    *_KINDS,
+    _ACTIONS,
+    "semantic",
+    "semantic_type",
+    "unit",
+    "goal",
+    "direction",
+    "role",
+    "optional",
+)
 _DIRECTIONS = ("maximize", "minimize")
 _ROLES = ("objective", "constraint", "diagnostic")
 
 
-def parse_scorers(block: object, path: str = "score") -> list[DeclarativeScorer]:
+def parse_scorers(block: object, path: str = "score") -> list[Any]:
     """Validate a ``score:`` block (scorer name -> declaration) and build its scorers.
 
     The one validator of the declarative format: :func:`load_scorers` and the analysis spec both
@@ -196,13 +207,14 @@ def parse_scorers(block: object, path: str = "score") -> list[DeclarativeScorer]
     return [_one(f"{path}.{name}", name, decl) for name, decl in scorers.items()]
 
 
-def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
+def _one(at: str, name: str, decl: object) -> Any:
     m = expect_mapping(decl, at)
     check_keys(m, _DECL_KEYS, at)
-    kinds = [k for k in _KINDS if k in m]
+    kinds = [k for k in (*_KINDS, _ACTIONS) if k in m]
     if len(kinds) != 1:
         raise ConfigError(
-            at, f"expected exactly one of {list(_KINDS)}, found {', '.join(kinds) or 'none'}"
+            at,
+            f"expected exactly one of {[*_KINDS, _ACTIONS]}, found {', '.join(kinds) or 'none'}",
         )
     kind = kinds[0]
     kp = f"{at}.{kind}"
@@ -222,7 +234,7 @@ def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
             jsonschema.validators.validator_for(schema).check_schema(dict(schema))
         except jsonschema.SchemaError as exc:
             raise ConfigError(f"{kp}.schema", f"invalid JSON Schema: {exc.message}") from exc
-    else:
+    elif kind != _ACTIONS:
         path = _path(m[kind], kp)
     for k in ("semantic", "semantic_type", "unit"):
         if m.get(k) is not None:  # ``unit: null`` is "no unit"
@@ -241,6 +253,10 @@ def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
         role=m.get("role", "objective"),
         optional=expect_bool(m.get("optional", False), f"{at}.optional"),
     )
+    if kind == _ACTIONS:
+        from hylo_analytics.scoring._actions import parse_expected_actions  # imports this module
+
+        return parse_expected_actions(kp, name, m[kind], declaration)
     return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
 
 
