@@ -15,9 +15,6 @@ analysis). Asking for one ``source`` reads that source's rows through the same v
 then has one candidate per episode), so a source-specific answer is normalized the same way.
 Filters (runs, metrics, sources) are applied to ``stg_scores`` before the view's window, which
 is exact because the view partitions by run and metric.
-
-A sample's **factor** (``workload.size``) is read by one rule too, :func:`factor_sql`, shared by
-``post_derive``'s ``match_on`` and the declarative scorers' ``factors.`` paths.
 """
 
 from __future__ import annotations
@@ -33,14 +30,7 @@ import pyarrow as pa
 from hylo_analytics._sql import scores_overlay, view_query
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = [
-    "EPISODE_VIEW",
-    "KEY_VIEW",
-    "SAMPLE_FACTORS",
-    "factor_sql",
-    "preferred_query",
-    "preferred_scores",
-]
+__all__ = ["EPISODE_VIEW", "KEY_VIEW", "preferred_query", "preferred_scores"]
 
 EPISODE_VIEW = "int_scores_preferred"
 KEY_VIEW = "int_key_scores"
@@ -135,33 +125,3 @@ def preferred_scores(
             semantic_names=semantic_names,
         )
         return store.sql(query, params or None)
-
-
-SAMPLE_FACTORS = ("task_id", "seed")
-
-
-def factor_sql(name: str, samples: str = "", *, as_json: bool = False) -> str:
-    """SQL for factor ``name`` of a sample row (the one factor rule).
-
-    ``task_id`` and ``seed`` are the sample's columns; any other name is read from its ``extra``
-    JSON: the flat key ``"workload.size"`` first, then the dotted path ``workload`` -> ``size``.
-    As a string (what ``match_on`` compares), or with ``as_json`` as JSON (what a scorer reads:
-    numbers stay numbers; a flat key holding null falls through to the path, as in the string
-    form). ``samples`` is the row's alias (``s``) or empty for bare column names.
-    """
-    q = f"{samples}." if samples else ""
-    if name in SAMPLE_FACTORS:
-        return f"to_json({q}{name})" if as_json else f"cast({q}{name} as varchar)"
-    esc = name.replace("'", "''")
-    flat = "'$.\"" + esc + "\"'"
-    path = "'$." + ".".join(f'"{p}"' for p in esc.split(".")) + "'"
-    if not as_json:
-        return (
-            f"coalesce(json_extract_string({q}extra, {flat}), "
-            f"json_extract_string({q}extra, {path}))"
-        )
-    f = f"json_extract({q}extra, {flat})"
-    return (
-        f"coalesce(case when json_type({f}) <> 'NULL' then {f} end, "
-        f"json_extract({q}extra, {path}), {f})"
-    )

@@ -41,9 +41,10 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._sql import factor_sql
 from hylo_analytics.contracts import DerivedMetricOutput, canonical_json
 from hylo_analytics.derive.baseline import FORMULAS, BaselineResult, PairedBaseline
-from hylo_analytics.resolution import factor_sql, preferred_query, registered
+from hylo_analytics.resolution import preferred_query, registered
 from hylo_analytics.store import ParquetStore, Tombstone
 
 __all__ = [

@@ -18,7 +18,7 @@ all samples at once with ``json_extract``; a path that does not resolve is a per
 abstains on an episode without a usable trace (``no trace (trace_status=...)``, as the
 built-ins do) instead of failing it. A path ``factors.<name>`` (``factors.workload.size``)
 reads the sample's factor by the rule ``post_derive``'s ``match_on`` uses
-(:func:`hylo_analytics.resolution.factor_sql`: ``task_id`` / ``seed``, else the flat key
+(:func:`hylo_analytics._sql.factor_sql`: ``task_id`` / ``seed``, else the flat key
 ``"workload.size"`` of the sample's fields, then the dotted path); the name is the whole rest
 of the path. ``schema`` validation and the
 comparison of objects in ``exact`` run in Python once per *distinct* value.
@@ -46,7 +46,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
-from hylo_analytics.resolution import factor_sql
+from hylo_analytics._sql import factor_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 if TYPE_CHECKING:

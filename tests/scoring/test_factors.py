@@ -9,7 +9,7 @@ import pytest
 from span_data import open_ingested, write_span_run
 
 import hylo_analytics as ha
-from hylo_analytics.resolution import factor_sql
+from hylo_analytics._sql import factor_sql
 from hylo_analytics.scoring import load_scorers
 
 EXTRA: dict[str, dict[str, Any]] = {
