@@ -11,6 +11,9 @@ of a score, and the Wilson bounds, whose ``z`` comes from :mod:`hylo_analytics.s
 :func:`view_query` reads any view as if some relation it depends on held other rows (a dry run's
 pending scores, a policy evaluation not committed yet): the views between are inlined as CTEs,
 so the answer comes from the same SQL, not from a copy of it.
+
+:func:`factor_sql` is the one rule reading a sample's factor (``workload.size``), shared by
+``post_derive``'s ``match_on`` and the declarative scorers' ``factors.`` paths.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from hylo_analytics._resources import resource_dir
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
 
 __all__ = [
+    "SAMPLE_FACTORS",
     "connect",
     "duckdb_threads",
+    "factor_sql",
     "load_views",
     "macro_sql",
     "scores_overlay",
@@ -195,4 +200,34 @@ def scores_overlay(pending: str) -> str:
         f"select * from stg_scores as s where not exists (select 1 from {pending} as p "
         "where p.run_id = s.run_id and p.source = s.source) "
         f"union all by name select * from {pending}"
+    )
+
+
+SAMPLE_FACTORS = ("task_id", "seed")
+
+
+def factor_sql(name: str, samples: str = "", *, as_json: bool = False) -> str:
+    """SQL for factor ``name`` of a sample row (the one factor rule).
+
+    ``task_id`` and ``seed`` are the sample's columns; any other name is read from its ``extra``
+    JSON: the flat key ``"workload.size"`` first, then the dotted path ``workload`` -> ``size``.
+    As a string (what ``match_on`` compares), or with ``as_json`` as JSON (what a scorer reads:
+    numbers stay numbers; a flat key holding null falls through to the path, as in the string
+    form). ``samples`` is the row's alias (``s``) or empty for bare column names.
+    """
+    q = f"{samples}." if samples else ""
+    if name in SAMPLE_FACTORS:
+        return f"to_json({q}{name})" if as_json else f"cast({q}{name} as varchar)"
+    esc = name.replace("'", "''")
+    flat = "'$.\"" + esc + "\"'"
+    path = "'$." + ".".join(f'"{p}"' for p in esc.split(".")) + "'"
+    if not as_json:
+        return (
+            f"coalesce(json_extract_string({q}extra, {flat}), "
+            f"json_extract_string({q}extra, {path}))"
+        )
+    f = f"json_extract({q}extra, {flat})"
+    return (
+        f"coalesce(case when json_type({f}) <> 'NULL' then {f} end, "
+        f"json_extract({q}extra, {path}), {f})"
     )

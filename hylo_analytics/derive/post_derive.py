@@ -41,6 +41,7 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._sql import factor_sql
 from hylo_analytics.contracts import DerivedMetricOutput, canonical_json
 from hylo_analytics.derive.baseline import FORMULAS, BaselineResult, PairedBaseline
 from hylo_analytics.resolution import preferred_query, registered
@@ -54,7 +55,6 @@ __all__ = [
     "run_paired_baseline",
 ]
 
-_SAMPLE_FACTORS = ("task_id", "seed")
 _CASE = ("key", "epoch")
 _KEYS = ("kind", "baseline_variant", "match_on", "metric", "formula", "include_baseline", "output")
 
@@ -231,23 +231,12 @@ def _frame(
     store: ParquetStore, step: BaselineStep, runs: list[str], pending: pa.Table | None
 ) -> pl.DataFrame:
     """One row per sample of ``runs`` with the preferred value of the metric and the factors."""
-    factors = [
-        f"cast(s.{f} as varchar)"
-        if f in _SAMPLE_FACTORS
-        else f"coalesce(json_extract_string(s.extra, $f{i}_flat), "
-        f"json_extract_string(s.extra, $f{i}_path))"
-        for i, f in enumerate(step.factors)
-    ]
+    factors = [factor_sql(f, "s") for f in step.factors]
     params: dict[str, Any] = {
         "runs": runs,
         "metric": step.spec.metric,
         "metrics": [step.spec.metric],
     }
-    for i, f in enumerate(step.factors):
-        if f in _SAMPLE_FACTORS:
-            continue
-        params[f"f{i}_flat"] = '$."' + f + '"'
-        params[f"f{i}_path"] = "$." + ".".join(f'"{p}"' for p in f.split("."))
     cols = "".join(f", {expr} as f{i}" for i, expr in enumerate(factors))
     with registered(store, pending) as rel:
         preferred = preferred_query(runs=True, metrics=True, pending=rel)

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics import _schema
+from hylo_analytics.scoring._actions import ExpectedActionScorer, expected_action_rows
 from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
 from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
 from hylo_analytics.scoring._declarative import (
@@ -68,6 +69,7 @@ __all__ = [
     "BUILTIN_SCORERS",
     "DeclarativeScorer",
     "EpisodeScorer",
+    "ExpectedActionScorer",
     "Scorer",
     "ScorerDeclaration",
     "ScorerSummary",
@@ -83,7 +85,9 @@ __all__ = [
 
 BUILTIN_SCORERS: tuple[str, ...] = (*BUILTINS, GRADES)
 
-Scorer = str | DeclarativeScorer | VectorizedScorer | EpisodeScorer | MetricScorer
+Scorer = (
+    str | DeclarativeScorer | ExpectedActionScorer | VectorizedScorer | EpisodeScorer | MetricScorer
+)
 # a WorldFoundry Metric (see hylo_analytics.scoring.metric) is wrapped into a MetricScorer
 ScorersArg = (
     Sequence[Scorer | Mapping[str, Any] | Any] | Mapping[str, Any] | str | os.PathLike[str] | None
@@ -174,13 +178,16 @@ def compute_scores(
             if isinstance(s, str):
                 continue
             t0 = time.perf_counter()
-            if isinstance(s, DeclarativeScorer):
+            if isinstance(s, DeclarativeScorer | ExpectedActionScorer):
                 if not _exists(con, rec_rel):
                     con.execute(
                         f"create temp table {rec_rel} as "
                         + RECORD_SQL.format(runs=runs_rel, episodes=ep_rel)
                     )
-                parts.append(declarative_rows(con, s, rec_rel))
+                if isinstance(s, DeclarativeScorer):
+                    parts.append(declarative_rows(con, s, rec_rel))
+                else:
+                    parts.append(expected_action_rows(con, s, rec_rel, runs_rel))
             else:
                 if episodes is None:
                     episodes = con.sql(f"select * from {ep_rel}").pl()

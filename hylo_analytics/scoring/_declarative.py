@@ -16,7 +16,11 @@ scorer's output and the result does not depend on the order scorers run in. Path
 all samples at once with ``json_extract``; a path that does not resolve is a per-row error
 (``missing path: <path>``), a JSON ``null`` is an abstention, and a scorer reading ``trace.``
 abstains on an episode without a usable trace (``no trace (trace_status=...)``, as the
-built-ins do) instead of failing it. ``schema`` validation and the
+built-ins do) instead of failing it. A path ``factors.<name>`` (``factors.workload.size``)
+reads the sample's factor by the rule ``post_derive``'s ``match_on`` uses
+(:func:`hylo_analytics._sql.factor_sql`: ``task_id`` / ``seed``, else the flat key
+``"workload.size"`` of the sample's fields, then the dotted path); the name is the whole rest
+of the path. ``schema`` validation and the
 comparison of objects in ``exact`` run in Python once per *distinct* value.
 """
 
@@ -42,6 +46,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics._sql import factor_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 if TYPE_CHECKING:
@@ -121,10 +126,19 @@ class DeclarativeScorer:
         return "decl/" + hashlib.sha256(body.encode()).hexdigest()[:12]
 
 
+def extract_sql(path: str) -> str:
+    """SQL for the JSON at ``path`` of a row of the records relation (``factors.`` included)."""
+    if path.startswith("factors."):
+        return factor_sql(path[len("factors.") :], as_json=True)
+    return f"json_extract(record, {path_sql(path)})"
+
+
 def path_sql(path: str) -> str:
     """A dotted path as a DuckDB JSON path literal: ``a.b.0`` -> ``'$."a"."b"[0]'``."""
     if not isinstance(path, str) or not path:
         raise ValueError(f"a path must be a non-empty dotted string, not {path!r}")
+    if path == "factors":
+        raise ValueError("path 'factors' needs a factor name: factors.<name>")
     parts = []
     for seg in path.split("."):
         if not _SEGMENT.match(seg):
@@ -133,7 +147,7 @@ def path_sql(path: str) -> str:
     return sql_str("$" + "".join(parts))
 
 
-def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[DeclarativeScorer]:
+def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Any]:
     """Read declarative scorers from a YAML file or a mapping.
 
     The format is Autobench's ``score:`` block (the top-level ``score`` key is optional)::
@@ -167,12 +181,23 @@ def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Dec
         raise ConfigError(f"{source}: {exc.path}", exc.message) from exc
 
 
-_DECL_KEYS = (*_KINDS, "semantic", "semantic_type", "unit", "goal", "direction", "role", "optional")
+_ACTIONS = "expected_actions"  # ExpectedActionScorer (scoring/_actions.py)
+_DECL_KEYS = (
+    *_KINDS,
+    _ACTIONS,
+    "semantic",
+    "semantic_type",
+    "unit",
+    "goal",
+    "direction",
+    "role",
+    "optional",
+)
 _DIRECTIONS = ("maximize", "minimize")
 _ROLES = ("objective", "constraint", "diagnostic")
 
 
-def parse_scorers(block: object, path: str = "score") -> list[DeclarativeScorer]:
+def parse_scorers(block: object, path: str = "score") -> list[Any]:
     """Validate a ``score:`` block (scorer name -> declaration) and build its scorers.
 
     The one validator of the declarative format: :func:`load_scorers` and the analysis spec both
@@ -182,13 +207,14 @@ def parse_scorers(block: object, path: str = "score") -> list[DeclarativeScorer]
     return [_one(f"{path}.{name}", name, decl) for name, decl in scorers.items()]
 
 
-def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
+def _one(at: str, name: str, decl: object) -> Any:
     m = expect_mapping(decl, at)
     check_keys(m, _DECL_KEYS, at)
-    kinds = [k for k in _KINDS if k in m]
+    kinds = [k for k in (*_KINDS, _ACTIONS) if k in m]
     if len(kinds) != 1:
         raise ConfigError(
-            at, f"expected exactly one of {list(_KINDS)}, found {', '.join(kinds) or 'none'}"
+            at,
+            f"expected exactly one of {[*_KINDS, _ACTIONS]}, found {', '.join(kinds) or 'none'}",
         )
     kind = kinds[0]
     kp = f"{at}.{kind}"
@@ -208,7 +234,7 @@ def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
             jsonschema.validators.validator_for(schema).check_schema(dict(schema))
         except jsonschema.SchemaError as exc:
             raise ConfigError(f"{kp}.schema", f"invalid JSON Schema: {exc.message}") from exc
-    else:
+    elif kind != _ACTIONS:
         path = _path(m[kind], kp)
     for k in ("semantic", "semantic_type", "unit"):
         if m.get(k) is not None:  # ``unit: null`` is "no unit"
@@ -227,6 +253,10 @@ def _one(at: str, name: str, decl: object) -> DeclarativeScorer:
         role=m.get("role", "objective"),
         optional=expect_bool(m.get("optional", False), f"{at}.optional"),
     )
+    if kind == _ACTIONS:
+        from hylo_analytics.scoring._actions import parse_expected_actions  # imports this module
+
+        return parse_expected_actions(kp, name, m[kind], declaration)
     return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
 
 
@@ -268,7 +298,7 @@ cols as (
     left join imported as i on i.run_id = s.run_id and i.key = s.key and i.epoch = s.epoch
     left join {episodes} as e on e.run_id = s.run_id and e.episode_id = s.episode_id
 )
-select run_id, key, task_id, seed, epoch, episode_id,
+select run_id, key, task_id, seed, epoch, episode_id, extra,
     json('{{"sample":' || case
         when json_type(extra) = 'OBJECT' and extra <> '{{}}'
         then left(sample_cols, length(sample_cols) - 1) || ',' || substr(ltrim(extra), 2)
@@ -286,7 +316,7 @@ def declarative_rows(
 ) -> pa.Table:
     """Score every record in relation ``records``; rows follow ``RESULT_COLUMNS``."""
     p = sql_str(scorer.path)
-    a = f"json_extract(record, {path_sql(scorer.path)})"
+    a = extract_sql(scorer.path)
     if scorer.kind == "value":
         value, why, err = _value_exprs(p)
     elif scorer.kind == "pass":
@@ -354,7 +384,7 @@ def _exact(
     con: duckdb.DuckDBPyConnection, scorer: DeclarativeScorer, records: str, a: str
 ) -> pa.Table:
     assert scorer.expected is not None
-    e = f"json_extract(record, {path_sql(scorer.expected)})"
+    e = extract_sql(scorer.expected)
     pa_, pe = sql_str(scorer.path), sql_str(scorer.expected)
     # Scalars compare in SQL (numbers as numbers); objects and arrays compare once per distinct
     # pair in Python, where key order does not matter.

@@ -3,16 +3,23 @@
 Prefer :class:`VectorizedScorer`: it gets the polars frame of ``int_episode_stats`` (one row
 per sample) and returns a float column, so it scales like the built-ins. :class:`EpisodeScorer`
 is for logic that cannot be vectorized; it is called once per episode with a frozen
-:class:`ScoringCall`. Both are validated: a value must be a float (or int) or ``None``
+:class:`ScoringCall`. Its ``fn`` may be async (a coroutine function, or a sync function that
+returns an awaitable): the episodes are then awaited concurrently, at most ``concurrency`` at
+once, on one event loop per scoring call. When the caller is already inside a running loop
+(Jupyter), that loop runs in a worker thread, so ``store.score`` stays a plain blocking call.
+Rows keep the episodes' order whatever order the coroutines finish in. Both are validated: a value must be a float (or int) or ``None``
 (abstain); anything else, NaN, a wrong length or an exception becomes an error row whose
 ``skip_reason`` says what was returned, never a silent null.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -36,6 +43,10 @@ class ScoringCall:
     ``sample`` is the sample's columns plus its unmodelled fields; ``output`` and ``case`` are
     the sample's ``output`` / ``case`` fields when the log has them; ``events`` are the trace
     lines as parsed JSON, in file order; ``trace`` is the episode's ``int_episode_stats`` row.
+    ``variant`` is the run's id (a variant is a run, as in ``post_derive``) and ``agent`` its
+    ``<agent_name>@<agent_version>``; ``observations`` are the scores the source log wrote for
+    this sample (imported, metric -> value), never another scorer's; ``spans`` are the trace's
+    ``span`` events (docs/trace-format.md), in file order.
     """
 
     case: Any
@@ -43,6 +54,23 @@ class ScoringCall:
     sample: Mapping[str, Any]
     events: tuple[Mapping[str, Any], ...]
     trace: Mapping[str, Any] = field(default_factory=dict)
+    variant: str = ""
+    agent: str | None = None
+    observations: Mapping[str, float | None] = field(default_factory=dict)
+
+    @property
+    def spans(self) -> tuple[Mapping[str, Any], ...]:
+        return tuple(e for e in self.events if e.get("type") == "span")
+
+    def selected_spans(
+        self, kind: str | None = None, name: str | None = None
+    ) -> tuple[Mapping[str, Any], ...]:
+        """The spans of ``kind`` (``tool``, ``llm``, ...) and/or ``name``; None matches any."""
+        return tuple(
+            s
+            for s in self.spans
+            if (kind is None or s.get("kind") == kind) and (name is None or s.get("name") == name)
+        )
 
 
 @dataclass(frozen=True)
@@ -62,13 +90,21 @@ class VectorizedScorer:
 
 @dataclass(frozen=True)
 class EpisodeScorer:
-    """``fn(call: ScoringCall) -> float | None | Score``, called once per episode."""
+    """``fn(call: ScoringCall) -> float | None | Score`` (or an awaitable of one), per episode.
+
+    ``concurrency`` bounds how many episodes an async ``fn`` has in flight at once.
+    """
 
     name: str
-    fn: Callable[[ScoringCall], float | int | Score | None]
+    fn: Callable[[ScoringCall], Any]
     version: str = "0"
     needs_trace: bool = True
     declaration: ScorerDeclaration = field(default_factory=ScorerDeclaration)
+    concurrency: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ValueError(f"scorer {self.name!r}: concurrency must be >= 1")
 
     @property
     def source(self) -> str:
@@ -175,27 +211,74 @@ where e.run_id in (select run_id from {runs})
 group by e.run_id, e.episode_id
 """
 
+_SAMPLES_SQL = """
+select s.run_id, s.episode_id, s.extra, s.status, r.agent_name || '@' || r.agent_version as agent,
+    o.observations
+from stg_samples as s
+left join stg_runs as r on r.run_id = s.run_id
+left join (
+    select run_id, key, epoch, cast(json_group_object(metric, value) as varchar) as observations
+    from stg_scores
+    where source_kind = 'imported' and run_id in (select run_id from {runs})
+    group by run_id, key, epoch
+) as o on o.run_id = s.run_id and o.key = s.key and o.epoch is not distinct from s.epoch
+where s.run_id in (select run_id from {runs})
+"""
+
+_Result = tuple[float | None, str | None, str | None]
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+
+
+def _error(exc: BaseException) -> _Result:
+    return None, f"error: {type(exc).__name__}: {exc}"[:300], None
+
+
+def _await_all(pending: dict[int, Callable[[], Awaitable[Any]]], limit: int) -> dict[int, _Result]:
+    """Await every thunk, at most ``limit`` at once, on a fresh loop (a worker thread's when
+    this thread already runs one)."""
+
+    async def main() -> dict[int, _Result]:
+        sem = asyncio.Semaphore(limit)
+        out: dict[int, _Result] = {}
+
+        async def one(i: int, thunk: Callable[[], Awaitable[Any]]) -> None:
+            async with sem:
+                try:
+                    out[i] = _check(await thunk())
+                except Exception as exc:  # recorded per episode, like a sync scorer's
+                    out[i] = _error(exc)
+
+        await asyncio.gather(*(one(i, t) for i, t in pending.items()))
+        return out
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
 
 def episode_rows(
     con: duckdb.DuckDBPyConnection, scorer: EpisodeScorer, episodes: pl.DataFrame, runs: str
 ) -> pa.Table:
     """Call a per-episode scorer for every episode (the one row loop, by design)."""
-    extra = con.sql(
-        f"select run_id, episode_id, extra, status from stg_samples "
-        f"where run_id in (select run_id from {runs})"
-    ).pl()
+    extra = con.sql(_SAMPLES_SQL.format(runs=runs)).pl()
     events = con.sql(_EVENTS_SQL.format(runs=runs)).pl()
     frame = episodes.join(extra, on=["run_id", "episode_id"], how="left").join(
         events, on=["run_id", "episode_id"], how="left"
     )
-    values: list[float | None] = []
-    reasons: list[str | None] = []
-    notes: list[str | None] = []
-    for row in frame.iter_rows(named=True):
+    results: list[_Result] = []
+    pending: dict[int, Callable[[], Awaitable[Any]]] = {}
+    defer = _is_async(scorer.fn)
+    for i, row in enumerate(frame.iter_rows(named=True)):
         if scorer.needs_trace and not row["has_trace"]:
-            values.append(None)
-            reasons.append(f"no trace (trace_status={row['trace_status']})")
-            notes.append(None)
+            results.append((None, f"no trace (trace_status={row['trace_status']})", None))
             continue
         sample_extra = json.loads(row["extra"]) if row["extra"] else {}
         sample = {**sample_extra, **{k: row[k] for k in (*_ID_COLS, "status", "trace_status")}}
@@ -205,20 +288,31 @@ def episode_rows(
             sample=MappingProxyType(sample),
             events=tuple(MappingProxyType(json.loads(r)) for r in row["raws"] or ()),
             trace=MappingProxyType({k: row[k] for k in episodes.columns}),
+            variant=row["run_id"],
+            agent=row["agent"],
+            observations=MappingProxyType(json.loads(row["observations"] or "{}")),
         )
+        results.append((None, None, None))
+        if defer:  # called under the semaphore, so at most ``concurrency`` bodies run at once
+            pending[i] = lambda call=call: scorer.fn(call)  # type: ignore[misc]
+            continue
         try:
-            v, why, note = _check(scorer.fn(call))
+            got = scorer.fn(call)
         except Exception as exc:  # recorded per episode; the others are still scored
-            v, why, note = None, f"error: {type(exc).__name__}: {exc}"[:300], None
-        values.append(v)
-        reasons.append(why)
-        notes.append(note)
-    reason = pl.Series("r", reasons, pl.String)
+            results[i] = _error(exc)
+            continue
+        if inspect.isawaitable(got):
+            pending[i] = lambda got=got: got  # type: ignore[misc]
+        else:
+            results[i] = _check(got)
+    for i, r in _await_all(pending, scorer.concurrency).items() if pending else ():
+        results[i] = r
+    reason = pl.Series("r", [r[1] for r in results], pl.String)
     return _frame(
         scorer,
         frame,
-        pl.Series("v", values, pl.Float64),
+        pl.Series("v", [r[0] for r in results], pl.Float64),
         reason,
-        pl.Series("x", notes, pl.String),
+        pl.Series("x", [r[2] for r in results], pl.String),
         reason.str.starts_with("error:").fill_null(False),
     )
