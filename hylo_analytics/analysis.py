@@ -75,6 +75,7 @@ from hylo_analytics.derive.token_cost import (
 )
 from hylo_analytics.scoring import (
     DeclarativeScorer,
+    ExpectedActionScorer,
     ScoringReport,
     parse_scorers,
     score_store,
@@ -113,7 +114,7 @@ class DeriveStep:
 class AnalysisSpec:
     """A validated analysis spec."""
 
-    score: tuple[DeclarativeScorer, ...] = ()
+    score: tuple[DeclarativeScorer | ExpectedActionScorer, ...] = ()
     derive: tuple[DeriveStep, ...] = ()
     post_derive: tuple[BaselineStep, ...] = ()
     policies: tuple[Policy, ...] = ()

@@ -21,6 +21,8 @@ for a paired baseline), policy checks as policy_results rows; the output is one 
 with its final status (passed | failed_policy | unverified). A failed policy is a result, not an
 error: the exit code is 0 unless --fail-on-policy is given. The spec is validated before anything
 runs; errors name the key path, e.g. 'policies[2].must_between.min: expected a number'.
+The verdicts of the spec's verdict: blocks (improved / regressed / unchanged / inconclusive per
+candidate, overall and per group) are printed to stderr; they are not stored.
 Example: hylo-analytics evaluate --store out/store --spec analysis.yaml"""
 
 
@@ -61,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         print(report.scoring, file=sys.stderr)
     for d in (*report.derived, *report.post_derived):
         print(repr(d), file=sys.stderr)
+    shown = ("candidate", "parent", "metric", "level", "task_id", "n_pairs", "mean_diff",
+             "verdict", "p_verdict", "verdict_note")  # fmt: skip
+    for v in report.verdicts:  # the verdict: blocks (not stored: printed, like the derivations)
+        with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_hide_dataframe_shape=True):
+            print(v.select(c for c in shown if c in v.columns), file=sys.stderr)
     status = report.run_status()
     if "failed_policies" in status.columns:
         status = status.with_columns(pl.col("failed_policies").list.join(", "))

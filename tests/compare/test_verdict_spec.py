@@ -207,3 +207,18 @@ def test_no_candidate_is_a_clear_error(tmp_path: Path) -> None:
     spec = ha.load_analysis_spec({"verdict": {"metric": "quality", "parent": "parent"}})
     with pytest.raises(ConfigError, match="no run to compare with parent 'parent'"):
         ha.run_analysis(store, spec, runs=["parent"])
+
+
+def test_evaluate_prints_the_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hylo_analytics.cli import main
+
+    store = _store(tmp_path / "s")
+    spec = _spec_file(
+        tmp_path,
+        {"verdict": {"metric": "quality", "parent": "parent", "direction": "maximize"}},
+    )
+    assert main(["evaluate", "--store", str(store.root), "--spec", str(spec)]) == 0
+    err = capsys.readouterr().err
+    for candidate, verdict in (("up", "improved"), ("down", "regressed")):
+        line = next(ln for ln in err.splitlines() if f" {candidate} " in ln and "quality" in ln)
+        assert verdict in line, line
