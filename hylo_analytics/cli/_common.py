@@ -64,6 +64,22 @@ def _seconds(text: str) -> float:
     return value
 
 
+def add_interval_args(parser: argparse.ArgumentParser, *, what: str = "interval") -> None:
+    """``--level``, ``--resamples`` and ``--seed``: every command that computes an interval."""
+    from hylo_analytics.cli._defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+    parser.add_argument(
+        "--level", type=float, default=DEFAULT_LEVEL, help=f"{what} coverage (0.95)"
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
 def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) -> None:
     choices = FORMATS if parquet else FORMATS[:3]
     parser.add_argument(

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
-from hylo_analytics.cli._defaults import CI_METHODS, DEFAULT_LEVEL, DEFAULT_RESAMPLES
+from hylo_analytics.cli._common import (
+    add_format_args,
+    add_interval_args,
+    add_store_arg,
+    emit,
+    store_from,
+)
+from hylo_analytics.cli._defaults import CI_METHODS
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,14 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--by", default="run_id", help="comma-separated group columns (run_id)")
     p.add_argument("--metric", action="append", help="metric id or alias (repeatable)")
     p.add_argument("--ci", choices=CI_METHODS, default="auto", help="interval method (auto)")
-    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="interval coverage (0.95)")
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    add_interval_args(p)
     p.add_argument("--reduce", default="mean", help="epoch reducer: mean, median, max, min, "
                    "at_least(k), pass@k, or none")  # fmt: skip
     p.add_argument("--source", action="append", help="keep only scores of this source")

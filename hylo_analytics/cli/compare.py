@@ -6,13 +6,13 @@ import argparse
 
 from hylo_analytics.cli._common import (
     add_format_args,
+    add_interval_args,
     add_store_arg,
     add_verdict_args,
     emit,
     store_from,
     verdict_options,
 )
-from hylo_analytics.cli._defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
 per --by group. Pairs where either side abstained are dropped and counted per side, with
@@ -112,14 +112,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
         "seeded BCa bootstrap otherwise; bootstrap = percentile; normal = Wald)",
     )
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
-    )
-    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="CI coverage (0.95)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_interval_args(p, what="CI")
     add_verdict_args(p)
     add_format_args(p, parquet=False)
     p.set_defaults(func=run)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from hylo_analytics.cli._common import add_format_args, add_store_arg, emit, store_from
-from hylo_analytics.cli._defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+from hylo_analytics.cli._common import (
+    add_format_args,
+    add_interval_args,
+    add_store_arg,
+    emit,
+    store_from,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,14 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="score only the metric_ids of this evaluation protocol of the --metrics file",
     )
-    p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="interval coverage (0.95)")
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples (default {DEFAULT_RESAMPLES:,})",
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    add_interval_args(p)
     add_format_args(p, parquet=False)
     p.set_defaults(func=run)
 
