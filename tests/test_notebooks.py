@@ -7,7 +7,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import require_real_data
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
@@ -29,10 +28,10 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path) -> None:
+def test_notebook_runs(path: Path, request: pytest.FixtureRequest) -> None:
     book = nbformat.read(path, as_version=4)
     if any("shared/data/real" in "".join(c.source) for c in book.cells):
-        require_real_data()
+        request.getfixturevalue("real_dir")  # skips, or fails under HYLO_REQUIRE_REAL_DATA=1
     client = NotebookClient(
         book,
         timeout=120,
