@@ -377,13 +377,14 @@ class ParquetStore:
     # -- writing -------------------------------------------------------------------------
 
     @contextmanager
-    def lock(self, timeout: float | None = None) -> Iterator[None]:
+    def lock(self, timeout: float | None = None, *, quiet: bool = False) -> Iterator[None]:
         """Hold the store's writer lock; another writer holding it is waited for.
 
         The wait is announced once (a ``logging`` warning naming the holder, shown on stderr
         in a terminal and in Jupyter) and lasts at most ``timeout`` seconds (default
         :attr:`lock_timeout`), then :class:`StoreLockedError`. ``flock``: a killed holder
-        releases the lock with its last file descriptor.
+        releases the lock with its last file descriptor. ``quiet``: no warning (workers of one
+        sharded ingest wait for each other's publish as a matter of course).
         """
         timeout = self.lock_timeout if timeout is None else timeout
         path = self.root / _LOCK
@@ -392,7 +393,7 @@ class ParquetStore:
         except OSError as exc:
             raise _write_error(exc, "locking the store", prep="at") from exc
         try:
-            _acquire(fd, self.root, timeout)
+            _acquire(fd, self.root, timeout, quiet=quiet)
             try:
                 _write_holder(self.root)
                 if self._stale_empty:  # what a read-only open made in memory, now on disk
@@ -1165,7 +1166,7 @@ def _holder(root: Path) -> str:
     return f"pid {pid} ({host}, {info.get('command')}) since {info.get('since')}"
 
 
-def _acquire(fd: int, root: Path, timeout: float | None) -> None:
+def _acquire(fd: int, root: Path, timeout: float | None, *, quiet: bool = False) -> None:
     """Take the lock on ``fd``: at once, or after saying once who holds it and waiting."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1173,7 +1174,8 @@ def _acquire(fd: int, root: Path, timeout: float | None) -> None:
     except BlockingIOError:
         pass
     limit = "" if timeout is None else f" (for up to {timeout:g} s)"
-    log.warning("store %s is locked by %s; waiting%s...", root, _holder(root), limit)
+    if not quiet:
+        log.warning("store %s is locked by %s; waiting%s...", root, _holder(root), limit)
     if timeout is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return
