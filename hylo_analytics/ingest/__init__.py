@@ -305,8 +305,6 @@ def _ingest_sharded(
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
     if not (n >= 1 and 0 <= i < n):
         raise ValueError(f"shard must be i/N with 0 <= i < N, got {i}/{n}")
-    with store.lock():
-        store.clean_staging()  # only dead writers' folders: live workers keep theirs
     skipped: list[Problem] = []
     candidates = discover(list(paths), skipped=skipped)
     if n > 1:
@@ -532,6 +530,7 @@ def _ingest_claimed(
     part, before, after, known = _parse_claimed(store, con, paths, strict=strict, replace=replace)
     touched = sorted(r for r in after.keys() | before.keys() if after.get(r) != before.get(r))
     with store.lock(quiet=True):
+        store.clean_staging()  # only dead writers' folders: live workers keep theirs
         if not _moved(store, touched, before, paths, known):
             store.publish()
             return part
