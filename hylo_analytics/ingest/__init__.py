@@ -325,7 +325,7 @@ def _ingest_sharded(
     bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
     report = IngestReport()
     try:
-        if workers > 1:
+        if workers > 1 and claims.counts().get("pending"):  # else nothing to start them for
             report = _run_workers(
                 store, claims, workers, strict, replace, per_claim, chunk_bytes, bar
             )
