@@ -39,13 +39,18 @@ class Store(ParquetStore):
         progress: bool = True,
         replace: bool = False,
         lock_timeout: float | None = None,
+        workers: int = 1,
+        shard: tuple[int, int] | None = None,
     ) -> IngestReport:
         """Read EvalLogs (and their traces) from files and folders into the store.
 
         A changed file replaces the run it holds. A file whose ``run_id`` is stored from
         another file (with other content) is quarantined, naming both paths, unless
         ``replace=True``: then it replaces that run. ``lock_timeout``: seconds to wait for
-        another writer (default: the store's).
+        another writer (default: the store's). ``workers``: worker processes sharing a claim
+        table (the lock is taken only to publish); ``shard=(i, n)``: only the i-th of n
+        shards of the files, for one machine of n sharing the filesystem. Either resumes a
+        killed run of the same call; see ``docs/scale-out.md``.
         """
         from hylo_analytics.ingest import ingest_paths
 
@@ -53,7 +58,13 @@ class Store(ParquetStore):
             paths = [paths]
         with self.lock_timeout_for(lock_timeout):
             return ingest_paths(
-                self, [Path(p) for p in paths], strict=strict, progress=progress, replace=replace
+                self,
+                [Path(p) for p in paths],
+                strict=strict,
+                progress=progress,
+                replace=replace,
+                workers=workers,
+                shard=shard,
             )
 
     def score(

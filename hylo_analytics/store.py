@@ -111,6 +111,53 @@ _EMPTY_SEQ = 0
 _LOCK = ".lock"
 _HOLDER = ".lock.json"  # who holds the lock: written after acquiring, for the waiters' message
 _LOCK_POLL = 0.05
+_SEQ_LOCK = ".seq.lock"  # held for the moment a writer takes a batch number
+_OWNER = "owner.json"  # in a writer's staging folder: who writes there
+
+
+def stale_seconds() -> float:
+    """Seconds without a heartbeat after which another host's staging folder is a dead
+    writer's (``HYLO_ANALYTICS_STALE_SECONDS``, default 600)."""
+    env = os.environ.get("HYLO_ANALYTICS_STALE_SECONDS", "").strip()
+    try:
+        return float(env) if env else 600.0
+    except ValueError:
+        raise ValueError(
+            f"HYLO_ANALYTICS_STALE_SECONDS must be a number of seconds, got {env!r}"
+        ) from None
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def process_alive(host: str, pid: int, start: str | None) -> bool | None:
+    """Whether the process ``pid`` (started at ``start``) of ``host`` still runs; ``None``
+    when that cannot be told from here (another host)."""
+    if host != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    return start is None or _process_start(pid) in (None, start)
+
+
+def _stale_owner(path: Path) -> bool:
+    """A writer's staging folder whose writer is gone (see :meth:`ParquetStore.clean_staging`)."""
+    try:
+        info = json.loads((path / _OWNER).read_text())
+        alive = process_alive(str(info["host"]), int(info["pid"]), info.get("start"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return _age(path) > stale_seconds()
+    if alive is None:
+        return _age(path / _OWNER) > stale_seconds()
+    return not alive
 
 
 def lock_timeout_from_env() -> float | None:
@@ -216,6 +263,7 @@ class ParquetStore:
         self._con.execute("SET parquet_metadata_cache = true")
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
+        self._owner_id = uuid.uuid4().hex[:12]  # names this writer's staging folder
         self._pins = 0  # open snapshot() blocks: the views stay on one manifest meanwhile
         self._pins_lock = threading.Lock()  # a server's threads pin and unpin concurrently
         # the stamp before the manifest: a publish in between is then noticed by ``con``
@@ -329,13 +377,14 @@ class ParquetStore:
     # -- writing -------------------------------------------------------------------------
 
     @contextmanager
-    def lock(self, timeout: float | None = None) -> Iterator[None]:
+    def lock(self, timeout: float | None = None, *, quiet: bool = False) -> Iterator[None]:
         """Hold the store's writer lock; another writer holding it is waited for.
 
         The wait is announced once (a ``logging`` warning naming the holder, shown on stderr
         in a terminal and in Jupyter) and lasts at most ``timeout`` seconds (default
         :attr:`lock_timeout`), then :class:`StoreLockedError`. ``flock``: a killed holder
-        releases the lock with its last file descriptor.
+        releases the lock with its last file descriptor. ``quiet``: no warning (workers of one
+        sharded ingest wait for each other's publish as a matter of course).
         """
         timeout = self.lock_timeout if timeout is None else timeout
         path = self.root / _LOCK
@@ -344,7 +393,7 @@ class ParquetStore:
         except OSError as exc:
             raise _write_error(exc, "locking the store", prep="at") from exc
         try:
-            _acquire(fd, self.root, timeout)
+            _acquire(fd, self.root, timeout, quiet=quiet)
             try:
                 _write_holder(self.root)
                 if self._stale_empty:  # what a read-only open made in memory, now on disk
@@ -382,10 +431,12 @@ class ParquetStore:
     ) -> int:
         """Write one batch atomically and return its sequence number.
 
-        Call with :meth:`lock` held. Every table is conformed to its declared schema and
-        stamped with the batch's ``batch_seq``. With ``publish=False`` the batch is written
-        but readers do not see it until :meth:`publish` publishes it with every other batch
-        held back so far, in one manifest: a large write in bounded memory, seen whole.
+        Call with :meth:`lock` held, except with ``publish=False``: several workers write
+        their batches at once, each in its own staging folder, and take the lock only to
+        :meth:`publish`. Every table is conformed to its declared schema and stamped with the
+        batch's ``batch_seq``. With ``publish=False`` the batch is written but readers do not
+        see it until :meth:`publish` publishes it with every other batch held back so far, in
+        one manifest: a large write in bounded memory, seen whole.
         """
         _check_utf8(tables)
         manifest = self._read_manifest()
@@ -393,9 +444,7 @@ class ParquetStore:
             # a store older than the manifest lists its folders: publish that list first, so
             # the new folder stays unseen until its own manifest names it
             _manifest.write_manifest(self.root, manifest)
-        seq = self._next_seq(manifest)
-        staging = self.root / _STAGING / f"{seq:020d}-{uuid.uuid4().hex[:8]}"
-        _make_staging(staging, f"writing batch {seq}")
+        seq, staging = self._reserve_seq(manifest)
         try:
             if tombstones:
                 tables = {**tables, "tombstones": _tombstone_table(tombstones)}
@@ -409,13 +458,15 @@ class ParquetStore:
                 )
                 _write_parquet(_schema.conform(stamped, name), staging / f"{name}.parquet")
             _fsync_dir(staging)
-            os.rename(staging, self.root / _BATCHES / f"{seq:020d}")
-            _fsync_dir(self.root / _BATCHES)
+            # whole, still unpublished: in this writer's own staging folder until publish
+            os.replace(staging, staging.with_suffix(""))
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            self._drop_owner_if_idle()
             raise _write_error(exc, f"writing batch {seq}", staging) from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            self._drop_owner_if_idle()
             raise
         self._held.append(Batch(f"{seq:020d}", seq, SCHEMA_FINGERPRINT))
         if publish:
@@ -424,20 +475,42 @@ class ParquetStore:
 
     def discard(self) -> None:
         """Remove the batches written with ``publish=False`` and not published (a failed write)."""
-        for batch in self._held:
+        for batch in self._held:  # staged, or moved by a publish that then failed
+            shutil.rmtree(self._owner_dir() / batch.name, ignore_errors=True)
             shutil.rmtree(self.root / _BATCHES / batch.name, ignore_errors=True)
         self._held.clear()
+        self._drop_owner_if_idle()
 
     def publish(self) -> None:
-        """Publish the batches written with ``publish=False`` (with the lock held), then merge."""
+        """Publish the batches written with ``publish=False`` (with the lock held), then merge.
+
+        Each held folder moves into ``batches`` (a killed publish leaves unlisted folders
+        there, collected under the lock), then one new manifest names them all.
+        """
         if not self._held:
             return
+        owner = self._owner_dir()
+        for batch in self._held:
+            src = owner / batch.name
+            if src.is_dir():  # written by this process, moved once
+                try:
+                    os.rename(src, self.root / _BATCHES / batch.name)
+                except OSError as exc:
+                    raise _write_error(exc, f"publishing batch {batch.seq}", src) from exc
+        _fsync_dir(self.root / _BATCHES)
         manifest = self._read_manifest()
         for batch in self._held:
             manifest = manifest.with_batch(batch)
         self._publish(manifest)
         self._held.clear()
+        self._drop_owner_if_idle()
         self._merge_levels()
+
+    def heartbeat(self) -> None:
+        """Say this writer's staging folder is in use (its ``owner.json`` mtime, read by
+        :meth:`clean_staging` of writers on other hosts, which cannot see our pid)."""
+        with suppress(OSError):
+            os.utime(self._owner_dir() / _OWNER)
 
     def compact(self) -> CompactionReport:
         """Merge every batch into one (call with :meth:`lock` held); nothing is dropped.
@@ -501,9 +574,20 @@ class ParquetStore:
 
         Half-written commits in ``_staging``, published folders no manifest names (a commit
         that died before it was published) and batches retired by a compaction long enough
-        ago that no query can still be reading them.
+        ago that no query can still be reading them. A writer's own staging folder
+        (``_staging/w-*``, which holds its unpublished batches) is removed only when that
+        writer is gone: its process ended (same host), or its heartbeat is older than
+        :func:`stale_seconds` (another host). Everything else in ``_staging`` is written
+        under the lock, so it is a dead writer's.
         """
-        shutil.rmtree(self.root / _STAGING, ignore_errors=True)
+        staging = self.root / _STAGING
+        if staging.is_dir():
+            for path in staging.iterdir():
+                if path.name.startswith("w-") and not _stale_owner(path):
+                    continue
+                if path.name.startswith(".w-") and _age(path) < stale_seconds():
+                    continue  # an owner folder being made
+                shutil.rmtree(path, ignore_errors=True)
         self._collect_garbage()
 
     def data_version(self) -> int:
@@ -531,10 +615,50 @@ class ParquetStore:
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _next_seq(self, manifest: Manifest) -> int:
-        # an unpublished folder of a killed commit may hold the next number: step over it
-        seqs = [int(p.name) for p in (self.root / _BATCHES).iterdir() if p.name.isdigit()]
-        return max(manifest.next_seq, max(seqs, default=_EMPTY_SEQ) + 1)
+    def _reserve_seq(self, manifest: Manifest) -> tuple[int, Path]:
+        """A sequence number no other writer holds, with its staging folder (``<seq>.tmp``).
+
+        Writers commit without the store lock, so numbers are handed out under a short lock
+        of their own: the next after the manifest's, every folder in ``batches`` (a killed
+        publish may hold one) and every writer's unpublished batches.
+        """
+        fd = os.open(self.root / _SEQ_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            names = [p.name for p in (self.root / _BATCHES).iterdir()]
+            names += [w.name.partition(".")[0] for w in (self.root / _STAGING).glob("w-*/*")]
+            seqs = [int(n) for n in names if n.isdigit()]
+            seq = max(manifest.next_seq, max(seqs, default=_EMPTY_SEQ) + 1)
+            staging = self._owner_dir(create=f"writing batch {seq}") / f"{seq:020d}.tmp"
+            _make_staging(staging, f"writing batch {seq}")
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        return seq, staging
+
+    def _owner_dir(self, *, create: str = "") -> Path:
+        """This writer's staging folder, ``_staging/w-<id>`` with an ``owner.json`` naming the
+        process (made whole by a rename, so a folder without one is never a live writer's)."""
+        path = self.root / _STAGING / f"w-{self._owner_id}"
+        if create and not path.is_dir():
+            tmp = self.root / _STAGING / f".w-{self._owner_id}.tmp"
+            try:
+                tmp.mkdir(parents=True, exist_ok=True)
+                info = {
+                    "pid": os.getpid(),
+                    "start": _process_start(os.getpid()),
+                    "host": socket.gethostname(),
+                }
+                (tmp / _OWNER).write_text(json.dumps(info))
+                os.replace(tmp, path)
+            except OSError as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise _write_error(exc, create, tmp) from exc
+        return path
+
+    def _drop_owner_if_idle(self) -> None:
+        if not self._held:
+            shutil.rmtree(self._owner_dir(), ignore_errors=True)
 
     def _publish(self, manifest: Manifest) -> None:
         _manifest.write_manifest(self.root, manifest)
@@ -1042,7 +1166,7 @@ def _holder(root: Path) -> str:
     return f"pid {pid} ({host}, {info.get('command')}) since {info.get('since')}"
 
 
-def _acquire(fd: int, root: Path, timeout: float | None) -> None:
+def _acquire(fd: int, root: Path, timeout: float | None, *, quiet: bool = False) -> None:
     """Take the lock on ``fd``: at once, or after saying once who holds it and waiting."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1050,7 +1174,8 @@ def _acquire(fd: int, root: Path, timeout: float | None) -> None:
     except BlockingIOError:
         pass
     limit = "" if timeout is None else f" (for up to {timeout:g} s)"
-    log.warning("store %s is locked by %s; waiting%s...", root, _holder(root), limit)
+    if not quiet:
+        log.warning("store %s is locked by %s; waiting%s...", root, _holder(root), limit)
     if timeout is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return

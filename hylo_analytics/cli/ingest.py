@@ -40,6 +40,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="let a file replace a run stored from another file (same run_id); "
         "without it, such a file is quarantined",
     )
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="ingest with N worker processes sharing a claim table (<store>/_claims.sqlite); "
+        "a killed run resumes when the same command is run again",
+    )
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="i/N",
+        help="ingest only shard i of N (a stable hash of each file's path), for N machines "
+        "sharing the filesystem; combine with --workers",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
     p.add_argument(
         "-v",
@@ -50,10 +66,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    i, sep, n = text.partition("/")
+    if not (sep and i.isdigit() and n.isdigit() and int(i) < int(n)):
+        raise argparse.ArgumentTypeError(f"expected i/N with 0 <= i < N (e.g. 0/2), got {text!r}")
+    return int(i), int(n)
+
+
 def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     report = store.ingest(
-        args.paths, strict=args.strict, progress=not args.quiet, replace=args.replace
+        args.paths,
+        strict=args.strict,
+        progress=not args.quiet,
+        replace=args.replace,
+        workers=args.workers,
+        shard=args.shard,
     )
     print(report.summary() if args.quiet else report)
     if not args.quiet and report.file_formats:

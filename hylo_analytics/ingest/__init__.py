@@ -8,6 +8,7 @@ earlier rows of the same runs. Bad input becomes quarantine rows; ``strict=True`
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -66,6 +67,8 @@ def detect(head: bytes, path: Path) -> Reader | None:
             return reader
     return None
 
+
+log = logging.getLogger(__name__)
 
 _CHUNK_BYTES = 64 * 2**20  # of log files per commit (traces on top); two are in memory at once
 
@@ -132,8 +135,12 @@ def ingest_paths(
     progress: bool = True,
     chunk_bytes: int = _CHUNK_BYTES,
     replace: bool = False,
+    workers: int = 1,
+    shard: tuple[int, int] | None = None,
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see :meth:`Store.ingest`.
+
+    ``workers`` > 1 or a ``shard`` ``(i, n)`` run the sharded ingest (:func:`_ingest_sharded`).
 
     Each chunk of about ``chunk_bytes`` of log files (and their traces) is published at once:
     its commits (a batch of trace files each, so memory follows the batch, not the input) are
@@ -147,6 +154,17 @@ def ingest_paths(
         raise FileNotFoundError(
             f"no such file or folder: {', '.join(missing)} (nothing was ingested)"
         )
+    if workers != 1 or shard is not None:
+        return _ingest_sharded(
+            store,
+            paths,
+            strict=strict,
+            progress=progress,
+            chunk_bytes=chunk_bytes,
+            replace=replace,
+            workers=workers,
+            shard=shard or (0, 1),
+        )
     report = IngestReport()
     with store.lock():
         store.clean_staging()
@@ -155,26 +173,7 @@ def ingest_paths(
         known_logs, known_traces = _known_files(store)
         stored = _stored_runs(store)
         recorded = _recorded_problems(store)
-        todo: list[Path] = []
-        unchanged = 0
-        for p in candidates:
-            k = known_logs.get(str(p))
-            try:
-                st = p.stat()
-            except OSError:
-                todo.append(p)  # reported as unreadable by the reader
-                continue
-            if (
-                k is not None
-                and k.size == st.st_size
-                and k.mtime_ns == st.st_mtime_ns
-                and k.outcome != "partial"
-                and not (replace and k.outcome == "quarantined")  # may be a claimed run_id
-                and _traces_unchanged(known_traces.get(k.run_id or "", []))
-            ):
-                unchanged += 1
-            else:
-                todo.append(p)
+        todo, unchanged = _to_read(candidates, known_logs, known_traces, replace=replace)
         from tqdm.std import tqdm  # text bar: tqdm.auto warns without ipywidgets
 
         bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
@@ -231,6 +230,365 @@ def ingest_paths(
             seconds=time.perf_counter() - t0,
         )
     )
+
+
+def _to_read(
+    candidates: list[Path],
+    known_logs: dict[str, _Known],
+    known_traces: dict[str, list[tuple[str, _Known]]],
+    *,
+    replace: bool,
+) -> tuple[list[Path], int]:
+    """The files to read (not stored unchanged by size and mtime) and how many are skipped."""
+    todo: list[Path] = []
+    unchanged = 0
+    for p in candidates:
+        k = known_logs.get(str(p))
+        try:
+            st = p.stat()
+        except OSError:
+            todo.append(p)  # reported as unreadable by the reader
+            continue
+        if (
+            k is not None
+            and k.size == st.st_size
+            and k.mtime_ns == st.st_mtime_ns
+            and k.outcome != "partial"
+            and not (replace and k.outcome == "quarantined")  # may be a claimed run_id
+            and _traces_unchanged(known_traces.get(k.run_id or "", []))
+        ):
+            unchanged += 1
+        else:
+            todo.append(p)
+    return todo, unchanged
+
+
+def lease_seconds() -> float:
+    """Seconds a worker's claims are held without a heartbeat (``HYLO_ANALYTICS_CLAIM_LEASE``,
+    default 60); a worker renews them every third of it."""
+    env = os.environ.get("HYLO_ANALYTICS_CLAIM_LEASE", "").strip()
+    try:
+        value = float(env) if env else 60.0
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"HYLO_ANALYTICS_CLAIM_LEASE must be a number of seconds > 0, got {env!r}")
+    return value
+
+
+def _ingest_sharded(
+    store: ParquetStore,
+    paths: Sequence[Path],
+    *,
+    strict: bool,
+    progress: bool,
+    chunk_bytes: int,
+    replace: bool,
+    workers: int,
+    shard: tuple[int, int],
+) -> IngestReport:
+    """Ingest with ``workers`` processes (this one finishing what they leave) sharing a claim
+    table, over the files of ``shard`` ``(i, n)``; see :mod:`hylo_analytics.ingest._claims`.
+
+    Each worker claims a few files, parses them and writes their batches unpublished in its
+    own staging folder, then takes the store lock only to check and publish them (one
+    manifest swap) and marks its claims done. A killed worker's claims go to the others;
+    re-running the command resumes: what is published is skipped as unchanged.
+    """
+    from tqdm.std import tqdm
+
+    from hylo_analytics.ingest._claims import Claims, job_id, shard_of
+
+    t0 = time.perf_counter()
+    i, n = shard
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard must be i/N with 0 <= i < N, got {i}/{n}")
+    skipped: list[Problem] = []
+    candidates = discover(list(paths), skipped=skipped)
+    if n > 1:
+        candidates = [p for p in candidates if shard_of(p, n) == i]
+        skipped = skipped if i == 0 else []  # recorded once, by shard 0
+    known_logs, known_traces = _known_files(store)
+    todo, unchanged = _to_read(candidates, known_logs, known_traces, replace=replace)
+    claims = Claims(store.root, job_id(paths, n, i), lease=lease_seconds())
+    sizes = []
+    for p in todo:
+        try:
+            sizes.append((str(p), p.stat().st_size))
+        except OSError:
+            sizes.append((str(p), 0))
+    claims.register(sizes)
+    # small claims, so the workers share the files evenly and a death loses little
+    per_claim = max(1, min(1000, -(-len(todo) // (workers * 2))))
+    bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
+    report = IngestReport()
+    try:
+        if workers > 1 and claims.counts().get("pending"):  # else nothing to start them for
+            report = _run_workers(
+                store, claims, workers, strict, replace, per_claim, chunk_bytes, bar
+            )
+        # what is left (a killed worker's files, claims of an earlier run): this process
+        report = report.merge(
+            _work(
+                store,
+                claims,
+                strict=strict,
+                replace=replace,
+                files=per_claim,
+                size=chunk_bytes,
+                wait=True,
+                on_done=bar.update,
+            )
+        )
+        if skipped:
+            with store.lock():
+                con = duckdb.connect(":memory:")
+                try:
+                    part = _ingest_chunk(
+                        con, [], {}, {}, {}, _recorded_problems(store),
+                        strict=strict, replace_runs=replace, notes=skipped,
+                        submit=lambda t, s: _commit_held(store, t, s),
+                    )  # fmt: skip
+                finally:
+                    con.close()
+                store.publish()
+            report = report.merge(part)
+    finally:
+        bar.close()
+        claims.close()
+    return report.merge(
+        IngestReport(
+            files_seen=len(candidates),
+            files_unchanged=unchanged,
+            seconds=time.perf_counter() - t0,
+        )
+    )
+
+
+def _commit_held(store: ParquetStore, tables: dict[str, pa.Table], stones: list[Tombstone]) -> None:
+    store.commit(tables, stones, publish=False)
+
+
+def _run_workers(
+    store: ParquetStore,
+    claims: object,
+    workers: int,
+    strict: bool,
+    replace: bool,
+    per_claim: int,
+    chunk_bytes: int,
+    bar: object,
+) -> IngestReport:
+    """Run ``workers`` worker processes to the end; one progress line from the claim table."""
+    import json
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+
+    from hylo_analytics.ingest._claims import Claims
+
+    assert isinstance(claims, Claims)
+    report = IngestReport()
+    errors: list[BaseException] = []
+    with tempfile.TemporaryDirectory(prefix="hylo-ingest-") as tmp:
+        procs = []
+        for k in range(workers):
+            opts = {
+                "root": str(store.root),
+                "job": claims.job,
+                "lease": claims.lease,
+                "threads": max(1, int(store.threads) // workers),
+                "strict": strict,
+                "replace": replace,
+                "files": per_claim,
+                "size": chunk_bytes,
+                "parent": os.getpid(),
+                "report": str(Path(tmp) / f"worker-{k}.pickle"),
+            }
+            cmd = [sys.executable, "-m", "hylo_analytics.ingest._claims", json.dumps(opts)]
+            procs.append((subprocess.Popen(cmd), Path(str(opts["report"]))))
+        start = sum(claims.counts().get(s, 0) for s in ("done", "failed"))
+        shown = 0
+        try:
+            while any(p.poll() is None for p, _ in procs):
+                finished = sum(claims.counts().get(s, 0) for s in ("done", "failed")) - start
+                if finished > shown:
+                    bar.update(finished - shown)  # type: ignore[attr-defined]
+                    shown = finished
+                time.sleep(0.2)
+        except BaseException:
+            for p, _ in procs:
+                p.kill()
+                p.wait()
+            raise
+        finished = sum(claims.counts().get(s, 0) for s in ("done", "failed")) - start
+        bar.update(max(0, finished - shown))  # type: ignore[attr-defined]
+        for p, out in procs:
+            if not out.exists():  # killed: its claims are freed, this process takes them
+                log.warning("ingest worker pid %d ended with code %s", p.pid, p.returncode)
+                continue
+            result = pickle.loads(out.read_bytes())
+            if isinstance(result, BaseException):
+                errors.append(result)
+            else:
+                report = report.merge(result)
+    if errors:
+        raise errors[0]
+    return report
+
+
+def _work(
+    store: ParquetStore,
+    claims: object,
+    *,
+    strict: bool,
+    replace: bool,
+    files: int,
+    size: int,
+    wait: bool,
+    parent: int | None = None,
+    on_done: Callable[[int], object] | None = None,
+) -> IngestReport:
+    """One worker: claim, parse, publish, mark done, until nothing is left to claim.
+
+    ``wait``: also wait for the leases other workers hold to expire (a killed worker's, on
+    another host) and take them. ``parent``: the pid that started this worker; if it dies,
+    so does the worker (its claims and staging folder are then a dead worker's).
+    """
+    import threading
+
+    from hylo_analytics.ingest._claims import Claims
+
+    assert isinstance(claims, Claims)
+    worker = claims.join()
+    stop = threading.Event()
+
+    def beat() -> None:  # own connection: sqlite3 connections stay in their thread
+        mine = Claims(claims.path.parent, claims.job, lease=claims.lease)
+        try:
+            while not stop.wait(claims.lease / 3):
+                if parent is not None and os.getppid() != parent:
+                    os._exit(1)  # orphaned: end as a killed worker would
+                mine.renew(worker)
+                store.heartbeat()
+        finally:
+            mine.close()
+
+    beater = threading.Thread(target=beat, name="ingest-heartbeat", daemon=True)
+    beater.start()
+    report = IngestReport()
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {int(store.threads)}")
+    try:
+        while True:
+            claimed = claims.claim(worker, files=files, size=size)
+            if not claimed:
+                expiry = claims.next_expiry() if wait else None
+                if expiry is None:
+                    break
+                time.sleep(min(max(expiry - time.time(), 0.05), 1.0))
+                continue
+            try:
+                part = _ingest_claimed(
+                    store, con, [Path(p) for p in claimed], strict=strict, replace=replace
+                )
+            except Exception as exc:
+                store.discard()
+                claims.finish(worker, claimed, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            claims.finish(worker, claimed, "done")
+            report = report.merge(part)
+            if on_done is not None:
+                on_done(len(claimed))
+    finally:
+        stop.set()
+        beater.join()
+        con.close()
+        store.discard()
+        claims.release(worker)
+    return report
+
+
+def _ingest_claimed(
+    store: ParquetStore,
+    con: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    *,
+    strict: bool,
+    replace: bool,
+) -> IngestReport:
+    """Parse ``paths`` and write their batches unlocked; publish them under the lock.
+
+    The parse decided against the store as it was (runs stored from other files, the files'
+    last rows). If another writer published one of those runs or files meanwhile (two files
+    of one run_id in two workers), the batches are dropped and the files done again under
+    the lock, exactly as a single ingest would: the dedupe by file and run still holds.
+    """
+    part, before, after, known = _parse_claimed(store, con, paths, strict=strict, replace=replace)
+    touched = sorted(r for r in after.keys() | before.keys() if after.get(r) != before.get(r))
+    with store.lock(quiet=True):
+        store.clean_staging()  # only dead writers' folders: live workers keep theirs
+        if not _moved(store, touched, before, paths, known):
+            store.publish()
+            return part
+        store.discard()
+        part, *_ = _parse_claimed(store, con, paths, strict=strict, replace=replace)
+        store.publish()
+        return part
+
+
+def _parse_claimed(
+    store: ParquetStore,
+    con: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    *,
+    strict: bool,
+    replace: bool,
+) -> tuple[IngestReport, dict[str, tuple[str, str]], dict[str, tuple[str, str]], dict[str, _Known]]:
+    known_logs, known_traces = _known_files(store)
+    stored = _stored_runs(store)
+    before = dict(stored)
+    files = list(read_files(paths))
+    part = _ingest_chunk(
+        con, files, known_logs, known_traces, stored, _recorded_problems(store),
+        strict=strict, replace_runs=replace, submit=lambda t, s: _commit_held(store, t, s),
+    )  # fmt: skip
+    return part, before, stored, known_logs
+
+
+def _moved(
+    store: ParquetStore,
+    run_ids: list[str],
+    before: dict[str, tuple[str, str]],
+    paths: list[Path],
+    known: dict[str, _Known],
+) -> bool:
+    """Whether a run or file a parse decided on was published by another writer since."""
+    now = {
+        rid: (path, sha)
+        for rid, path, sha in store.con.execute(
+            "SELECT run_id, source_path, source_sha256 FROM stg_runs "
+            "WHERE list_contains(?, run_id)",
+            [run_ids],
+        ).fetchall()
+    }
+    if any(now.get(r) != before.get(r) for r in run_ids):
+        return True
+    rows = store.con.execute(
+        "SELECT path, sha256, outcome, run_id FROM stg_ingested_files "
+        "WHERE role = 'log' AND list_contains(?, path)",
+        [[str(p) for p in paths]],
+    ).fetchall()
+    seen = {path: (sha, outcome, rid) for path, sha, outcome, rid in rows}
+    was = {
+        str(p): (k.sha256, k.outcome, k.run_id)
+        for p in paths
+        if (k := known.get(str(p))) is not None
+    }
+    return seen != was
 
 
 def _ingest_chunk(

@@ -1,0 +1,260 @@
+"""The claim table of a sharded ingest: which worker reads which input file.
+
+``<store>/_claims.sqlite`` (WAL mode, so readers never block the claimers) holds one row per
+input file of a *job* (the command's inputs and shard count): ``pending``, ``claimed`` by a
+worker until its lease expires, ``done`` or ``failed``. Claims are taken in ``BEGIN
+IMMEDIATE`` transactions, so two workers never take the same file. A worker renews its
+leases with a heartbeat; a killed worker's claims are taken again once its lease expires, or
+at once when its process is known to be gone (same host). A file whose claim is ``done`` is
+stored; re-running the command registers what is left and resumes.
+
+A static split of the files (as vla-eval does into one SQLite database) leaves a dead
+worker's share undone; leases let any live worker finish it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from hylo_analytics.store import _process_start, process_alive
+
+__all__ = ["DB_NAME", "Claims", "job_id", "shard_of"]
+
+DB_NAME = "_claims.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (
+    job TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'done', 'failed')),
+    worker TEXT,
+    heartbeat REAL,
+    lease_until REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    PRIMARY KEY (job, path)
+);
+CREATE TABLE IF NOT EXISTS workers (
+    worker TEXT PRIMARY KEY,
+    job TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    start TEXT,
+    heartbeat REAL NOT NULL
+);
+"""
+
+
+def job_id(paths: Sequence[Path], shards: int, shard: int) -> str:
+    """The job of a command: its inputs (resolved) and its shard; the same command resumes."""
+    key = json.dumps([sorted(str(Path(p).resolve()) for p in paths), shards, shard])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def shard_of(path: Path, shards: int) -> int:
+    """The shard of an input file: a stable hash of its resolved path (machines sharing a
+    filesystem must mount it at the same path)."""
+    return zlib.crc32(str(path).encode()) % shards
+
+
+class Claims:
+    """One connection to the claim table, for one job; ``lease``: seconds a claim is held
+    without a heartbeat."""
+
+    def __init__(self, root: Path, job: str, *, lease: float) -> None:
+        self.path = root / DB_NAME
+        self.job, self.lease = job, lease
+        self.con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.con.execute("PRAGMA busy_timeout = 60000")
+        self.con.execute("PRAGMA journal_mode = WAL")
+        self.con.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def register(self, files: Sequence[tuple[str, int]]) -> None:
+        """Make ``(path, size)`` pending, unless a live lease holds it."""
+        now = time.time()
+        with self._immediate():
+            self.con.executemany(
+                "INSERT INTO claims (job, path, size, state) VALUES (?, ?, ?, 'pending') "
+                "ON CONFLICT (job, path) DO UPDATE SET size = excluded.size, state = 'pending', "
+                "worker = NULL, error = NULL "
+                "WHERE claims.state != 'claimed' OR claims.lease_until < ?",
+                [(self.job, p, n, now) for p, n in files],
+            )
+
+    def join(self) -> str:
+        """A new worker id, recorded with its process so others can tell when it is gone."""
+        worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        with self._immediate():
+            self.con.execute(
+                "INSERT INTO workers VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    worker,
+                    self.job,
+                    socket.gethostname(),
+                    os.getpid(),
+                    _process_start(os.getpid()),
+                    time.time(),
+                ),
+            )
+        return worker
+
+    def claim(self, worker: str, *, files: int, size: int) -> list[str]:
+        """Take up to ``files`` claimable files (about ``size`` bytes, at least one)."""
+        now = time.time()
+        with self._immediate():
+            self._release_dead(now)
+            rows = self.con.execute(
+                "SELECT path FROM (SELECT path, size, sum(size) OVER (ORDER BY path) AS upto "
+                "FROM claims WHERE job = ? AND (state = 'pending' "
+                "OR (state = 'claimed' AND lease_until < ?)) ORDER BY path LIMIT ?) "
+                "WHERE upto - size < ? OR upto = size",
+                (self.job, now, files, size),
+            ).fetchall()
+            paths = [r[0] for r in rows]
+            self.con.executemany(
+                "UPDATE claims SET state = 'claimed', worker = ?, heartbeat = ?, "
+                "lease_until = ?, attempts = attempts + 1 WHERE job = ? AND path = ?",
+                [(worker, now, now + self.lease, self.job, p) for p in paths],
+            )
+        return paths
+
+    def renew(self, worker: str) -> None:
+        """The heartbeat: extend this worker's leases."""
+        now = time.time()
+        with self._immediate():
+            self.con.execute(
+                "UPDATE claims SET heartbeat = ?, lease_until = ? "
+                "WHERE job = ? AND worker = ? AND state = 'claimed'",
+                (now, now + self.lease, self.job, worker),
+            )
+            self.con.execute("UPDATE workers SET heartbeat = ? WHERE worker = ?", (now, worker))
+
+    def finish(
+        self, worker: str, paths: Sequence[str], state: str, error: str | None = None
+    ) -> None:
+        """Mark this worker's claims of ``paths`` ``done`` or ``failed``."""
+        with self._immediate():
+            self.con.executemany(
+                "UPDATE claims SET state = ?, error = ?, lease_until = NULL "
+                "WHERE job = ? AND path = ? AND worker = ?",
+                [(state, error, self.job, p, worker) for p in paths],
+            )
+
+    def release(self, worker: str) -> int:
+        """Give back a worker's claims (it ended, or is known dead); returns how many."""
+        with self._immediate():
+            cur = self.con.execute(
+                "UPDATE claims SET state = 'pending', worker = NULL, lease_until = NULL "
+                "WHERE job = ? AND worker = ? AND state = 'claimed'",
+                (self.job, worker),
+            )
+            self.con.execute("DELETE FROM workers WHERE worker = ?", (worker,))
+        return cur.rowcount
+
+    def counts(self) -> dict[str, int]:
+        rows = self.con.execute(
+            "SELECT state, count(*) FROM claims WHERE job = ? GROUP BY state", (self.job,)
+        ).fetchall()
+        return {s: int(n) for s, n in rows}
+
+    def next_expiry(self) -> float | None:
+        """When the first live lease of another worker runs out (``None``: none held)."""
+        row = self.con.execute(
+            "SELECT min(lease_until) FROM claims WHERE job = ? AND state = 'claimed'",
+            (self.job,),
+        ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def failures(self) -> list[tuple[str, str]]:
+        return self.con.execute(
+            "SELECT path, error FROM claims WHERE job = ? AND state = 'failed' ORDER BY path",
+            (self.job,),
+        ).fetchall()
+
+    def _release_dead(self, now: float) -> None:
+        """Free at once the claims of workers of this host whose process is gone."""
+        holders = self.con.execute(
+            "SELECT DISTINCT w.worker, w.host, w.pid, w.start FROM claims c "
+            "JOIN workers w ON w.worker = c.worker "
+            "WHERE c.job = ? AND c.state = 'claimed' AND c.lease_until >= ?",
+            (self.job, now),
+        ).fetchall()
+        dead = [w for w, host, pid, start in holders if process_alive(host, pid, start) is False]
+        self.con.executemany(
+            "UPDATE claims SET state = 'pending', worker = NULL, lease_until = NULL "
+            "WHERE job = ? AND worker = ? AND state = 'claimed'",
+            [(self.job, w) for w in dead],
+        )
+
+    def _immediate(self) -> _Txn:
+        return _Txn(self.con)
+
+
+class _Txn:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): the write lock up front,
+    so two claimers never read the same pending rows."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+
+    def __enter__(self) -> None:
+        self.con.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        self.con.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _main(argv: Sequence[str]) -> int:
+    """A worker process of ``ingest --workers N``: ``python -m hylo_analytics.ingest._claims
+    OPTIONS_JSON``. Its report is pickled to the file the options name (whole, by rename)."""
+    import pickle
+
+    from hylo_analytics.ingest import _claims, _work  # the module's Claims, not __main__'s
+    from hylo_analytics.store import ParquetStore
+
+    opts = json.loads(argv[0])
+    store = ParquetStore(opts["root"], create=False, threads=opts["threads"])
+    claims = _claims.Claims(store.root, opts["job"], lease=opts["lease"])
+    out = Path(opts["report"])
+    try:
+        result: object = _work(
+            store,
+            claims,
+            strict=opts["strict"],
+            replace=opts["replace"],
+            files=opts["files"],
+            size=opts["size"],
+            wait=False,
+            parent=opts["parent"],
+        )
+        code = 0
+    except Exception as exc:  # the parent raises it (a strict ingest's first bad item)
+        result, code = exc, 1
+    finally:
+        claims.close()
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_bytes(pickle.dumps(result))
+    except Exception:  # an exception that does not pickle: its text
+        tmp.write_bytes(pickle.dumps(RuntimeError(f"{type(result).__name__}: {result}")))
+    os.replace(tmp, out)
+    return code
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(_main(sys.argv[1:]))
