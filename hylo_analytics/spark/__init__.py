@@ -8,7 +8,9 @@ There is no second copy of any view: a construct the dialect cannot translate ex
 refused (:class:`UntranslatableSQL`), never approximated. ``store_path`` may be a local folder
 or any Hadoop URI Spark can read (``s3a://``, ``hdfs://``, ``abfss://``): it is passed to Spark
 untouched. Only published batches are read; tombstones apply in the ``stg_*`` views as on
-DuckDB. pyspark is an optional dependency (``pip install 'hylo_analytics[spark]'``).
+DuckDB. :func:`aggregate` and :func:`paired` answer the Python API's counting questions in
+Spark, leaving only the small final statistics (the McNemar p) to Python. pyspark is an
+optional dependency (``pip install 'hylo_analytics[spark]'``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,18 @@ from hylo_analytics._sql import view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
 
 if TYPE_CHECKING:
+    import polars as pl
     from pyspark.sql import SparkSession
 
-__all__ = ["UntranslatableSQL", "local_session", "register", "spark_sql", "view_order"]
+__all__ = [
+    "UntranslatableSQL",
+    "aggregate",
+    "local_session",
+    "paired",
+    "register",
+    "spark_sql",
+    "view_order",
+]
 
 _FRIENDLY = ("runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results")  # fmt: skip
 
@@ -135,9 +146,36 @@ def local_session(app_name: str = "hylo-analytics", cores: int = 2, **conf: Any)
     return builder.getOrCreate()
 
 
-def spark_sql(spark: SparkSession, query: str) -> Any:
-    """``query`` (Spark SQL) on ``spark`` as a polars frame, through Arrow."""
+def spark_sql(spark: SparkSession, query: str, args: dict[str, Any] | None = None) -> pl.DataFrame:
+    """``query`` (Spark SQL, named ``:params`` from ``args``) on ``spark`` as a polars frame."""
     import polars as pl
 
-    frame = pl.from_arrow(spark.sql(query).toArrow())
+    frame = pl.from_arrow(spark.sql(query, args=args).toArrow())
+    assert isinstance(frame, pl.DataFrame)
     return frame
+
+
+def aggregate(spark: SparkSession) -> pl.DataFrame:
+    """Counts, coverage, means, std, stderr and Wilson bounds per (run, metric), computed in
+    Spark (``mart_aggregate_run`` of a :func:`register` ed session): the figures of
+    ``Store.aggregate`` that need no resampling."""
+    return spark_sql(spark, "select * from mart_aggregate_run")
+
+
+def paired(spark: SparkSession, parent: str, metrics: Sequence[str] = ("success",)) -> pl.DataFrame:
+    """Every candidate against ``parent``: paired wins, losses, ties, dropped per metric, counted
+    in Spark (``mart_compare``, level ``overall``), with the one-sided exact McNemar ``p_value``
+    (candidate better) computed here from those counts, as ``Store.compare`` does."""
+    import polars as pl
+
+    from hylo_analytics.stats import mcnemar_p
+
+    frame = spark_sql(
+        spark,
+        "select candidate, parent, metric, n_pairs, candidate_wins, parent_wins, ties, "
+        "n_dropped, mean_diff from mart_compare where parent = :parent and level = 'overall' "
+        "and array_contains(:metrics, metric) order by candidate, metric",
+        {"parent": parent, "metrics": list(metrics)},
+    )
+    p = mcnemar_p(frame["candidate_wins"].to_numpy(), frame["parent_wins"].to_numpy())
+    return frame.with_columns(pl.Series("p_value", p, pl.Float64))
