@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from hylo_analytics.cli._common import add_format_args, emit
@@ -62,7 +63,13 @@ def run_spark_sql(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from pyspark.logger import PySparkLogger
+
     from hylo_analytics.spark import local_session, register, spark_sql
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        # pyspark logs a failed query as JSON on stderr: the one-line error below says it
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
     master = args.master
     cores = master[len("local[") : -1] if master.startswith("local[") else ""

@@ -15,7 +15,7 @@ def test_aggregate_equals_store_aggregate(spark: object, spark_sample_store: ha.
     keys = ["run_id", "metric"]
     got = aggregate(spark).sort(keys)  # type: ignore[arg-type]
     want = spark_sample_store.aggregate().sort(keys)
-    assert got.height == want.height == 9
+    assert got.height == want.height >= 9  # 3 runs, the logged and the re-scored metrics
     counts = ["n_total", "n_valid", "n_skipped", "n_errors"]
     assert (
         got.select(*keys, *counts)
@@ -26,7 +26,7 @@ def test_aggregate_equals_store_aggregate(spark: object, spark_sample_store: ha.
         assert (got[col] - want[col]).abs().max() < 1e-12, col  # type: ignore[operator]
     binary = want.filter(pl.col("ci_method") == "wilson").select(*keys, "ci_low", "ci_high")
     spark_wilson = got.join(binary, on=keys)
-    assert spark_wilson.height == 3
+    assert spark_wilson.height == binary.height >= 3
     assert (spark_wilson["wilson_low"] - spark_wilson["ci_low"]).abs().max() < 1e-12  # type: ignore[operator]
     assert (spark_wilson["wilson_high"] - spark_wilson["ci_high"]).abs().max() < 1e-12  # type: ignore[operator]
 
