@@ -35,6 +35,7 @@ __all__ = [
     "duckdb_threads",
     "factor_sql",
     "load_views",
+    "macro_definitions",
     "macro_sql",
     "scores_overlay",
     "sql_dir",
@@ -72,30 +73,54 @@ def view_sql(name: str) -> str:
     return path.read_text().strip().rstrip(";")
 
 
+def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
+    """The shared macros as ``name -> (parameters, DuckDB body)``: the one source of each.
+
+    DuckDB gets them as ``CREATE MACRO`` (:func:`macro_sql`); engines without macros (Spark,
+    :mod:`hylo_analytics.spark`) inline the same bodies into each view when they transpile it.
+    """
+    z = z_value(DEFAULT_LEVEL)
+    return {
+        "ci_level": ((), f"CAST({DEFAULT_LEVEL!r} AS DOUBLE)"),
+        "ci_z": ((), f"CAST({z!r} AS DOUBLE)"),
+        # a score counts when it is a real number not flagged invalid (NaN is an abstention)
+        "score_is_valid": (
+            ("value", "valid"),
+            "coalesce(value IS NOT NULL AND NOT isnan(value) AND coalesce(valid, true), false)",
+        ),
+        # the precedence of a score source (lower wins): values and abstentions rank apart
+        "score_rank": (
+            ("is_valid", "source_kind"),
+            "CASE WHEN is_valid THEN "
+            "CASE source_kind WHEN 'score' THEN 1 WHEN 'derived' THEN 2 WHEN 'observation' THEN 3 "
+            "WHEN 'imported' THEN 4 ELSE 5 END ELSE "
+            "CASE source_kind WHEN 'imported' THEN 11 WHEN 'observation' THEN 12 "
+            "WHEN 'derived' THEN 13 WHEN 'score' THEN 14 ELSE 15 END END",
+        ),
+        # Wilson score bounds, exactly 0 / 1 at the boundaries and clipped to [0, 1]: the
+        # exact bounds are written out, so no engine's rounding of the formula shows there
+        "wilson_low": (
+            ("k", "n", "z"),
+            "CASE WHEN n > 0 THEN "
+            "CASE WHEN k <= 0 THEN 0.0 ELSE greatest(0.0, least(1.0, "
+            "(k / n + z * z / (2 * n) - z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
+            " / (1 + z * z / n))) END END",
+        ),
+        "wilson_high": (
+            ("k", "n", "z"),
+            "CASE WHEN n > 0 THEN "
+            "CASE WHEN k >= n THEN 1.0 ELSE greatest(0.0, least(1.0, "
+            "(k / n + z * z / (2 * n) + z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
+            " / (1 + z * z / n))) END END",
+        ),
+    }
+
+
 def macro_sql() -> list[str]:
     """``CREATE MACRO`` statements for the expressions the views share."""
-    z = z_value(DEFAULT_LEVEL)
     return [
-        f"CREATE OR REPLACE MACRO ci_level() AS CAST({DEFAULT_LEVEL!r} AS DOUBLE)",
-        f"CREATE OR REPLACE MACRO ci_z() AS CAST({z!r} AS DOUBLE)",
-        # a score counts when it is a real number not flagged invalid (NaN is an abstention)
-        "CREATE OR REPLACE MACRO score_is_valid(value, valid) AS "
-        "coalesce(value IS NOT NULL AND NOT isnan(value) AND coalesce(valid, true), false)",
-        # the precedence of a score source (lower wins): values and abstentions rank apart
-        "CREATE OR REPLACE MACRO score_rank(is_valid, source_kind) AS CASE WHEN is_valid THEN "
-        "CASE source_kind WHEN 'score' THEN 1 WHEN 'derived' THEN 2 WHEN 'observation' THEN 3 "
-        "WHEN 'imported' THEN 4 ELSE 5 END ELSE "
-        "CASE source_kind WHEN 'imported' THEN 11 WHEN 'observation' THEN 12 "
-        "WHEN 'derived' THEN 13 WHEN 'score' THEN 14 ELSE 15 END END",
-        # Wilson score bounds, exactly 0 / 1 at the boundaries and clipped to [0, 1]
-        "CREATE OR REPLACE MACRO wilson_low(k, n, z) AS CASE WHEN n > 0 THEN "
-        "CASE WHEN k <= 0 THEN 0.0 ELSE greatest(0.0, least(1.0, "
-        "(k / n + z * z / (2 * n) - z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
-        " / (1 + z * z / n))) END END",
-        "CREATE OR REPLACE MACRO wilson_high(k, n, z) AS CASE WHEN n > 0 THEN "
-        "CASE WHEN k >= n THEN 1.0 ELSE greatest(0.0, least(1.0, "
-        "(k / n + z * z / (2 * n) + z * sqrt((k / n) * (1 - k / n) / n + z * z / (4.0 * n * n)))"
-        " / (1 + z * z / n))) END END",
+        f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {body}"
+        for name, (params, body) in macro_definitions().items()
     ]
 
 

@@ -18,6 +18,7 @@ __all__ = ["build_parser", "main"]
 _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.ingest",
     "hylo_analytics.cli.query",
+    "hylo_analytics.cli.spark_sql",
     "hylo_analytics.cli.compact",
     "hylo_analytics.cli.score",
     "hylo_analytics.cli.pricing",

@@ -1,0 +1,87 @@
+"""``hylo-analytics spark-sql``: one query over the store's views on a Spark session."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from hylo_analytics.cli._common import add_format_args, emit
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "spark-sql",
+        help="run a Spark SQL query against the store's views (needs pyspark)",
+        description=(
+            "Run one Spark SQL query against the store: every view of the 'sql' command "
+            "(runs, scores, stg_*, int_*, mart_*, raw_*) is created on a Spark session, "
+            "transpiled from the same DuckDB SQL, so answers are the same. The store may be a "
+            "local folder or a Hadoop URI (s3a://, hdfs://, abfss://). Needs pyspark "
+            "(pip install 'hylo_analytics[spark]') and Java 17. On a cluster, use "
+            "hylo_analytics.spark.register from a spark-submit job (docs/scale-out.md). "
+            'Example: hylo-analytics spark-sql --store out/store "select metric, '
+            'avg(mean) from mart_aggregate_run group by metric"'
+        ),
+    )
+    p.add_argument("query", metavar="QUERY", help="a Spark SQL query")
+    p.add_argument(
+        "--store",
+        required=True,
+        metavar="DIR_OR_URI",
+        help="the store: a folder, or a URI Spark can read, passed to Spark as it is",
+    )
+    p.add_argument(
+        "--master",
+        default="local[2]",
+        help="the Spark master (default local[2]: this machine, two cores)",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.driver.memory=4g (repeat)",
+    )
+    add_format_args(p)
+    p.set_defaults(func=run_spark_sql)
+
+
+def run_spark_sql(args: argparse.Namespace) -> int:
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--conf expects KEY=VALUE, got {item!r}")
+        conf[key] = value
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:
+        print(
+            "hylo-analytics spark-sql: error: pyspark is not installed "
+            "(pip install 'hylo_analytics[spark]'; it needs Java 17)",
+            file=sys.stderr,
+        )
+        return 2
+    from pyspark.logger import PySparkLogger
+
+    from hylo_analytics.spark import local_session, register, spark_sql
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        # pyspark logs a failed query as JSON on stderr: the one-line error below says it
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+    master = args.master
+    cores = master[len("local[") : -1] if master.startswith("local[") else ""
+    if not cores.isdigit():
+        conf["spark.master"] = master
+    session = local_session(cores=int(cores) if cores.isdigit() else 2, **conf)
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        register(session, args.store)
+        frame = spark_sql(session, args.query)
+    except PySparkException as exc:
+        print(f"hylo-analytics spark-sql: error: {exc}", file=sys.stderr)
+        return 2
+    emit(frame, args.format, args.output, wide=args.wide)
+    return 0
