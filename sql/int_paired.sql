@@ -1,11 +1,12 @@
--- Paired key-level scores: every run against every other run of the same benchmark_id and
--- split, on (key, metric), from int_key_scores (the preferred score per episode, epochs of a
--- key reduced by their mean: the same pairs Store.compare makes). One row per pair, in both
--- orders (a is the candidate, b the parent), so any (candidate, parent) comparison is a
--- filter. The outcome is direction-aware (from the MetricSpec registry, view metric_specs):
--- for metrics to minimize (steps, safety_interventions, latency_p95) a lower value wins. Pairs
--- where either side abstained are kept with outcome 'dropped'. The comparability gate
--- (benchmark digest, scorer version) is Python's (Store.compare).
+-- Paired key-level scores of the declared pairs only (int_comparisons: a run's parent_run_id
+-- from its EvalLog, and Store.declare_parent), never every pair of runs, on (key, metric),
+-- from int_key_scores (the preferred score per episode, epochs of a key reduced by their
+-- mean: the same pairs Store.compare makes). A pair is kept when both runs are of the same
+-- benchmark_id and split; each declared (candidate, parent) is one orientation (declare
+-- both to have both). The outcome is direction-aware (from the MetricSpec registry, view
+-- metric_specs): for metrics to minimize (steps, safety_interventions, latency_p95) a lower
+-- value wins. Pairs where either side abstained are kept with outcome 'dropped'. The
+-- comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
 -- Grain: one row per (candidate, parent, key, metric).
 with scores as (
     select run_id, key, task_id, metric, value from int_key_scores
@@ -26,10 +27,14 @@ scored as (
     inner join runs as r on r.run_id = s.run_id
 ),
 
+pairs as (
+    select candidate, parent from int_comparisons
+),
+
 paired as (
     select
-        c.run_id as candidate,
-        p.run_id as parent,
+        pr.candidate,
+        pr.parent,
         c.benchmark_id,
         c.split,
         c.key,
@@ -37,13 +42,14 @@ paired as (
         c.metric,
         c.value as candidate_value,
         p.value as parent_value
-    from scored as c
+    from pairs as pr
+    inner join scored as c on c.run_id = pr.candidate
     inner join scored as p
-        on c.benchmark_id = p.benchmark_id
+        on p.run_id = pr.parent
+        and c.benchmark_id = p.benchmark_id
         and c.split is not distinct from p.split
         and c.key = p.key
         and c.metric = p.metric
-        and c.run_id <> p.run_id
 ),
 
 oriented as (
