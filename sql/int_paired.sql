@@ -8,48 +8,38 @@
 -- value wins. Pairs where either side abstained are kept with outcome 'dropped'. The
 -- comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
 -- Grain: one row per (candidate, parent, key, metric).
-with scores as (
-    select run_id, key, task_id, metric, value from int_key_scores
-),
-
-runs as (
-    select run_id, benchmark_id, split from stg_runs
-),
-
-directions as (
+with directions as (
     -- the MetricSpec registry, exposed by the store as a view
     select metric, higher_is_better from metric_specs
 ),
 
-scored as (
-    select s.*, r.benchmark_id, r.split
-    from scores as s
-    inner join runs as r on r.run_id = s.run_id
-),
-
 pairs as (
-    select candidate, parent from int_comparisons
+    -- each side is read from int_key_scores on its own (no shared CTE, which DuckDB would
+    -- materialize for every run): a query of one pair then resolves only that pair's scores
+    select cp.candidate, cp.parent, rc.benchmark_id, rc.split
+    from int_comparisons as cp
+    inner join stg_runs as rc on rc.run_id = cp.candidate
+    inner join stg_runs as rp on rp.run_id = cp.parent
+    where rc.benchmark_id = rp.benchmark_id and rc.split is not distinct from rp.split
 ),
 
 paired as (
     select
         pr.candidate,
         pr.parent,
-        c.benchmark_id,
-        c.split,
+        pr.benchmark_id,
+        pr.split,
         c.key,
         c.task_id,
         c.metric,
         c.value as candidate_value,
         p.value as parent_value
     from pairs as pr
-    inner join scored as c on c.run_id = pr.candidate
-    inner join scored as p
+    inner join int_key_scores as c on c.run_id = pr.candidate
+    inner join int_key_scores as p
         on p.run_id = pr.parent
-        and c.benchmark_id = p.benchmark_id
-        and c.split is not distinct from p.split
-        and c.key = p.key
-        and c.metric = p.metric
+        and p.key = c.key
+        and p.metric = c.metric
 ),
 
 oriented as (
