@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scale.py            # 10k / 100k / 1M samples; 200 / 2k / 20k traces
     python benchmarks/bench_scale.py --small    # 10k / 100k samples; 200 / 2k traces
+    python benchmarks/bench_scale.py --large --workdir DIR  # 1M / 10M samples (docs/scale-out.md)
 
 Issue 14's goals 7 and 8. Every step runs in its own child process on a store written once per
 size, so each peak RSS (``VmHWM``) is that step's alone. EvalLogs carry 500 samples a run and
@@ -10,16 +11,26 @@ every run against the first, by task. Traces (~150 events each) are ingested and
 the built-in scorers. Scaling is linear when the time per sample at the largest size is within
 1.5x of the time per sample at the size before it; goal 7 is aggregate and compare at 1M
 samples under 5 s and 2 GB each.
+
+``--large`` measures the costs ``docs/scale-out.md`` reports, at 1M and 10M samples (2,000 and
+20,000 runs of one benchmark, one trace per run): ingest, re-score the traces, aggregate,
+``mart_aggregate_run`` (the SQL path), ``Store.compare`` of every run against the first,
+declaring those pairs, the first load of ``mart_compare`` for one pair in a fresh process,
+and the store's size on disk. The logs and
+stores stay in ``--workdir`` (``--reuse`` measures the listed ``--steps`` on them again); a
+step that runs past ``--timeout`` seconds is reported as such.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +55,30 @@ def _child(step: str, store_path: str, logs: str) -> None:
     elif step == "compare":
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
         store.compare(ids[1:], ids[0], by=["task_id"])
+    elif step == "declare":  # the pairs compare measured, made mart_compare's
+        ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
+        store.declare_parent(ids[1:], ids[0])
+    elif step == "mart_aggregate":  # the SQL path (what Spark runs): every run's statistics
+        store.sql("SELECT * FROM mart_aggregate_run")
+    elif step == "mart_compare":  # open + first query of one pair's rows, a fresh process
+        ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
+        t = time.perf_counter()
+        store = ha.open_store(store_path)
+        store.sql(
+            "SELECT * FROM mart_compare WHERE candidate = $c AND parent = $p",
+            {"c": ids[-1], "p": ids[0]},
+        )
     seconds = time.perf_counter() - t
     print(json.dumps({"seconds": seconds, "rss_mb": peak_rss_mb()}))
 
 
-def _step(step: str, store: Path, logs: Path) -> dict[str, float]:
+def _step(step: str, store: Path, logs: Path, timeout: float | None = None) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, str(HERE), "--child", step, str(store), str(logs)],
         check=True,
         capture_output=True,
         text=True,
+        timeout=timeout,
     )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -130,6 +155,53 @@ def run(small: bool) -> list[dict[str, Any]]:
     return rows
 
 
+LARGE_STEPS = (
+    "ingest", "score", "aggregate", "mart_aggregate", "compare", "declare", "mart_compare",
+)  # fmt: skip
+
+
+def run_large(
+    workdir: Path, steps: Sequence[str], reuse: bool, timeout: float
+) -> list[dict[str, Any]]:
+    """The 1M / 10M measurements; results are also appended to ``workdir/results.jsonl``."""
+    from hylo_analytics.testing import SynthConfig, write_dataset
+
+    rows: list[dict[str, Any]] = []
+    for n in (1_000_000, 10_000_000):
+        logs, store = workdir / f"logs{n}", workdir / f"store{n}"
+        if not reuse:
+            _rm(logs)
+            _rm(store)
+            t = time.perf_counter()
+            cfg = SynthConfig(runs=n // 500, tasks=10, seeds=50, traces_per_run=1)
+            write_dataset(logs, cfg)
+            _record(workdir, rows, f"generate logs, {n:,} samples", time.perf_counter() - t, None)
+        for step in steps:
+            try:
+                got = _step(step, store, logs, timeout)
+            except subprocess.TimeoutExpired:
+                _record(workdir, rows, f"{step}, {n:,} samples: over {timeout:.0f} s", None, None)
+                continue
+            _record(workdir, rows, f"{step}, {n:,} samples", got["seconds"], got["rss_mb"])
+        size = sum(f.stat().st_size for f in store.rglob("*.parquet"))
+        _record(
+            workdir, rows, f"store Parquet size, {n:,} samples: {size / 2**20:,.0f} MiB", None, None
+        )
+    return rows
+
+
+def _record(
+    workdir: Path, rows: list[dict[str, Any]], what: str, s: float | None, mb: float | None
+) -> None:
+    row = {"goal": "16 scale-out", "workload": what, "hylo_s": s, "reference": None,
+           "reference_s": None, "ratio": None, "target": "(for the record)", "met": None,
+           "peak_rss_mb": mb, "load": os.getloadavg()[0]}  # fmt: skip
+    rows.append(row)
+    with (workdir / "results.jsonl").open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row), file=sys.stderr, flush=True)
+
+
 def _rm(path: Path) -> None:
     import shutil
 
@@ -139,6 +211,11 @@ def _rm(path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--large", action="store_true", help="1M and 10M samples")
+    ap.add_argument("--workdir", type=Path, help="--large: where the logs and stores stay")
+    ap.add_argument("--reuse", action="store_true", help="--large: the logs and stores exist")
+    ap.add_argument("--steps", default=",".join(LARGE_STEPS), help="--large: steps to measure")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="--large: seconds per step")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -147,6 +224,13 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from run_all import table
 
+    if args.large:
+        if args.workdir is None:
+            ap.error("--large needs --workdir")
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        steps = [s for s in args.steps.split(",") if s]
+        print(table(run_large(args.workdir, steps, args.reuse, args.timeout)))
+        return
     print(table(run(args.small)))
 
 

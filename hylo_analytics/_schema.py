@@ -36,6 +36,7 @@ RUNS = pa.schema(
         ("agent_name", _str),
         ("agent_version", _str),
         ("agent_components", _str),  # JSON
+        ("parent_run_id", _str),  # the run this one is compared with (int_comparisons)
         ("results", _str),  # JSON: the run's own summary, as written
         ("status", _str),
         ("created", _str),
@@ -157,6 +158,17 @@ POLICY_RESULTS = pa.schema(
     ]
 )
 
+# Comparisons a user declared (Store.declare_parent): run_id is compared with parent_run_id.
+# With runs.parent_run_id they are the only pairs int_paired / mart_compare hold.
+COMPARISONS = pa.schema(
+    [
+        ("run_id", _str),  # the candidate
+        ("parent_run_id", _str),
+        ("declared_at", _ts),
+        ("batch_seq", _i64),
+    ]
+)
+
 # A commit may supersede earlier rows of a table for one run (and, for scores, one source).
 TOMBSTONES = pa.schema(
     [
@@ -175,6 +187,7 @@ SCHEMAS: Mapping[str, pa.Schema] = {
     "quarantine": QUARANTINE,
     "ingested_files": INGESTED_FILES,
     "policy_results": POLICY_RESULTS,
+    "comparisons": COMPARISONS,
     "tombstones": TOMBSTONES,
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)

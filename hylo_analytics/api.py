@@ -3,7 +3,7 @@
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
 user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``,
-``report``) as thin calls into the stages; it sits above all of them and nothing in the
+``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
 package imports it.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +134,40 @@ class Store(ParquetStore):
         return compare_runs(
             self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
         )
+
+    def declare_parent(
+        self,
+        candidates: Sequence[str] | str,
+        parent: str,
+        *,
+        lock_timeout: float | None = None,
+    ) -> int:
+        """Declare ``parent`` the parent of each candidate, so ``mart_compare`` holds the pair.
+
+        The SQL pairing views hold only declared pairs (this, and ``parent_run_id`` in an
+        EvalLog), never every pair of runs: 1,000 runs of one benchmark would be ~1e6 pairs.
+        Runs are named as :meth:`resolve_run` names them (an unknown one is an error, nothing
+        is written, as when no candidate but the parent is named); a pair declared twice is one. :meth:`compare` needs no declaration.
+        Returns the batch's sequence number.
+        """
+        import pyarrow as pa
+
+        if isinstance(candidates, str):
+            candidates = [candidates]
+        ids = self.resolve_runs([parent, *candidates])
+        parent_id, cands = ids[0], [c for c in ids[1:] if c != ids[0]]
+        if not cands:
+            raise ValueError(f"no candidate other than the parent {parent_id!r}: nothing declared")
+        now = datetime.now(UTC)
+        table = pa.table(
+            {
+                "run_id": pa.array(cands, pa.string()),
+                "parent_run_id": pa.array([parent_id] * len(cands), pa.string()),
+                "declared_at": pa.array([now] * len(cands), pa.timestamp("us", tz="UTC")),
+            }
+        )
+        with self.lock_timeout_for(lock_timeout), self.lock():
+            return self.commit({"comparisons": table})
 
     def report(self, candidate: str, parent: str, **options: Any) -> ComparisonReport:
         """The comparison report of ``candidate`` against ``parent`` (see ``build_report``)."""

@@ -27,7 +27,8 @@ The reader ingests v0.2 onto the same rows, so it round-trips like v0.1 (and kee
 Both versions write the benchmark's v0.2 members back into ``benchmark`` (v0.2:
 ``eval.benchmark``): ``episodes_per_task``, ``max_steps`` (task id -> step limit) and
 ``upstream`` (``repo``, ``commit``, ``assets``), from the runs columns of the same names
-(``benchmark_upstream``).
+(``benchmark_upstream``). A run's ``parent_run_id`` is written back at the top (v0.2: in
+``eval``).
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ def export_evallog(
     if version == "v0.1":
         samples = ",".join(_with_scores(r[7], r[8]) for r in rows)
         top = {**extra, "version": V01, "run_id": run_id, "benchmark": benchmark, "agent": agent}
+        if run["parent_run_id"] is not None:
+            top["parent_run_id"] = run["parent_run_id"]
         if results is not None:
             top["results"] = results
     else:
@@ -160,6 +163,7 @@ def export_evallog(
             "eval": _drop_none(
                 {
                     "run_id": run_id,
+                    "parent_run_id": run["parent_run_id"],
                     "created": run["created"],
                     "task": run["benchmark_id"],
                     "benchmark": benchmark,

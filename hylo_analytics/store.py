@@ -78,6 +78,7 @@ __all__ = [
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
 FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
+    "comparisons",
 )  # fmt: skip
 
 

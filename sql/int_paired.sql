@@ -1,49 +1,45 @@
--- Paired key-level scores: every run against every other run of the same benchmark_id and
--- split, on (key, metric), from int_key_scores (the preferred score per episode, epochs of a
--- key reduced by their mean: the same pairs Store.compare makes). One row per pair, in both
--- orders (a is the candidate, b the parent), so any (candidate, parent) comparison is a
--- filter. The outcome is direction-aware (from the MetricSpec registry, view metric_specs):
--- for metrics to minimize (steps, safety_interventions, latency_p95) a lower value wins. Pairs
--- where either side abstained are kept with outcome 'dropped'. The comparability gate
--- (benchmark digest, scorer version) is Python's (Store.compare).
+-- Paired key-level scores of the declared pairs only (int_comparisons: a run's parent_run_id
+-- from its EvalLog, and Store.declare_parent), never every pair of runs, on (key, metric),
+-- from int_key_scores (the preferred score per episode, epochs of a key reduced by their
+-- mean: the same pairs Store.compare makes). A pair is kept when both runs are of the same
+-- benchmark_id and split; each declared (candidate, parent) is one orientation (declare
+-- both to have both). The outcome is direction-aware (from the MetricSpec registry, view
+-- metric_specs): for metrics to minimize (steps, safety_interventions, latency_p95) a lower
+-- value wins. Pairs where either side abstained are kept with outcome 'dropped'. The
+-- comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
 -- Grain: one row per (candidate, parent, key, metric).
-with scores as (
-    select run_id, key, task_id, metric, value from int_key_scores
-),
-
-runs as (
-    select run_id, benchmark_id, split from stg_runs
-),
-
-directions as (
+with directions as (
     -- the MetricSpec registry, exposed by the store as a view
     select metric, higher_is_better from metric_specs
 ),
 
-scored as (
-    select s.*, r.benchmark_id, r.split
-    from scores as s
-    inner join runs as r on r.run_id = s.run_id
+pairs as (
+    -- each side is read from int_key_scores on its own (no shared CTE, which DuckDB would
+    -- materialize for every run): a query of one pair then resolves only that pair's scores
+    select cp.candidate, cp.parent, rc.benchmark_id, rc.split
+    from int_comparisons as cp
+    inner join stg_runs as rc on rc.run_id = cp.candidate
+    inner join stg_runs as rp on rp.run_id = cp.parent
+    where rc.benchmark_id = rp.benchmark_id and rc.split is not distinct from rp.split
 ),
 
 paired as (
     select
-        c.run_id as candidate,
-        p.run_id as parent,
-        c.benchmark_id,
-        c.split,
+        pr.candidate,
+        pr.parent,
+        pr.benchmark_id,
+        pr.split,
         c.key,
         c.task_id,
         c.metric,
         c.value as candidate_value,
         p.value as parent_value
-    from scored as c
-    inner join scored as p
-        on c.benchmark_id = p.benchmark_id
-        and c.split is not distinct from p.split
-        and c.key = p.key
-        and c.metric = p.metric
-        and c.run_id <> p.run_id
+    from pairs as pr
+    inner join int_key_scores as c on c.run_id = pr.candidate
+    inner join int_key_scores as p
+        on p.run_id = pr.parent
+        and p.key = c.key
+        and p.metric = c.metric
 ),
 
 oriented as (

@@ -1,8 +1,9 @@
--- Wins, losses and ties of every candidate run against every other run of the same benchmark
--- and split, per metric, over the paired key-level scores (int_paired): overall (level
--- 'overall', task_id null) and per task (level 'task_id'). Abstentions are counted in
--- n_dropped, never as losses. The exact McNemar p-value, adjusted p-values, CIs and verdicts
--- are computed by Store.compare, which returns the same counts (tests check that they agree).
+-- Wins, losses and ties of each declared (candidate, parent) pair (int_comparisons: the
+-- EvalLog's parent_run_id and Store.declare_parent; never every pair of runs), per metric,
+-- over the paired key-level scores (int_paired): overall (level 'overall', task_id null) and
+-- per task (level 'task_id'). Abstentions are counted in n_dropped, never as losses. The
+-- exact McNemar p-value, adjusted p-values, CIs and verdicts are computed by Store.compare,
+-- which returns the same counts (tests check that they agree).
 -- Grain: one row per (candidate, parent, metric, level, task_id); null allowed in task_id.
 with paired as (
     select * from int_paired

@@ -100,6 +100,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
                 "split": "test",
                 "agent_name": "agent",
                 "agent_version": f"1.{version}",
+                "parent_run_id": P if run == C else None,  # the pair mart_compare holds
                 "status": "success",
             }
         )
@@ -397,6 +398,7 @@ def robots(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> tuple[ha
     s.ingest(root / "logs", progress=False)
     runs = s.sql("select run_id, agent_name from runs").rows()
     by = {a: r for r, a in runs}
+    s.declare_parent(by["pol-b"], by["pol-a"])  # an inspect-robots log names no parent
     return s, by["pol-b"], by["pol-a"]
 
 

@@ -1092,6 +1092,7 @@ _RUN_COLS = {
     "agent_name",
     "agent_version",
     "agent_components",
+    "parent_run_id",
     "results",
     "status",
     "created",

@@ -32,7 +32,7 @@ _INT = (pa.types.is_int64, pa.types.is_null)
 _BOOL = (pa.types.is_boolean, pa.types.is_null)
 _NUM = (pa.types.is_floating, pa.types.is_integer, pa.types.is_boolean, pa.types.is_null)
 
-_TOP = {"version", "run_id", "benchmark", "agent", "results", "samples"}
+_TOP = {"version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples"}
 
 
 def _int_struct(t: pa.DataType) -> bool:
@@ -97,6 +97,7 @@ _RUNS = pa.schema(
         ("agent_name", pa.string()),
         ("agent_version", pa.string()),
         ("agent_components", pa.string()),
+        ("parent_run_id", pa.string()),
         ("results", pa.string()),
         ("n_samples", pa.int64()),
         ("extra", pa.string()),
@@ -240,6 +241,9 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         return None
     if agent.field("name").null_count or not pa.types.is_string(agent.field("name").type):
         return None
+    parent = top.get("parent_run_id")
+    if parent is not None and not _is(parent.type, _STR):
+        return None
     results = top.get("results")
     if results is not None and not _is(results.type, (pa.types.is_struct, pa.types.is_null)):
         return None
@@ -266,6 +270,7 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         "agent_name": _scalar(agent, "name"),
         "agent_version": _scalar(agent, "version"),
         "agent_components": components,
+        "parent_run_id": None if parent is None else parent[0].as_py(),
         "results": results_text,
     }
     return _Log(idx, run, samples)

@@ -60,13 +60,14 @@ FORMAT_V02 = "hylo.evallog/v0.2"
 SUPPORTED_VERSIONS = (FORMAT, FORMAT_V02)
 _V02_RUN = "hylo.v02"  # the top-level member of a rewritten v0.2 log holding its run fields
 
-_TOP_KEYS = ("version", "run_id", "benchmark", "agent", "results", "samples")
+_TOP_KEYS = ("version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples")
 _SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
 
 _TOP_CHECKS = compile_checks(
     [
         Check("version", "d.version", ("VARCHAR",)),
         Check("run_id", "d.run_id", ("VARCHAR",)),
+        Check("parent_run_id", "d.parent_run_id", ("VARCHAR",), False),
         Check("benchmark", "d.benchmark", ("OBJECT",)),
         Check("benchmark.id", "json_extract(d.benchmark, '$.id')", ("VARCHAR",)),
         Check("benchmark.version", "json_extract(d.benchmark, '$.version')", ("VARCHAR",), False),
@@ -310,10 +311,11 @@ SELECT d2.i, CAST(to_json(map_from_entries(list_concat(
     -- the run's unmodelled members, then its fields (a patch would drop their nested nulls)
     list_filter(map_entries(json_transform(CASE WHEN json_type(j->'$.eval.extra') = 'OBJECT'
                 THEN j->'$.eval.extra' ELSE '{{}}' END, '"MAP(VARCHAR, JSON)"')),
-                lambda e: e.key NOT IN ('version', 'run_id', 'benchmark', 'agent', 'results',
-                                        '{_V02_RUN}', 'samples')),
+                lambda e: e.key NOT IN ('version', 'run_id', 'parent_run_id', 'benchmark',
+                                        'agent', 'results', '{_V02_RUN}', 'samples')),
     list_filter(map_entries(json_transform(json_object(
         'version', j->'$.version', 'run_id', j->'$.eval.run_id',
+        'parent_run_id', j->'$.eval.parent_run_id',
         'benchmark', j->'$.eval.benchmark', 'agent', j->'$.eval.agent',
         'results', j->'$.eval.results',
         '{_V02_RUN}', json_object('status', j->'$.status', 'created', j->'$.eval.created'),
@@ -527,6 +529,7 @@ def _parse_checked(
                agent->>'$.name' AS agent_name,
                agent->>'$.version' AS agent_version,
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
+               parent_run_id->>'$' AS parent_run_id,
                CAST(results AS VARCHAR) AS results,
                extra->>'$."{_V02_RUN}".status' AS status,
                extra->>'$."{_V02_RUN}".created' AS created,

@@ -2,7 +2,7 @@
 
 Each relation is read whole, cast to text (floats to 10 significant digits, since sums in
 another thread order differ in their last bits), sorted by every column and hashed. Columns
-that name the machine or the moment (paths, file times, ingest times, batch numbers) are left
+that name the machine or the moment (paths, file times, ingest and declaration times, batch numbers) are left
 out.
 """
 
@@ -17,7 +17,9 @@ from hylo_analytics.store import FRIENDLY_NAMES, ParquetStore
 
 __all__ = ["VOLATILE", "frame_checksum", "store_checksums"]
 
-VOLATILE = frozenset({"ingested_at", "batch_seq", "source_path", "trace_path", "path", "mtime_ns"})
+VOLATILE = frozenset(
+    {"ingested_at", "declared_at", "batch_seq", "source_path", "trace_path", "path", "mtime_ns"}
+)
 
 
 def frame_checksum(frame: pl.DataFrame) -> str:

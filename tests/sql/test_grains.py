@@ -7,6 +7,7 @@ is unique and its columns are not null, except those the declaration allows to b
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -35,9 +36,15 @@ def scored_store(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> 
     data = root / "data"
     shutil.copytree(sample_dir, data)
     (data / "broken.json").write_text('{"version": "hylo.evallog/v0.1", "run_id": ')
+    # a parent named by a log and declared again, and a pair declared twice (int_comparisons)
+    runs = sorted(p.name for p in sample_dir.iterdir() if p.is_dir())
+    log = data / runs[1] / "evallog.json"
+    log.write_text(json.dumps({**json.loads(log.read_text()), "parent_run_id": runs[0]}))
     store = ha.open_store(root / "store")
     store.ingest(data, progress=False)
     store.score()
+    store.declare_parent(runs[1:], runs[0])
+    store.declare_parent(runs[2], runs[0])
     policies = parse_policies(
         [
             {"name": "ok", "metric": "success", "must_equal": 1},
