@@ -36,6 +36,10 @@ def spark_sample_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
     store = ha.open_store(tmp_path_factory.mktemp("spark-sample") / "store")
     store.ingest(SAMPLE, progress=False)
     store.score()
+    # every ordered pair declared, so int_paired / mart_compare hold rows to compare
+    runs = store.sql("select run_id from stg_runs order by run_id")["run_id"].to_list()
+    for parent in runs:
+        store.declare_parent([r for r in runs if r != parent], parent)
     return store
 
 
@@ -78,4 +82,10 @@ def generated_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
     )
     with store.lock():
         store.commit({"policy_results": checks})
+    # each benchmark's runs against its first run, so the pairing views have rows on both engines
+    firsts = store.sql(
+        "select benchmark_id, list(run_id order by run_id) as runs from stg_runs group by 1"
+    )
+    for runs in firsts["runs"].to_list():
+        store.declare_parent(runs[1:], runs[0])
     return store
