@@ -276,6 +276,17 @@ def lease_seconds() -> float:
     return value
 
 
+def claim_files(todo: int, workers: int) -> int:
+    """Files per claim: ``HYLO_ANALYTICS_CLAIM_FILES``, else about two claims per worker (at
+    most 1,000 files). Smaller claims lose less to a dead worker and cost a publish each."""
+    env = os.environ.get("HYLO_ANALYTICS_CLAIM_FILES", "").strip()
+    if not env:
+        return max(1, min(1000, -(-todo // (workers * 2))))
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"HYLO_ANALYTICS_CLAIM_FILES must be a whole number >= 1, got {env!r}")
+    return int(env)
+
+
 def _ingest_sharded(
     store: ParquetStore,
     paths: Sequence[Path],
@@ -320,8 +331,7 @@ def _ingest_sharded(
         except OSError:
             sizes.append((str(p), 0))
     claims.register(sizes)
-    # small claims, so the workers share the files evenly and a death loses little
-    per_claim = max(1, min(1000, -(-len(todo) // (workers * 2))))
+    per_claim = claim_files(len(todo), workers)
     bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
     report = IngestReport()
     try:

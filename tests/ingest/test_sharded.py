@@ -64,6 +64,13 @@ def _claims(root: Path) -> dict[str, int]:
         con.close()
 
 
+def _done(root: Path) -> int:
+    try:
+        return _claims(root).get("done", 0)
+    except sqlite3.OperationalError:  # not made yet, or busy
+        return 0
+
+
 def _worker_pids(root: Path, parent: int) -> list[int]:
     try:
         con = sqlite3.connect(root / DB_NAME, timeout=5)
@@ -109,18 +116,22 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
     root = tmp_path / "s"
     ha.open_store(root)
     args = _cmd("ingest", str(corpus), "--store", str(root), "--workers", "3", "--quiet")
-    env = _env(HYLO_ANALYTICS_CLAIM_LEASE="3")
+    # claims of 3 files (about 50 publishes), and the kill at a random point of the progress,
+    # not of the clock: a fast machine must not finish before the kill
+    env = _env(HYLO_ANALYTICS_CLAIM_LEASE="3", HYLO_ANALYTICS_CLAIM_FILES="3")
+    kill_at = rng.randint(3, 100)  # files done (of 151)
     with subprocess.Popen(
         args, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as proc:
         deadline = time.monotonic() + 120
         pids: list[int] = []
-        while not pids and time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and proc.poll() is None:
             pids = _worker_pids(root, proc.pid)
-            time.sleep(0.05)
+            if pids and _done(root) >= kill_at:
+                break
+            time.sleep(0.01)
         assert pids, "no worker started"
-        time.sleep(rng.uniform(0.2, 2.5))
-        assert proc.poll() is None  # still ingesting
+        assert proc.poll() is None, f"finished before {kill_at} files were done"
         with contextlib.suppress(ProcessLookupError):  # a worker may be done already
             os.kill(rng.choice(pids), signal.SIGKILL)
         if round_ == 1:
