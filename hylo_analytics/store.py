@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hylo_analytics import _manifest, _schema
+from hylo_analytics import _atomic, _manifest, _schema
 from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest, ManifestError, StoreError
 from hylo_analytics._sql import duckdb_threads, load_views
 from hylo_analytics.metrics import default_registry
@@ -768,7 +768,7 @@ class ParquetStore:
         except (OSError, UnicodeDecodeError):
             pass
         try:
-            _atomic_write_text(path, text)
+            _atomic.write_text(path, text)
         except OSError as exc:
             log.debug("views.sql of %s not updated: %s", self.root, exc)
 
@@ -1068,16 +1068,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _make_staging(staging: Path, doing: str) -> None:
     try:
         staging.mkdir(parents=True)
@@ -1135,7 +1125,7 @@ def _write_holder(root: Path) -> None:
         "since": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
     with suppress(OSError):  # advisory: the lock itself is held
-        _atomic_write_text(root / _HOLDER, json.dumps(info))
+        _atomic.write_text(root / _HOLDER, json.dumps(info))
 
 
 def _clear_holder(root: Path) -> None:

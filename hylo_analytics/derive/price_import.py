@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hylo_analytics import _atomic
 from hylo_analytics._config import ConfigError
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.derive.pricing import PricingTable, parse_pricing
@@ -97,13 +96,7 @@ class ImportedPricing:
         path = Path(path)
         text = self.to_yaml()
         self.table()  # what is written must load
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        _atomic.write_text(path, text)
         return path
 
 
