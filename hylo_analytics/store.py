@@ -626,8 +626,9 @@ class ParquetStore:
         fd = os.open(self.root / _SEQ_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            names = [p.name for p in (self.root / _BATCHES).iterdir()]
-            names += [w.name.partition(".")[0] for w in (self.root / _STAGING).glob("w-*/*")]
+            # staging first: a batch published meanwhile moved into batches, listed second
+            names = _staged_names(self.root / _STAGING)
+            names += [p.name for p in (self.root / _BATCHES).iterdir()]
             seqs = [int(n) for n in names if n.isdigit()]
             seq = max(manifest.next_seq, max(seqs, default=_EMPTY_SEQ) + 1)
             staging = self._owner_dir(create=f"writing batch {seq}") / f"{seq:020d}.tmp"
@@ -1066,6 +1067,25 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _staged_names(staging: Path) -> list[str]:
+    """The batch names in every writer's staging folder (``w-*/<seq>``, ``<seq>.tmp``).
+
+    Other writers remove their folder after a publish while this one lists them, so a folder
+    gone between the listing and its reading is skipped (``Path.glob`` raised there).
+    """
+    try:
+        owners = [e.path for e in os.scandir(staging) if e.name.startswith("w-")]
+    except FileNotFoundError:
+        return []
+    names: list[str] = []
+    for owner in owners:
+        try:
+            names += [n.partition(".")[0] for n in os.listdir(owner)]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return names
 
 
 def _make_staging(staging: Path, doing: str) -> None:

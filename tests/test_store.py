@@ -421,3 +421,28 @@ def test_a_corrupt_manifest_is_a_clear_error_and_is_never_rewritten(
     assert path.read_text() == good
     shutil.move(tmp_path / "aside", folder)
     assert _every_view(ha.open_store(root, create=False)) == answers  # nothing was lost
+
+
+def test_staged_names_skip_a_writer_folder_removed_while_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer drops its staging folder after its publish while a batch number is
+    being reserved: the listing skips it (``Path.glob`` raised FileNotFoundError there, and a
+    sharded ingest failed under load)."""
+    from hylo_analytics import store as store_mod
+
+    staging = tmp_path / "_staging"
+    (staging / "w-a" / f"{5:020d}.tmp").mkdir(parents=True)
+    (staging / "w-a" / f"{7:020d}").mkdir()
+    (staging / "w-b" / f"{9:020d}").mkdir(parents=True)
+    (staging / f"{3:020d}.c1234abcd").mkdir()  # a compaction's, not a writer's
+    real = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        if str(path).endswith("w-b"):
+            shutil.rmtree(path)  # its writer published and dropped it just now
+        return real(path)
+
+    monkeypatch.setattr(store_mod.os, "listdir", listdir)
+    assert sorted(store_mod._staged_names(staging)) == [f"{5:020d}", f"{7:020d}"]
+    assert store_mod._staged_names(tmp_path / "missing") == []
