@@ -308,7 +308,7 @@ def _ingest_sharded(
     """
     from tqdm.std import tqdm
 
-    from hylo_analytics.ingest._claims import Claims, job_id, shard_of
+    from hylo_analytics.ingest._claims import DIED, Claims, job_id, shard_of
 
     t0 = time.perf_counter()
     i, n = shard
@@ -324,12 +324,13 @@ def _ingest_sharded(
     known_logs, known_traces = _known_files(store)
     todo, unchanged = _to_read(candidates, known_logs, known_traces, replace=replace)
     claims = Claims(store.root, job_id(paths, n, i), lease=lease_seconds())
-    sizes = []
+    sizes: list[tuple[str, int, int | None]] = []
     for p in todo:
         try:
-            sizes.append((str(p), p.stat().st_size))
+            st = p.stat()
+            sizes.append((str(p), st.st_size, st.st_mtime_ns))
         except OSError:
-            sizes.append((str(p), 0))
+            sizes.append((str(p), 0, None))
     claims.register(sizes)
     per_claim = claim_files(len(todo), workers)
     bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
@@ -352,13 +353,18 @@ def _ingest_sharded(
                 on_done=bar.update,
             )
         )
-        if skipped:
+        # files every worker died reading: quarantine rows (unless a late worker stored one)
+        stored_files = _known_files(store)[0]
+        notes = skipped + [
+            Problem(p, None, None, DIED) for p in claims.died() if p not in stored_files
+        ]
+        if notes:
             with store.lock():
                 con = duckdb.connect(":memory:")
                 try:
                     part = _ingest_chunk(
                         con, [], {}, {}, {}, _recorded_problems(store),
-                        strict=strict, replace_runs=replace, notes=skipped,
+                        strict=strict, replace_runs=replace, notes=notes,
                         submit=lambda t, s: _commit_held(store, t, s),
                     )  # fmt: skip
                 finally:

@@ -8,6 +8,11 @@ leases with a heartbeat; a killed worker's claims are taken again once its lease
 at once when its process is known to be gone (same host). A file whose claim is ``done`` is
 stored; re-running the command registers what is left and resumes.
 
+A file taken again after its worker died is claimed alone, so a file that kills its reader
+(a crash in a parser, memory) takes no other file down with it; after :data:`MAX_ATTEMPTS`
+claims that never finished it is ``failed`` with :data:`DIED`, and the ingest records it as a
+quarantine row instead of handing it to yet another worker.
+
 A static split of the files (as vla-eval does into one SQLite database) leaves a dead
 worker's share undone; leases let any live worker finish it.
 """
@@ -27,9 +32,14 @@ from pathlib import Path
 
 from hylo_analytics.store import _process_start, process_alive
 
-__all__ = ["DB_NAME", "Claims", "job_id", "shard_of"]
+__all__ = ["DB_NAME", "DIED", "MAX_ATTEMPTS", "Claims", "job_id", "shard_of"]
 
 DB_NAME = "_claims.sqlite"
+MAX_ATTEMPTS = 3
+DIED = (
+    f"claimed {MAX_ATTEMPTS} times and never finished: each worker that read this file died "
+    "(a crash or a kill); not retried: ingest it on its own, without --workers, to see why"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (
@@ -40,8 +50,9 @@ CREATE TABLE IF NOT EXISTS claims (
     worker TEXT,
     heartbeat REAL,
     lease_until REAL,
-    attempts INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,  -- claims in a row that never finished
     error TEXT,
+    mtime_ns INTEGER,
     PRIMARY KEY (job, path)
 );
 CREATE TABLE IF NOT EXISTS workers (
@@ -78,20 +89,28 @@ class Claims:
         self.con.execute("PRAGMA busy_timeout = 60000")
         self.con.execute("PRAGMA journal_mode = WAL")
         self.con.executescript(_SCHEMA)
+        with self._immediate():
+            columns = {row[1] for row in self.con.execute("PRAGMA table_info(claims)")}
+            if "mtime_ns" not in columns:  # a claim table of an earlier version
+                self.con.execute("ALTER TABLE claims ADD COLUMN mtime_ns INTEGER")
 
     def close(self) -> None:
         self.con.close()
 
-    def register(self, files: Sequence[tuple[str, int]]) -> None:
-        """Make ``(path, size)`` pending, unless a live lease holds it."""
+    def register(self, files: Sequence[tuple[str, int, int | None]]) -> None:
+        """Make ``(path, size, mtime_ns)`` pending, unless a live lease holds it. A file that
+        changed since it was given up is tried afresh."""
         now = time.time()
         with self._immediate():
             self.con.executemany(
-                "INSERT INTO claims (job, path, size, state) VALUES (?, ?, ?, 'pending') "
-                "ON CONFLICT (job, path) DO UPDATE SET size = excluded.size, state = 'pending', "
-                "worker = NULL, error = NULL "
+                "INSERT INTO claims (job, path, size, mtime_ns, state) "
+                "VALUES (?, ?, ?, ?, 'pending') "
+                "ON CONFLICT (job, path) DO UPDATE SET state = 'pending', worker = NULL, "
+                "error = NULL, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                "attempts = CASE WHEN claims.size IS excluded.size "
+                "AND claims.mtime_ns IS excluded.mtime_ns THEN claims.attempts ELSE 0 END "
                 "WHERE claims.state != 'claimed' OR claims.lease_until < ?",
-                [(self.job, p, n, now) for p, n in files],
+                [(self.job, p, n, t, now) for p, n, t in files],
             )
 
     def join(self) -> str:
@@ -112,17 +131,29 @@ class Claims:
         return worker
 
     def claim(self, worker: str, *, files: int, size: int) -> list[str]:
-        """Take up to ``files`` claimable files (about ``size`` bytes, at least one)."""
+        """Take up to ``files`` claimable files (about ``size`` bytes, at least one); a file
+        whose worker died is taken alone, and given up after :data:`MAX_ATTEMPTS` claims."""
         now = time.time()
+        claimable = "job = ? AND (state = 'pending' OR (state = 'claimed' AND lease_until < ?))"
         with self._immediate():
             self._release_dead(now)
-            rows = self.con.execute(
-                "SELECT path FROM (SELECT path, size, sum(size) OVER (ORDER BY path) AS upto "
-                "FROM claims WHERE job = ? AND (state = 'pending' "
-                "OR (state = 'claimed' AND lease_until < ?)) ORDER BY path LIMIT ?) "
-                "WHERE upto - size < ? OR upto = size",
-                (self.job, now, files, size),
-            ).fetchall()
+            self.con.execute(
+                "UPDATE claims SET state = 'failed', worker = NULL, lease_until = NULL, "
+                f"error = ? WHERE {claimable} AND attempts >= ?",
+                (DIED, self.job, now, MAX_ATTEMPTS),
+            )
+            rows = (
+                self.con.execute(
+                    f"SELECT path FROM claims WHERE {claimable} AND attempts > 0 ORDER BY path LIMIT 1",
+                    (self.job, now),
+                ).fetchall()
+                or self.con.execute(
+                    "SELECT path FROM (SELECT path, size, sum(size) OVER (ORDER BY path) AS upto "
+                    f"FROM claims WHERE {claimable} ORDER BY path LIMIT ?) "
+                    "WHERE upto - size < ? OR upto = size",
+                    (self.job, now, files, size),
+                ).fetchall()
+            )
             paths = [r[0] for r in rows]
             self.con.executemany(
                 "UPDATE claims SET state = 'claimed', worker = ?, heartbeat = ?, "
@@ -145,19 +176,22 @@ class Claims:
     def finish(
         self, worker: str, paths: Sequence[str], state: str, error: str | None = None
     ) -> None:
-        """Mark this worker's claims of ``paths`` ``done`` or ``failed``."""
+        """Mark this worker's claims of ``paths`` ``done`` or ``failed``. ``done`` holds
+        whoever claims the file now: it was published (a worker whose lease ran out while it
+        worked, taken over by another, still finished the file)."""
         with self._immediate():
             self.con.executemany(
-                "UPDATE claims SET state = ?, error = ?, lease_until = NULL "
-                "WHERE job = ? AND path = ? AND worker = ?",
-                [(state, error, self.job, p, worker) for p in paths],
+                "UPDATE claims SET state = ?, error = ?, lease_until = NULL, attempts = 0 "
+                "WHERE job = ? AND path = ? AND state != 'done' AND (worker = ? OR ? = 'done')",
+                [(state, error, self.job, p, worker, state) for p in paths],
             )
 
     def release(self, worker: str) -> int:
-        """Give back a worker's claims (it ended, or is known dead); returns how many."""
+        """Give back the claims a worker ended without finishing; returns how many."""
         with self._immediate():
             cur = self.con.execute(
-                "UPDATE claims SET state = 'pending', worker = NULL, lease_until = NULL "
+                "UPDATE claims SET state = 'pending', worker = NULL, lease_until = NULL, "
+                "attempts = max(attempts - 1, 0) "  # given back, not died
                 "WHERE job = ? AND worker = ? AND state = 'claimed'",
                 (self.job, worker),
             )
@@ -177,6 +211,15 @@ class Claims:
             (self.job,),
         ).fetchone()
         return None if row is None or row[0] is None else float(row[0])
+
+    def died(self) -> list[str]:
+        """The files given up because every worker that read them died (:data:`DIED`)."""
+        rows = self.con.execute(
+            "SELECT path FROM claims WHERE job = ? AND state = 'failed' AND error = ? "
+            "ORDER BY path",
+            (self.job, DIED),
+        ).fetchall()
+        return [r[0] for r in rows]
 
     def failures(self) -> list[tuple[str, str]]:
         return self.con.execute(

@@ -315,3 +315,48 @@ def test_bad_options_are_clear_errors(tmp_path: Path, corpus: Path) -> None:
         assert done.returncode == 2 and text in done.stderr, done.stderr
     with pytest.raises(ValueError, match="shard must be i/N"):
         ha.open_store(tmp_path / "t").ingest(corpus, shard=(3, 2), progress=False)
+
+
+def test_a_file_every_worker_died_reading_is_quarantined_and_the_rest_stored(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Three real workers were killed holding one log (as a crashing parser would): the
+    command stores every other file, records that one as a quarantine row naming it, and
+    does not hand it to another worker; a re-run changes nothing; once the file changes it
+    is read again."""
+    from dying_worker import die_holding
+
+    from hylo_analytics.ingest._claims import DIED, Claims, job_id
+
+    logs = tmp_path / "logs"
+    for run in sorted(p for p in corpus.iterdir() if p.is_dir())[:4]:
+        shutil.copytree(run, logs / run.name)
+    poison = sorted(logs.glob("*/evallog.json"))[1]
+    root = tmp_path / "s"
+    ha.open_store(root)
+    job = job_id([logs], 1, 0)
+    claims = Claims(root, job, lease=60)
+    st = poison.stat()
+    claims.register([(str(poison), st.st_size, st.st_mtime_ns)])
+    assert [die_holding(root, job) for _ in range(3)] == [[str(poison)]] * 3
+    claims.close()
+
+    args = _cmd("ingest", str(logs), "--store", str(root), "--workers", "2", "--quiet")
+    first = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "+3 runs" in first.stdout and "1 quarantined" in first.stdout, first.stdout
+    store = ha.open_store(root, create=False)
+    paths = set(store.sql("SELECT source_path FROM stg_runs")["source_path"].to_list())
+    assert len(paths) == 3 and str(poison) not in paths
+    quarantine = store.sql("SELECT path, line, field, error FROM stg_quarantine").rows()
+    assert quarantine == [(str(poison), None, None, DIED)]
+    again = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    store = ha.open_store(root, create=False)
+    assert store.sql("SELECT count(*) AS n FROM stg_runs")["n"][0] == 3
+    assert store.sql("SELECT path FROM stg_quarantine").height == 1  # not recorded twice
+    os.utime(poison, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # changed
+    fixed = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=600)
+    assert fixed.returncode == 0, fixed.stderr
+    store = ha.open_store(root, create=False)
+    assert str(poison) in store.sql("SELECT source_path FROM stg_runs")["source_path"].to_list()
