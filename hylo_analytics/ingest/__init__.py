@@ -354,10 +354,10 @@ def _ingest_sharded(
             )
         )
         # files every worker died reading: quarantine rows (unless a late worker stored one)
-        stored_files = _known_files(store)[0]
-        notes = skipped + [
-            Problem(p, None, None, DIED) for p in claims.died() if p not in stored_files
-        ]
+        notes = list(skipped)
+        if died := [p for p, why in claims.failures() if why == DIED]:
+            stored_files = _known_files(store)[0]
+            notes += [Problem(p, None, None, DIED) for p in died if p not in stored_files]
         if notes:
             with store.lock():
                 con = duckdb.connect(":memory:")

@@ -212,15 +212,6 @@ class Claims:
         ).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
-    def died(self) -> list[str]:
-        """The files given up because every worker that read them died (:data:`DIED`)."""
-        rows = self.con.execute(
-            "SELECT path FROM claims WHERE job = ? AND state = 'failed' AND error = ? "
-            "ORDER BY path",
-            (self.job, DIED),
-        ).fetchall()
-        return [r[0] for r in rows]
-
     def failures(self) -> list[tuple[str, str]]:
         return self.con.execute(
             "SELECT path, error FROM claims WHERE job = ? AND state = 'failed' ORDER BY path",
