@@ -82,6 +82,10 @@ class Manifest:
     batches: tuple[Batch, ...]
     next_seq: int
     retired: tuple[tuple[str, float], ...] = field(default=())  # (folder, when retired)
+    # every published batch's scores are resolved in ``resolved_scores`` (written at publish).
+    # A manifest written by an older version lacks it: readers then evaluate the rule itself,
+    # and the next writer resolves every run, so losing the flag is always safe.
+    resolved: bool = False
 
     @property
     def current_schemas(self) -> bool:
@@ -138,6 +142,7 @@ def read_manifest(root: Path, batches_dir: Path) -> Manifest:
             ),
             next_seq=int(data["next_seq"]),
             retired=tuple((str(r["name"]), float(r["at"])) for r in data.get("retired", [])),
+            resolved=data.get("resolved") is True,
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -170,6 +175,7 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
             for b in manifest.batches
         ],
         "retired": [{"name": n, "at": at} for n, at in manifest.retired],
+        "resolved": manifest.resolved,
     }
     tmp = root / f".{FILE}.{uuid.uuid4().hex[:8]}.tmp"
     try:

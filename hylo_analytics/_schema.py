@@ -158,6 +158,35 @@ POLICY_RESULTS = pa.schema(
     ]
 )
 
+# The one score resolution (sql/int_scores_resolution.sql) materialized at publish: a commit
+# that adds or supersedes a run's scores or samples writes that run's resolved rows again (with
+# a run tombstone for the old ones), so readers scan one row per episode and metric instead of
+# re-ranking every candidate score at every query. Columns are the view's, in its order.
+RESOLVED_SCORES = pa.schema(
+    [
+        ("run_id", _str),
+        ("key", _str),
+        ("task_id", _str),
+        ("seed", _i64),
+        ("epoch", _i64),
+        ("episode_id", _str),
+        ("metric", _str),
+        ("value", _f64),  # null unless valid
+        ("valid", _bool),
+        ("skip_reason", _str),  # set for every abstention
+        ("errored", _bool),  # an abstention of an episode whose sample status is 'error'
+        ("explanation", _str),
+        ("source", _str),
+        ("source_kind", _str),
+        ("scorer_version", _str),
+        ("metadata", _str),
+        ("n_sources", _i64),
+        ("n_abstained", _i64),
+        ("ambiguous", _bool),
+        ("batch_seq", _i64),
+    ]
+)
+
 # Comparisons a user declared (Store.declare_parent): run_id is compared with parent_run_id.
 # With runs.parent_run_id they are the only pairs int_paired / mart_compare hold.
 COMPARISONS = pa.schema(
@@ -188,6 +217,7 @@ SCHEMAS: Mapping[str, pa.Schema] = {
     "ingested_files": INGESTED_FILES,
     "policy_results": POLICY_RESULTS,
     "comparisons": COMPARISONS,
+    "resolved_scores": RESOLVED_SCORES,
     "tombstones": TOMBSTONES,
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)

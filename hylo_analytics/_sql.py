@@ -176,12 +176,19 @@ def view_references(name: str) -> frozenset[str]:
     return frozenset(w for w in words if w in view_names() and w != name)
 
 
+# Views that read a table the store materializes from another view at publish: over other rows
+# (a dry run, one source) the materialization cannot hold them, so the view reads its rule.
+MATERIALIZED: Mapping[str, str] = {"int_scores_preferred": "int_scores_resolution"}
+
+
 def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:
     """A query for view ``name`` in which each relation of ``overrides`` reads other rows.
 
     ``overrides`` maps a relation a view reads (``stg_scores``, ``stg_policy_results``, ...)
     to the SQL that replaces it. Every view between it and ``name`` is inlined as a CTE of the
-    same name, so the result is the view's own SQL over the new rows.
+    same name, so the result is the view's own SQL over the new rows. A view of
+    :data:`MATERIALIZED` whose rule reads an overridden relation is inlined as its rule (the
+    stored resolution is of the committed rows, not of these).
     """
     overrides = dict(overrides or {})
     if not overrides:
@@ -190,9 +197,15 @@ def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:
 
     def depends(view: str) -> bool:
         if view not in affected:
-            affected[view] = any(r in overrides or depends(r) for r in view_references(view))
+            affected[view] = any(r in overrides or depends(r) for r in refs(view))
         return affected[view]
 
+    def refs(view: str) -> frozenset[str]:
+        return frozenset([rules[view]]) if view in rules else view_references(view)
+
+    rules: dict[str, str] = {}
+    rules.update({v: r for v, r in MATERIALIZED.items() if v not in overrides and depends(r)})
+    affected.clear()
     if not depends(name) and name not in overrides:
         return f"SELECT * FROM {name}"
     # a CTE can only name the CTEs before it: inline the views in dependency order
@@ -202,14 +215,17 @@ def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:
         if view in order or not (view in overrides or depends(view) or view == name):
             return
         if view not in overrides:
-            for ref in sorted(view_references(view)):
+            for ref in sorted(refs(view)):
                 visit(ref)
         order.append(view)
 
     visit(name)
+
+    def body(view: str) -> str:
+        return f"SELECT * FROM {rules[view]}" if view in rules else view_sql(view)
+
     ctes = [
-        f"{v} AS ({overrides[v]})" if v in overrides else f"{v} AS (\n{view_sql(v)}\n)"
-        for v in order
+        f"{v} AS ({overrides[v]})" if v in overrides else f"{v} AS (\n{body(v)}\n)" for v in order
     ]
     ctes += [f"{v} AS ({sql})" for v, sql in overrides.items() if v not in order]
     return "WITH " + ",\n".join(ctes) + f"\nSELECT * FROM {name}"

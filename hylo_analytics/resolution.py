@@ -33,6 +33,7 @@ from hylo_analytics.store import ParquetStore, pinned
 __all__ = [
     "EPISODE_VIEW",
     "KEY_VIEW",
+    "RULE_VIEW",
     "preferred_query",
     "preferred_scores",
     "success_metric",
@@ -40,6 +41,7 @@ __all__ = [
 
 EPISODE_VIEW = "int_scores_preferred"
 KEY_VIEW = "int_key_scores"
+RULE_VIEW = "int_scores_resolution"
 
 
 def preferred_query(
@@ -58,6 +60,11 @@ def preferred_query(
     committed (a dry run). With ``semantic_names`` a row whose metadata names a
     ``semantic_type`` is also a candidate under that name (``money.cost`` for a derived
     ``request_cost``), resolved by the same rule against the rows stored under it.
+
+    Runs and metrics filter the resolution the store materialized (the filter reaches the
+    Parquet scan: a question about k runs reads their row groups); a source, pending rows or
+    semantic names evaluate the rule itself (``int_scores_resolution``) over the candidate
+    rows asked for, which is exact because the rule partitions by run and metric.
     """
     where = [
         cond
@@ -68,6 +75,11 @@ def preferred_query(
         )
         if flag
     ]
+    if not (sources or pending or semantic_names):
+        if not where:
+            return f"SELECT * FROM {view}"
+        resolved = f"select * from main.{EPISODE_VIEW} where {' and '.join(where)}"
+        return resolved if view == EPISODE_VIEW else view_query(view, {EPISODE_VIEW: resolved})
     base = f"({scores_overlay(pending)})" if pending else "main.stg_scores"
     if semantic_names:
         named = "json_extract_string(metadata, '$.semantic_type')"
@@ -81,7 +93,7 @@ def preferred_query(
         overrides["stg_samples"] = (
             "select * from main.stg_samples where list_contains($runs, run_id)"
         )
-    return view_query(view, overrides)
+    return view_query(view, overrides)  # the views over the rule (_sql.MATERIALIZED)
 
 
 @contextmanager

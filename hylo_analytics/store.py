@@ -25,6 +25,7 @@ subclass that sits above every stage; :func:`hylo_analytics.open_store` returns 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import errno
@@ -53,9 +54,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hylo_analytics import _atomic, _manifest, _schema
+from hylo_analytics import _atomic, _manifest, _resolved, _schema
 from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest, ManifestError, StoreError
-from hylo_analytics._sql import duckdb_threads, load_views
+from hylo_analytics._sql import duckdb_threads, load_views, view_sql
 from hylo_analytics.metrics import default_registry
 
 __all__ = [
@@ -78,8 +79,11 @@ __all__ = [
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
 FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
-    "comparisons",
+    "comparisons", "resolved_scores",
 )  # fmt: skip
+
+
+_PREFERRED = "int_scores_preferred"  # the view every reader reads the resolution through
 
 
 class RunSelectionError(ValueError):
@@ -490,6 +494,7 @@ class ParquetStore:
         """
         if not self._held:
             return
+        self._resolve_held()
         owner = self._owner_dir()
         for batch in self._held:
             src = owner / batch.name
@@ -502,10 +507,64 @@ class ParquetStore:
         manifest = self._read_manifest()
         for batch in self._held:
             manifest = manifest.with_batch(batch)
-        self._publish(manifest)
+        self._publish(dataclasses.replace(manifest, resolved=True))
         self._held.clear()
         self._drop_owner_if_idle()
         self._merge_levels()
+
+    def _resolve_held(self) -> None:
+        """Write the resolved scores of the runs the held batches touch into the last of them.
+
+        Called under the lock, before the held batches are published: the rule
+        (``int_scores_resolution``) is evaluated over the published batches plus the held
+        ones, i.e. the store as the new manifest will show it, for the touched runs only (for
+        every run when the store was not resolved yet: a store written by an older version).
+        The rows and a tombstone per run for its older rows go into the newest held batch
+        (still unseen), so new scores and their resolution are published by one manifest.
+        """
+        manifest = self._read_manifest()
+        owner = self._owner_dir()
+        held = [
+            owner / b.name if (owner / b.name).is_dir() else self.root / _BATCHES / b.name
+            for b in self._held
+        ]
+        runs = _resolved.touched_runs(held) if manifest.resolved else None
+        if runs is not None and not runs:
+            return
+        folders = [self.root / _BATCHES / b.name for b in manifest.batches] + held
+        last, seq = held[-1], self._held[-1].seq
+        work = last / f".resolve-{uuid.uuid4().hex[:8]}"
+        try:
+            work.mkdir()
+            superseded = _resolved.write_resolved(
+                folders,
+                runs,
+                seq,
+                work,
+                reconcile=not all(
+                    b.schema == SCHEMA_FINGERPRINT for b in (*manifest.batches, *self._held)
+                ),
+                threads=self.threads,
+                row_group_rows=ROW_GROUP_ROWS,
+            )
+            stones = _tombstone_table([Tombstone(_resolved.TABLE, r) for r in superseded])
+            stones = _schema.conform(
+                stones.append_column(
+                    "batch_seq", pa.repeat(pa.scalar(seq, pa.int64()), stones.num_rows)
+                ),
+                "tombstones",
+            )
+            if (last / "tombstones.parquet").exists():
+                stones = pa.concat_tables([pq.read_table(last / "tombstones.parquet"), stones])
+            if stones.num_rows:
+                _write_parquet(stones, work / "tombstones.parquet")
+            for path in work.glob("*.parquet"):
+                os.replace(path, last / path.name)
+            _fsync_dir(last)
+        except (OSError, duckdb.IOException) as exc:
+            raise _write_error(exc, f"resolving the scores of batch {seq}", last) from exc
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def heartbeat(self) -> None:
         """Say this writer's staging folder is in use (its ``owner.json`` mtime, read by
@@ -693,6 +752,22 @@ class ParquetStore:
             self._con.execute(stmt)
         if self._statements:
             self._statements = raw + self._statements[len(raw) :]
+            self._point_preferred()
+
+    def _point_preferred(self) -> None:
+        """``int_scores_preferred`` on the materialized resolution, or on the rule itself when
+        the published store is not resolved (an older version wrote it last): same rows."""
+        body = (
+            view_sql(_PREFERRED)
+            if self.manifest.resolved
+            else f"SELECT * FROM {_resolved.RULE_VIEW}"
+        )
+        stmt = f"CREATE OR REPLACE VIEW {_PREFERRED} AS\n{body}"
+        head = f"CREATE OR REPLACE VIEW {_PREFERRED} AS"
+        at = next(i for i, st in enumerate(self._statements) if st.startswith(head))
+        if self._statements[at] != stmt:
+            self._con.execute(stmt)
+            self._statements[at] = stmt
 
     def _ensure_empty_batch(self) -> None:
         # An empty file per table keeps every file list non-empty, so views bind on a new store.
@@ -752,6 +827,7 @@ class ParquetStore:
             self._con.execute(stmt)
             statements.append(stmt)
         self._statements = statements
+        self._point_preferred()
         if write:  # an existing store's copy is brought up to date by its next writer
             self._write_views_file()
 

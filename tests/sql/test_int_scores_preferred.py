@@ -31,7 +31,7 @@ def _con(
         f"insert into stg_scores ({COLS}, valid) values (?, ?, ?, ?, ?, ?, ?, ?)",
         [(*r, r[4] is not None) for r in rows],
     )
-    con.execute(f"create view int_scores_preferred as {view_sql('int_scores_preferred')}")
+    con.execute(f"create view int_scores_preferred as {view_sql('int_scores_resolution')}")
     return con
 
 

@@ -1,0 +1,164 @@
+"""The score resolution materialized at publish: which runs a commit touched, and their rows.
+
+The rule is SQL (``sql/int_scores_resolution.sql``, macro ``score_rank``) and stays the one
+definition: this module evaluates that very view, once per publish, over the store as the new
+manifest will show it (the published batches and the ones being published) for the runs the
+new batches touched, and writes the answer as the ``resolved_scores`` table of one more batch.
+Readers then scan one row per episode and metric (``int_scores_preferred``) instead of ranking
+every candidate score at every question. Re-scoring one run re-resolves that run alone.
+
+A run is touched by a batch that writes its scores or samples (the rule reads both: ``errored``
+comes from the sample's status) or supersedes them by a tombstone (a re-ingest, a re-score, a
+deletion: a run with nothing left gets no rows, and its tombstone hides the old ones).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hylo_analytics import _schema
+from hylo_analytics._sql import macro_sql, view_sql
+
+__all__ = ["RULE_VIEW", "TABLE", "touched_runs", "write_resolved"]
+
+TABLE = "resolved_scores"
+RULE_VIEW = "int_scores_resolution"  # the rule, as SQL
+# the tables the rule reads: a batch writing or superseding them changes a run's resolution
+_INPUTS = ("scores", "samples")
+_DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
+# a literal IN list prunes row groups by their run_id statistics; past this many runs the
+# publish resolves a large part of the store anyway and reads it whole
+_LITERAL_RUNS = 2_000
+
+
+def touched_runs(folders: Sequence[Path]) -> set[str]:
+    """The runs whose resolution the batches in ``folders`` change."""
+    runs: set[str] = set()
+    for folder in folders:
+        for name in _INPUTS:
+            path = folder / f"{name}.parquet"
+            if path.exists():
+                col = pq.read_table(path, columns=["run_id"]).column("run_id")
+                runs.update(v for v in pc.unique(col).to_pylist() if v is not None)
+        stones = folder / "tombstones.parquet"
+        if stones.exists():
+            t = pq.read_table(stones, columns=["table_name", "run_id"])
+            hit = t.filter(
+                pc.is_in(t.column("table_name"), value_set=pa.array(_INPUTS, pa.string()))
+            )
+            runs.update(v for v in pc.unique(hit.column("run_id")).to_pylist() if v is not None)
+    return runs
+
+
+def write_resolved(
+    folders: Sequence[Path],
+    runs: Collection[str] | None,
+    seq: int,
+    out: Path,
+    *,
+    reconcile: bool,
+    threads: int,
+    row_group_rows: int,
+) -> list[str]:
+    """Write ``out/resolved_scores.parquet`` for ``runs`` (None: every run) over ``folders``.
+
+    ``folders`` are the batch folders the store will be once published, oldest first. Rows are
+    the rule's, stamped ``batch_seq = seq``, runs in order, in row groups of
+    ``row_group_rows``. Returns the runs whose older resolved rows the batch must supersede:
+    ``runs``, or with ``None`` every run that has scores, samples or resolved rows. DuckDB
+    streams the copy and spills past 1 GB, so memory stays bounded at any size.
+    """
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {int(threads)}")
+    con.execute("SET memory_limit = '1GB'")
+    con.execute(f"SET temp_directory = '{_quote((out / '.tmp').as_posix())}'")
+    try:
+        for stmt in macro_sql():
+            con.execute(stmt)
+        if runs is not None:
+            wanted = sorted(runs)
+            if not wanted:
+                return []
+            if len(wanted) <= _LITERAL_RUNS:
+                where = f" WHERE run_id IN ({', '.join(_literal(r) for r in wanted)})"
+            else:
+                con.execute("CREATE TEMP TABLE _touched (run_id VARCHAR)")
+                con.executemany("INSERT INTO _touched VALUES (?)", [(r,) for r in wanted])
+                where = " WHERE run_id IN (SELECT run_id FROM _touched)"
+        else:
+            where = ""
+        for name in (*_INPUTS, TABLE, "tombstones"):
+            files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
+            body = _relation(con, name, files, reconcile)
+            if name != "tombstones" and where:
+                body = f"SELECT * FROM ({body}){where}"
+            con.execute(f"CREATE VIEW raw_{name} AS {body}")
+        for view in ("stg_scores", "stg_samples", RULE_VIEW):
+            con.execute(f"CREATE VIEW {view} AS {view_sql(view)}")
+        if runs is None:
+            found = con.execute(
+                "SELECT DISTINCT run_id FROM (SELECT run_id FROM raw_scores UNION ALL "
+                f"SELECT run_id FROM raw_samples UNION ALL SELECT run_id FROM raw_{TABLE}) "
+                "WHERE run_id IS NOT NULL"
+            ).fetchall()
+            superseded = sorted(r[0] for r in found)
+        else:
+            superseded = wanted
+        names = [f.name for f in _schema.SCHEMAS[TABLE] if f.name != "batch_seq"]
+        select = ", ".join(f'"{n}"' for n in names)
+        target = out / f"{TABLE}.parquet"
+        con.execute(
+            f"COPY (SELECT {select}, CAST({int(seq)} AS BIGINT) AS batch_seq "
+            f"FROM {RULE_VIEW} ORDER BY run_id, metric, key, epoch) "
+            f"TO {_literal(target.as_posix())} (FORMAT parquet, COMPRESSION zstd, "
+            f"COMPRESSION_LEVEL 1, ROW_GROUP_SIZE {int(row_group_rows)})"
+        )
+        if pq.read_metadata(target).num_rows == 0:
+            target.unlink()
+        return superseded
+    finally:
+        con.close()
+        _rmtree(out / ".tmp")
+
+
+def _relation(
+    con: duckdb.DuckDBPyConnection, name: str, files: Sequence[Path], reconcile: bool
+) -> str:
+    """Table ``name`` over ``files`` with exactly its declared columns (older files: null)."""
+    schema = _schema.SCHEMAS[name]
+    if not files:
+        typed = ", ".join(
+            f'CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS "{f.name}"' for f in schema
+        )
+        return f"SELECT {typed} WHERE false"
+    listed = ", ".join(_literal(p.as_posix()) for p in files)
+    body = f"SELECT * FROM read_parquet([{listed}]{', union_by_name = true' if reconcile else ''})"
+    if not reconcile:
+        return body
+    present = {r[0] for r in con.execute(f"DESCRIBE {body}").fetchall()}
+    cols = ", ".join(
+        f'"{f.name}"'
+        if f.name in present
+        else f'CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS "{f.name}"'
+        for f in schema
+    )
+    return f"SELECT {cols} FROM ({body})"
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _literal(text: str) -> str:
+    return "'" + _quote(text) + "'"
+
+
+def _rmtree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
