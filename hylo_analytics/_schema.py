@@ -183,6 +183,7 @@ RESOLVED_SCORES = pa.schema(
         ("n_sources", _i64),
         ("n_abstained", _i64),
         ("ambiguous", _bool),
+        ("n_key_epochs", _i64),  # epochs of the key with a score of the metric
         ("batch_seq", _i64),
     ]
 )

@@ -31,7 +31,8 @@ final as (
         metadata,
         n_sources,
         n_abstained,
-        ambiguous
+        ambiguous,
+        n_key_epochs
     from resolved
 )
 

@@ -16,7 +16,9 @@
 -- 'invalid' when the source gave none); errored is true for an abstention of an episode whose
 -- sample status is 'error' (it counts as a failure in the errors-as-failures rate).
 -- ambiguous: another source of the picked row's rank gives a different value. n_sources /
--- n_abstained count every candidate row, so nothing is hidden.
+-- n_abstained count every candidate row, so nothing is hidden. n_key_epochs: the epochs of the
+-- row's key with a score of its metric (int_key_scores passes a key of one epoch through
+-- without grouping it: the common case, and the cost of every aggregate at scale).
 -- Grain: one row per (run_id, key, epoch, metric); null allowed in key, epoch.
 with scores as (
     select
@@ -58,7 +60,7 @@ peers as (
     group by run_id, key, epoch, metric, rank
 ),
 
-final as (
+picked as (
     select
         o.run_id,
         o.key,
@@ -101,6 +103,13 @@ final as (
         and s.key = o.key
         and s.epoch is not distinct from o.epoch
     where o.rn = 1
+),
+
+final as (
+    select
+        *,
+        count(*) over (partition by run_id, key, metric) as n_key_epochs
+    from picked
 )
 
 select * from final
