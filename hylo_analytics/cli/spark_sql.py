@@ -41,7 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Spark setting, e.g. spark.driver.memory=4g (repeat)",
+        help=(
+            "a Spark setting, e.g. spark.driver.memory=4g (repeat); it overrides the session's "
+            "own, among them spark.sql.autoBroadcastJoinThreshold=-1 (docs/scale-out.md)"
+        ),
     )
     add_format_args(p)
     p.set_defaults(func=run_spark_sql)

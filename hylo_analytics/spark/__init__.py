@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "BROADCAST_DEFAULTS",
     "UntranslatableSQL",
     "aggregate",
     "local_session",
@@ -40,6 +41,12 @@ __all__ = [
     "view_order",
 ]
 
+# Plan-time broadcasts off (sized from compressed Parquet), run-time ones at Spark's 10 MiB
+# (sized from real rows): local_session's docstring says why.
+BROADCAST_DEFAULTS = {
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "10MB",
+}
 _FRIENDLY = ("runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results")  # fmt: skip
 
 
@@ -128,6 +135,18 @@ def local_session(app_name: str = "hylo-analytics", cores: int = 2, **conf: Any)
 
     Bound to 127.0.0.1 (``SPARK_LOCAL_IP``) so a host name that does not resolve is no
     obstacle; few shuffle partitions, as the store's tables are small per query.
+
+    Broadcast joins are decided at run time only (:data:`BROADCAST_DEFAULTS`). At plan time
+    Spark sizes a Parquet table by its compressed bytes: at 10M samples ``raw_samples`` is
+    10,481,883 bytes, just under the 10 MiB ``spark.sql.autoBroadcastJoinThreshold``, and the
+    driver ran out of memory building its broadcast (the table is many times that size in
+    memory). So that threshold is off (-1). Adaptive execution's own threshold,
+    ``spark.sql.adaptive.autoBroadcastJoinThreshold``, is kept at Spark's 10 MiB: it is
+    decided from a finished shuffle's row count and uncompressed row bytes, so a side is
+    broadcast only when it really is small (a run filter's survivors, ``metric_specs``).
+    Unset, it would follow the static threshold and be off too. Every ``conf`` given here
+    (``--conf`` of ``hylo-analytics spark-sql``) overrides these; on an existing session
+    (``getOrCreate``) the runtime SQL settings are applied again.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
@@ -141,7 +160,7 @@ def local_session(app_name: str = "hylo-analytics", cores: int = 2, **conf: Any)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
     )
-    for key, value in conf.items():
+    for key, value in {**BROADCAST_DEFAULTS, **conf}.items():
         builder = builder.config(key, str(value))
     return builder.getOrCreate()
 
