@@ -25,6 +25,7 @@ from hylo_analytics import _manifest, _schema
 from hylo_analytics._manifest import ManifestError, StoreError
 from hylo_analytics._sql import view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
+from hylo_analytics.spark._errors import one_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -69,7 +70,8 @@ def _read_batches(spark: SparkSession, root: str) -> tuple[list[str], bool]:
         batches = data["batches"]
         names = [str(b["name"]) for b in batches]
     except Exception as exc:  # Spark's errors come from the JVM: name the file instead
-        raise ManifestError(f"{where}: the store's manifest cannot be read: {exc}") from exc
+        reason = one_line(exc)
+        raise ManifestError(f"{where}: the store's manifest cannot be read: {reason}") from exc
     current = all(b.get("schema") == _manifest.SCHEMA_FINGERPRINT for b in batches)
     return names, current
 
