@@ -41,20 +41,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Spark setting, e.g. spark.driver.memory=4g (repeat)",
+        help=(
+            "a Spark setting, e.g. spark.driver.memory=4g (repeat); it overrides the session's "
+            "own, among them spark.sql.autoBroadcastJoinThreshold=-1 (docs/scale-out.md)"
+        ),
     )
     add_format_args(p)
     p.set_defaults(func=run_spark_sql)
 
 
-def run_spark_sql(args: argparse.Namespace) -> int:
+def _parse_conf(items: list[str]) -> dict[str, str]:
     conf = {}
-    for item in args.conf:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--conf expects KEY=VALUE, got {item!r}")
         conf[key] = value
+    return conf
+
+
+def run_spark_sql(args: argparse.Namespace) -> int:
+    conf = _parse_conf(args.conf)
     try:
+        from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
     except ImportError:
         print(
@@ -65,7 +74,9 @@ def run_spark_sql(args: argparse.Namespace) -> int:
         return 2
     from pyspark.logger import PySparkLogger
 
-    from hylo_analytics.spark import local_session, register, spark_sql
+    from hylo_analytics._manifest import StoreError
+    from hylo_analytics.spark import UntranslatableSQL, local_session, register, spark_sql
+    from hylo_analytics.spark._errors import one_line
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         # pyspark logs a failed query as JSON on stderr: the one-line error below says it
@@ -75,13 +86,14 @@ def run_spark_sql(args: argparse.Namespace) -> int:
     cores = master[len("local[") : -1] if master.startswith("local[") else ""
     if not cores.isdigit():
         conf["spark.master"] = master
-    session = local_session(cores=int(cores) if cores.isdigit() else 2, **conf)
-    session.sparkContext.setLogLevel("ERROR")
     try:
+        session = local_session(cores=int(cores) if cores.isdigit() else 2, **conf)
+        # the JVM logs a failed task with its Java stack trace: the one line below says it
+        session.sparkContext.setLogLevel("OFF")
         register(session, args.store)
         frame = spark_sql(session, args.query)
-    except PySparkException as exc:
-        print(f"hylo-analytics spark-sql: error: {exc}", file=sys.stderr)
+    except (PySparkException, Py4JError, StoreError, UntranslatableSQL) as exc:
+        print(f"hylo-analytics spark-sql: error: {one_line(exc)}", file=sys.stderr)
         return 2
     emit(frame, args.format, args.output, wide=args.wide)
     return 0

@@ -25,12 +25,14 @@ from hylo_analytics import _manifest, _schema
 from hylo_analytics._manifest import ManifestError, StoreError
 from hylo_analytics._sql import view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
+from hylo_analytics.spark._errors import one_line
 
 if TYPE_CHECKING:
     import polars as pl
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "BROADCAST_DEFAULTS",
     "UntranslatableSQL",
     "aggregate",
     "local_session",
@@ -40,6 +42,12 @@ __all__ = [
     "view_order",
 ]
 
+# Plan-time broadcasts off (sized from compressed Parquet), run-time ones at Spark's 10 MiB
+# (sized from real rows): local_session's docstring says why.
+BROADCAST_DEFAULTS = {
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "10MB",
+}
 _FRIENDLY = ("runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results")  # fmt: skip
 
 
@@ -62,7 +70,8 @@ def _read_batches(spark: SparkSession, root: str) -> tuple[list[str], bool]:
         batches = data["batches"]
         names = [str(b["name"]) for b in batches]
     except Exception as exc:  # Spark's errors come from the JVM: name the file instead
-        raise ManifestError(f"{where}: the store's manifest cannot be read: {exc}") from exc
+        reason = one_line(exc)
+        raise ManifestError(f"{where}: the store's manifest cannot be read: {reason}") from exc
     current = all(b.get("schema") == _manifest.SCHEMA_FINGERPRINT for b in batches)
     return names, current
 
@@ -128,6 +137,18 @@ def local_session(app_name: str = "hylo-analytics", cores: int = 2, **conf: Any)
 
     Bound to 127.0.0.1 (``SPARK_LOCAL_IP``) so a host name that does not resolve is no
     obstacle; few shuffle partitions, as the store's tables are small per query.
+
+    Broadcast joins are decided at run time only (:data:`BROADCAST_DEFAULTS`). At plan time
+    Spark sizes a Parquet table by its compressed bytes: at 10M samples ``raw_samples`` is
+    10,481,883 bytes, just under the 10 MiB ``spark.sql.autoBroadcastJoinThreshold``, and the
+    driver ran out of memory building its broadcast (the table is many times that size in
+    memory). So that threshold is off (-1). Adaptive execution's own threshold,
+    ``spark.sql.adaptive.autoBroadcastJoinThreshold``, is kept at Spark's 10 MiB: it is
+    decided from a finished shuffle's row count and uncompressed row bytes, so a side is
+    broadcast only when it really is small (a run filter's survivors, ``metric_specs``).
+    Unset, it would follow the static threshold and be off too. Every ``conf`` given here
+    (``--conf`` of ``hylo-analytics spark-sql``) overrides these; on an existing session
+    (``getOrCreate``) the runtime SQL settings are applied again.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
@@ -141,7 +162,7 @@ def local_session(app_name: str = "hylo-analytics", cores: int = 2, **conf: Any)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.bindAddress", "127.0.0.1")
     )
-    for key, value in conf.items():
+    for key, value in {**BROADCAST_DEFAULTS, **conf}.items():
         builder = builder.config(key, str(value))
     return builder.getOrCreate()
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import hylo_analytics as ha
 from hylo_analytics.cli import main
+from hylo_analytics.spark import BROADCAST_DEFAULTS
+from hylo_analytics.spark._errors import LIMIT
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def test_spark_sql_json_matches_duckdb(
@@ -45,13 +51,44 @@ def test_spark_sql_csv_to_a_file(
     assert out.read_text().splitlines() == ["n", "3"]
 
 
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The command's stderr, asserted to be one error line with no Python or Java trace."""
+    err = capsys.readouterr().err
+    assert err.startswith("hylo-analytics spark-sql: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err and "at org.apache" not in err and "\tat " not in err
+    return err
+
+
 def test_spark_sql_bad_query_is_a_one_line_error(
     spark: object, spark_sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["spark-sql", "--store", str(spark_sample_store.root), "select nope from runs"])
     assert code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("hylo-analytics spark-sql: error: ") and "nope" in err
+    err = _one_line_error(capsys)
+    # the analysis error's first line names the column and Spark's suggestions; its plan is cut
+    assert "AnalysisException: [UNRESOLVED_COLUMN" in err and "`nope`" in err
+    assert "'describe VIEW' lists a view's columns" in err and "Project" not in err
+
+
+def test_spark_sql_java_error_is_a_one_line_error(
+    spark: object, spark_sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a task's Java exception that pyspark does not convert: a real py4j Py4JJavaError
+    query = "select reflect('java.lang.Integer', 'parseInt', run_id) from runs"
+    assert main(["spark-sql", "--store", str(spark_sample_store.root), query]) == 2
+    err = _one_line_error(capsys)
+    assert "error: Py4JJavaError: org.apache.spark.SparkException > " in err
+    assert "java.lang.NumberFormatException: For input string: " in err
+
+
+def test_spark_sql_long_message_is_cut(
+    spark: object, spark_sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "select raise_error(concat(repeat('y', 5000), run_id)) from runs"
+    assert main(["spark-sql", "--store", str(spark_sample_store.root), query]) == 2
+    err = _one_line_error(capsys)
+    assert "SparkRuntimeException: [USER_RAISED_EXCEPTION] yyy" in err
+    assert len(err) < LIMIT + 200 and "more characters)" in err
 
 
 def test_spark_sql_bad_conf_and_missing_store(
@@ -60,7 +97,22 @@ def test_spark_sql_bad_conf_and_missing_store(
     assert main(["spark-sql", "--store", str(tmp_path), "--conf", "novalue", "select 1"]) == 2
     assert "--conf expects KEY=VALUE, got 'novalue'" in capsys.readouterr().err
     assert main(["spark-sql", "--store", str(tmp_path / "none"), "select 1"]) == 2
-    assert "no store at" in capsys.readouterr().err
+    assert "error: StoreError: no store at" in _one_line_error(capsys)
+
+
+def test_spark_sql_conf_overrides_the_broadcast_default(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    assert spark.conf.get(key) == "-1"  # as shipped (tests/spark/test_spark_session.py)
+    try:
+        # the session is set before the store is read: a missing store keeps this test quick
+        argv = ["spark-sql", "--store", str(tmp_path / "none"), "--conf", f"{key}=10m"]
+        assert main([*argv, "select 1"]) == 2
+        _one_line_error(capsys)
+        assert spark.conf.get(key) == "10m"
+    finally:  # the session is shared by every test of tests/spark
+        spark.conf.set(key, BROADCAST_DEFAULTS[key])
 
 
 def test_spark_sql_help_names_the_uri_forms(capsys: pytest.CaptureFixture[str]) -> None:
