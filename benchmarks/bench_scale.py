@@ -2,23 +2,44 @@
 
     python benchmarks/bench_scale.py            # 10k / 100k / 1M samples; 200 / 2k / 20k traces
     python benchmarks/bench_scale.py --small    # 10k / 100k samples; 200 / 2k traces
-    python benchmarks/bench_scale.py --large --workdir DIR  # 1M / 10M samples (docs/scale-out.md)
+    python benchmarks/bench_scale.py --large --workdir DIR  # 1M / 10M samples (issue 26)
+    python benchmarks/bench_scale.py --large --workdir DIR --sizes 20k --commits 5  # a quick try
+    python benchmarks/bench_scale.py --large --workdir DIR --sizes 1m --reuse --steps compare
 
 Issue 14's goals 7 and 8. Every step runs in its own child process on a store written once per
 size, so each peak RSS (``VmHWM``) is that step's alone. EvalLogs carry 500 samples a run and
 their scores (no traces): ``aggregate`` is every run by run on success and steps, ``compare``
-every run against the first, by task. Traces (~150 events each) are ingested and re-scored by
+every run against the first (overall). Traces (~150 events each) are ingested and re-scored by
 the built-in scorers. Scaling is linear when the time per sample at the largest size is within
 1.5x of the time per sample at the size before it; goal 7 is aggregate and compare at 1M
 samples under 5 s and 2 GB each.
 
-``--large`` measures the costs ``docs/scale-out.md`` reports, at 1M and 10M samples (2,000 and
-20,000 runs of one benchmark, one trace per run): ingest, re-score the traces, aggregate,
-``mart_aggregate_run`` (the SQL path), ``Store.compare`` of every run against the first,
-declaring those pairs, the first load of ``mart_compare`` for one pair in a fresh process,
-and the store's size on disk. The logs and
-stores stay in ``--workdir`` (``--reuse`` measures the listed ``--steps`` on them again); a
-step that runs past ``--timeout`` seconds is reported as such.
+``--large`` measures issue 26's goals at 1M and 10M samples (``--sizes``: 2,000 and 20,000
+runs of one benchmark, 10 tasks x 50 seeds, one trace per run unless ``--no-traces``), and the
+costs ``docs/scale-out.md`` reports. Steps (``--steps``, in this order):
+
+- ``ingest``; ``score`` (re-score the traces, on a copy of the store: see below);
+- goal 1, each question beside its **floor** (``_floor.py``: plain DuckDB over the same
+  Parquet files, a hand-written query computing the same answer), each side in its own
+  process, the answers cross-checked (counts equal, means within 1e-9; a disagreement prints
+  ``MISMATCH`` and fails the run): ``aggregate`` of every run (<= 5x; a second line without
+  the bootstrap, so the bootstrap's own time is the difference), ``mart_aggregate``
+  (``select * from mart_aggregate_run``), ``compare`` of every run against the first,
+  ``declare`` (those pairs, for the marts), ``mart_compare`` of one pair (last vs first, open
+  + first query; the floor reads those 2 runs only): each <= 3x, peak RSS <= 1.5 GiB at 1M,
+  <= 3 GiB at 10M;
+- ``two_runs`` (goal 2): aggregate, compare and ``mart_compare`` of the first and last runs
+  in the big store against a store holding only those 2 runs: <= 2x + 50 ms;
+- ``commit`` (goal 3): ``--commits`` new runs committed one by one (ingest, then score that
+  run) into a copy of the big store, and each into an empty store: medians <= 2x, maxima
+  reported.
+
+The floors read the current score rows directly, which is the one score resolution only when
+each episode has one source; the store measured is therefore never re-scored (``score`` runs on
+a copy), and each floor checks it (untimed) before its query. Each line carries the load
+average. The logs and stores stay in ``--workdir`` (``--reuse`` measures the listed
+``--steps`` on them again; ``answers/`` holds both sides' answers); a step that runs past
+``--timeout`` seconds is reported as such.
 """
 
 from __future__ import annotations
@@ -521,7 +542,8 @@ def main() -> None:
     ap.add_argument("--child-opts", default="{}", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(*args.child, json.loads(args.child_opts))
+        step, store, logs = args.child
+        _child(step, store, logs, json.loads(args.child_opts))
         return
     sys.path.insert(0, str(HERE.parent))
     from run_all import table
