@@ -47,19 +47,24 @@ def files(store: Path, table: str) -> str:
 def current(store: Path, table: str, columns: str, where: str = "true") -> str:
     """The rows of ``table`` no tombstone supersedes (the store's rule), ``where`` at the scan.
 
-    A row is current when its batch is not older than the newest tombstone of its run (any
-    source) or of its run and source.
+    A row is current when its batch is not older than the newest tombstone of its run (a null
+    source: every source) or, for scores, of its run and source.
     """
-    source = ", s.source" if table == "scores" else ""
-    on_source = "and (t.source is null or t.source = s.source)" if source else ""
+    tomb = f"{files(store, 'tombstones')} where table_name = '{table}'"
+    joins = f"""left join (select run_id, max(batch_seq) as dead from {tomb} and source is null
+            group by run_id) as r on r.run_id = s.run_id"""
+    alive = "(r.dead is null or s.batch_seq >= r.dead)"
+    if table == "scores":
+        joins += f"""
+        left join (select run_id, source, max(batch_seq) as dead from {tomb}
+            and source is not null group by run_id, source) as d
+            on d.run_id = s.run_id and d.source = s.source"""
+        alive += " and (d.dead is null or s.batch_seq >= d.dead)"
     return f"""
         select {columns}
         from (select * from {files(store, table)} where {where}) as s
-        where not exists (
-            select 1 from {files(store, "tombstones")} as t
-            where t.table_name = '{table}' and t.run_id = s.run_id {on_source}
-                and s.batch_seq < t.batch_seq
-        )"""
+        {joins}
+        where {alive}"""
 
 
 def _scores(store: Path, where: str = "true") -> str:
@@ -156,40 +161,45 @@ def compare_sql(store: Path, candidates: Sequence[str] | None, parent: str) -> s
 
 def mart_aggregate_sql(store: Path) -> str:
     """The columns of ``mart_aggregate_run``: every metric of every run."""
-    samples = current(store, "samples", "s.run_id, s.key, s.epoch, s.status")
+    samples = current(store, "samples", "s.run_id, s.key, s.epoch", "status = 'error'")
     return f"""
     with scores as ({_scores(store)}),
-    samples as ({samples}),
     keys as (
-        select s.run_id, s.metric, case when s.ok then s.raw end as value, s.ok as valid,
-            case when not s.ok then coalesce(s.skip_reason, case when s.raw is null
-                then 'abstained' when isnan(s.raw) then 'nan' else 'invalid' end) end
-                as skip_reason,
-            coalesce(not s.ok and m.status = 'error', false) as errored
-        from scores as s left join samples as m
-            on m.run_id = s.run_id and m.key = s.key and m.epoch is not distinct from s.epoch
+        select run_id, metric, case when ok then raw end as value, ok as valid, key, epoch,
+            case when not ok then coalesce(skip_reason, case when raw is null
+                then 'abstained' when isnan(raw) then 'nan' else 'invalid' end) end
+                as skip_reason
+        from scores
+    ),
+    abstained as (select * from keys where not valid),
+    errors as (
+        -- an abstention is errored when its sample errored: only abstentions are joined
+        select a.run_id, a.metric, count(*) as n_errors
+        from abstained as a inner join ({samples}) as m
+            on m.run_id = a.run_id and m.key = a.key and m.epoch is not distinct from a.epoch
+        group by a.run_id, a.metric
     ),
     kinds as (
         select metric, bool_and(value in (0, 1) or value is null) as is_binary
         from keys group by metric
     ),
     counts as (
-        select run_id, metric, count(*) as n_total, count(value) as n_valid,
-            count(*) - count(value) as n_skipped, count(*) filter (where errored) as n_errors,
-            avg(value) as mean, stddev_samp(value) as std, sum(value) as k
-        from keys group by run_id, metric
+        select k.run_id, k.metric, count(*) as n_total, count(value) as n_valid,
+            count(*) - count(value) as n_skipped, avg(value) as mean,
+            stddev_samp(value) as std, sum(value) as k
+        from keys as k group by k.run_id, k.metric
     ),
     reasons as (
         select run_id, metric, list({{'reason': skip_reason, 'count': n}} order by skip_reason)
             as skip_breakdown
-        from (select run_id, metric, skip_reason, count(*) as n from keys where not valid
-              group by all)
+        from (select run_id, metric, skip_reason, count(*) as n from abstained group by all)
         group by run_id, metric
     ),
     joined as (
         select c.*, k.is_binary, cast(c.n_valid as double) as n,
-            coalesce(r.skip_breakdown, []) as skip_breakdown
+            coalesce(e.n_errors, 0) as n_errors, coalesce(r.skip_breakdown, []) as skip_breakdown
         from counts as c inner join kinds as k on k.metric = c.metric
+        left join errors as e on e.run_id = c.run_id and e.metric = c.metric
         left join reasons as r on r.run_id = c.run_id and r.metric = c.metric
     )
     select run_id, metric, n_total, n_valid, n_skipped, n_errors, skip_breakdown,

@@ -95,7 +95,7 @@ def _child(step: str, store_path: str, logs: str, opts: dict[str, Any]) -> None:
         ci = {"success": "wilson", "steps": "normal"}
         out = store.aggregate(("run_id",), metrics=["success", "steps"], ci=ci)
     elif step == "compare":
-        out = store.compare(ids[1:], ids[0])
+        out = store.compare(ids[1:], ids[0], by=opts.get("by", ()))
     elif step == "declare":  # the pairs compare measured, made mart_compare's
         store.declare_parent(ids[1:], ids[0])
     elif step == "mart_aggregate":  # the SQL path (what Spark runs): every run's statistics
@@ -198,7 +198,7 @@ def run(small: bool) -> list[dict[str, Any]]:
             write_dataset(logs, SynthConfig(runs=n // 500, tasks=10, seeds=50, traces_per_run=0))
             store = Path(tmp) / f"store{n}"
             for step in ("ingest", "aggregate", "compare"):
-                got = _step(step, store, logs)
+                got = _step(step, store, logs, opts={"by": ["task_id"]})
                 per_unit.setdefault(step, []).append((n, got["seconds"] / n))
                 goal7 = step in ("aggregate", "compare") and n == 1_000_000
                 rows.append(
