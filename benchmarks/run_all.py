@@ -57,29 +57,34 @@ def machine() -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as Markdown; the reference's peak RSS and the load average are columns when
+    some row carries them (``reference_rss_mb``, ``load``)."""
+    extra = [k for k in ("reference_rss_mb", "load") if any(r.get(k) is not None for r in rows)]
+    names = {"reference_rss_mb": "reference peak RSS", "load": "load (1 min)"}
     head = "| goal | workload | hylo_analytics | reference | ratio | target | | peak RSS |"
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    head += "".join(f" {names[k]} |" for k in extra)
+    lines = [head, "|---|---|---|---|---|---|---|---|" + "---|" * len(extra)]
     for r in rows:
         ref = r.get("reference") or ""
         if r.get("reference_s") is not None:
             ref = f"{ref} {r['reference_s']:.3f} s"
         rss = r.get("peak_rss_mb")
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    str(r["goal"]),
-                    str(r["workload"]),
-                    f"{r['hylo_s']:.3f} s" if r.get("hylo_s") is not None else "",
-                    ref,
-                    f"{r['ratio']:.2f}x" if r.get("ratio") is not None else "",
-                    str(r["target"]),
-                    _cell(r.get("met"), ""),
-                    f"{rss:.0f} MB" if rss else "",
-                ]
-            )
-            + " |"
-        )
+        cells = [
+            str(r["goal"]),
+            str(r["workload"]),
+            f"{r['hylo_s']:.3f} s" if r.get("hylo_s") is not None else "",
+            ref,
+            f"{r['ratio']:.2f}x" if r.get("ratio") is not None else "",
+            str(r["target"]),
+            _cell(r.get("met"), ""),
+            f"{rss:.0f} MB" if rss else "",
+        ]
+        if "reference_rss_mb" in extra:
+            mb = r.get("reference_rss_mb")
+            cells.append(f"{mb:.0f} MB" if mb else "")
+        if "load" in extra:
+            cells.append(f"{r['load']:.2f}" if r.get("load") is not None else "")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
