@@ -32,6 +32,8 @@ from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
 __all__ = [
     "SAMPLE_FACTORS",
     "connect",
+    "duckdb_memory_limit",
+    "duckdb_temp_directory",
     "duckdb_threads",
     "factor_sql",
     "load_views",
@@ -132,6 +134,32 @@ def duckdb_threads() -> int:
             raise ValueError(f"HYLO_ANALYTICS_THREADS must be a positive integer, got {env!r}")
         return int(env)
     return os.cpu_count() or 1
+
+
+def duckdb_memory_limit() -> str:
+    """DuckDB's memory limit: ``HYLO_ANALYTICS_MEMORY_LIMIT`` (``4GB``, ``512MB``) when set,
+    else half the machine's memory, so no query of a large store exhausts the machine (DuckDB's
+    own default is 80 %); past it DuckDB spills to :func:`duckdb_temp_directory`."""
+    env = os.environ.get("HYLO_ANALYTICS_MEMORY_LIMIT", "").strip()
+    if env:
+        if not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", env, re.IGNORECASE):
+            raise ValueError(
+                f"HYLO_ANALYTICS_MEMORY_LIMIT must be a size such as 4GB or 512MB, got {env!r}"
+            )
+        return env
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "4GB"
+    return f"{max(total // 2 // 2**20, 256)}MB"
+
+
+def duckdb_temp_directory() -> str:
+    """Where a connection spills past its memory limit: a folder of this process in the
+    system's temp folder (DuckDB makes it when it first spills and removes it at close)."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"hylo-analytics-duckdb-{os.getpid()}")
 
 
 def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:

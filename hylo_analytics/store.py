@@ -56,7 +56,13 @@ import pyarrow.parquet as pq
 
 from hylo_analytics import _atomic, _manifest, _resolved, _schema
 from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest, ManifestError, StoreError
-from hylo_analytics._sql import duckdb_threads, load_views, view_sql
+from hylo_analytics._sql import (
+    duckdb_memory_limit,
+    duckdb_temp_directory,
+    duckdb_threads,
+    load_views,
+    view_sql,
+)
 from hylo_analytics.metrics import default_registry
 
 __all__ = [
@@ -266,6 +272,9 @@ class ParquetStore:
         self.threads = threads or duckdb_threads()
         self._con.execute(f"SET threads TO {int(self.threads)}")
         self._con.execute("SET parquet_metadata_cache = true")
+        # bounded: a question over a large store spills to disk rather than exhaust the machine
+        self._con.execute(f"SET memory_limit = '{duckdb_memory_limit()}'")
+        self._con.execute(f"SET temp_directory = '{_quote(duckdb_temp_directory())}'")
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
         self._owner_id = uuid.uuid4().hex[:12]  # names this writer's staging folder

@@ -446,3 +446,35 @@ def test_staged_names_skip_a_writer_folder_removed_while_listing(
     monkeypatch.setattr(store_mod.os, "listdir", listdir)
     assert sorted(store_mod._staged_names(staging)) == [f"{5:020d}", f"{7:020d}"]
     assert store_mod._staged_names(tmp_path / "missing") == []
+
+
+def test_duckdb_memory_is_bounded_and_spills_to_a_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No query exhausts the machine: the connection has a memory limit and spills past it."""
+    monkeypatch.setenv("HYLO_ANALYTICS_MEMORY_LIMIT", "64MB")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    store = ha.open_store(tmp_path / "s")
+    limit = store.sql("select current_setting('memory_limit') as m")["m"].item()
+    assert limit.replace(" ", "") in {"61.0MiB", "64.0MB", "61MiB"}
+    spill = store.sql("select current_setting('temp_directory') as t")["t"].item()
+    assert spill.startswith(str(tmp_path / "tmp"))
+    # a sort of ~400 MB of rows: over the limit, so it spills to the folder and still answers
+    got = store.sql(
+        "select count(*) as n, max(r) as top from (select i, md5(i::varchar) || "
+        "md5((i + 1)::varchar) as h, row_number() over (order by h) as r "
+        "from range(3000000) as t(i))"
+    )
+    assert got.rows() == [(3_000_000, 3_000_000)]
+
+
+def test_a_bad_memory_limit_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HYLO_ANALYTICS_MEMORY_LIMIT", "lots")
+    with pytest.raises(ValueError, match="HYLO_ANALYTICS_MEMORY_LIMIT must be a size"):
+        ha.open_store(tmp_path / "s")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hylo_analytics import _manifest, _schema
 from hylo_analytics._manifest import ManifestError, StoreError
-from hylo_analytics._sql import view_names, view_references, view_sql
+from hylo_analytics._sql import MATERIALIZED, view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
 from hylo_analytics.spark._errors import one_line
 
@@ -48,21 +48,25 @@ BROADCAST_DEFAULTS = {
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.adaptive.autoBroadcastJoinThreshold": "10MB",
 }
-_FRIENDLY = ("runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results")  # fmt: skip
+_FRIENDLY = (
+    "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
+    "resolved_scores",
+)  # fmt: skip
 
 
 def _is_uri(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
-def _read_batches(spark: SparkSession, root: str) -> tuple[list[str], bool]:
-    """The published batch folders (oldest first) and whether all have today's schemas."""
+def _read_batches(spark: SparkSession, root: str) -> tuple[list[str], bool, bool]:
+    """The published batch folders (oldest first), whether all have today's schemas, and
+    whether the store's scores are resolved (the manifest's ``resolved``)."""
     if not _is_uri(root):
         local = Path(root.removeprefix("file://"))
         if not (local / "batches").is_dir():
             raise StoreError(f"no store at {local} (no batches/ folder)")
         manifest = _manifest.read_manifest(local, local / "batches")
-        return [b.name for b in manifest.batches], manifest.current_schemas
+        return [b.name for b in manifest.batches], manifest.current_schemas, manifest.resolved
     where = f"{root}/{_manifest.FILE}"
     try:
         text = spark.read.text(where, wholetext=True).first()[0]  # type: ignore[index]
@@ -73,7 +77,7 @@ def _read_batches(spark: SparkSession, root: str) -> tuple[list[str], bool]:
         reason = one_line(exc)
         raise ManifestError(f"{where}: the store's manifest cannot be read: {reason}") from exc
     current = all(b.get("schema") == _manifest.SCHEMA_FINGERPRINT for b in batches)
-    return names, current
+    return names, current, data.get("resolved") is True
 
 
 def view_order() -> list[str]:
@@ -83,7 +87,7 @@ def view_order() -> list[str]:
     def visit(name: str) -> None:
         if name in order:
             return
-        for ref in sorted(view_references(name)):
+        for ref in sorted(view_references(name) | {MATERIALIZED.get(name, name)} - {name}):
             visit(ref)
         order.append(name)
 
@@ -104,7 +108,7 @@ def register(spark: SparkSession, store_path: str | os.PathLike[str]) -> list[st
     from hylo_analytics.store import _metric_specs_sql
 
     root = os.fspath(store_path).rstrip("/")
-    batches, current = _read_batches(spark, root)
+    batches, current, resolved = _read_batches(spark, root)
     local = None if _is_uri(root) else Path(root.removeprefix("file://"))
     columns: dict[str, Sequence[str]] = {}
     created: list[str] = []
@@ -122,7 +126,13 @@ def register(spark: SparkSession, store_path: str | os.PathLike[str]) -> list[st
     spark.sql(to_spark("metric_specs", _metric_specs_sql())).createOrReplaceTempView("metric_specs")
     created.append("metric_specs")
     for name in view_order():
-        frame = spark.sql(to_spark(name, view_sql(name), columns))
+        # the resolution the store wrote at publish; a store not resolved yet reads the rule
+        sql = (
+            f"select * from {MATERIALIZED[name]}"
+            if name in MATERIALIZED and not resolved
+            else view_sql(name)
+        )
+        frame = spark.sql(to_spark(name, sql, columns))
         frame.createOrReplaceTempView(name)
         columns[name] = frame.columns
         created.append(name)
