@@ -4,37 +4,21 @@
 -- per task (level 'task_id'). Abstentions are counted in n_dropped, never as losses. The
 -- exact McNemar p-value, adjusted p-values, CIs and verdicts are computed by Store.compare,
 -- which returns the same counts (tests check that they agree).
+-- Both levels come from one pass over the pairs (grouping sets). The output is bounded by
+-- the declared pairs (int_comparisons), never quadratic in runs; a filter on candidate and
+-- parent reaches the scan of the resolved scores (one pair reads two runs).
 -- Grain: one row per (candidate, parent, metric, level, task_id); null allowed in task_id.
 with paired as (
     select * from int_paired
 ),
 
-overall as (
+counts as (
     select
         candidate,
         parent,
         metric,
-        'overall' as level,
-        cast(null as varchar) as task_id,
-        count(*) as n_rows,
-        sum(case when outcome <> 'dropped' then 1 else 0 end) as n_pairs,
-        sum(case when outcome = 'candidate' then 1 else 0 end) as candidate_wins,
-        sum(case when outcome = 'parent' then 1 else 0 end) as parent_wins,
-        sum(case when outcome = 'tie' then 1 else 0 end) as ties,
-        sum(case when outcome = 'dropped' then 1 else 0 end) as n_dropped,
-        avg(case when outcome <> 'dropped' then diff end) as mean_diff
-    from paired
-    group by candidate, parent, metric
-),
-
-per_task as (
-    select
-        candidate,
-        parent,
-        metric,
-        'task_id' as level,
+        case when grouping(task_id) = 1 then 'overall' else 'task_id' end as level,
         task_id,
-        count(*) as n_rows,
         sum(case when outcome <> 'dropped' then 1 else 0 end) as n_pairs,
         sum(case when outcome = 'candidate' then 1 else 0 end) as candidate_wins,
         sum(case when outcome = 'parent' then 1 else 0 end) as parent_wins,
@@ -42,13 +26,7 @@ per_task as (
         sum(case when outcome = 'dropped' then 1 else 0 end) as n_dropped,
         avg(case when outcome <> 'dropped' then diff end) as mean_diff
     from paired
-    group by candidate, parent, metric, task_id
-),
-
-unioned as (
-    select * from overall
-    union all
-    select * from per_task
+    group by grouping sets ((candidate, parent, metric), (candidate, parent, metric, task_id))
 ),
 
 final as (
@@ -64,7 +42,7 @@ final as (
         cast(ties as bigint) as ties,
         cast(n_dropped as bigint) as n_dropped,
         mean_diff
-    from unioned
+    from counts
 )
 
 select * from final

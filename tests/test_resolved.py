@@ -17,7 +17,6 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import hylo_analytics as ha
@@ -25,6 +24,7 @@ from hylo_analytics import _manifest
 from hylo_analytics.scoring import graders
 from hylo_analytics.store import Tombstone, commit_scores
 from hylo_analytics.testing import SynthConfig, write_dataset
+from hylo_analytics.testing.older import strip_resolution
 
 
 def _same(store: ha.Store) -> pl.DataFrame:
@@ -161,16 +161,7 @@ def test_a_store_without_resolution_reads_the_rule_and_its_next_writer_resolves_
     store.ingest(logs, progress=False)
     root = store.root
     expected = store.sql("select * from int_scores_preferred order by all")
-    # as an older version leaves it: no resolved_scores files, a manifest without the flag
-    for f in (root / "batches").glob("*/resolved_scores.parquet"):
-        f.unlink()
-    for f in (root / "batches").glob("*/tombstones.parquet"):
-        t = pq.read_table(f)
-        keep = t.filter(pa.compute.not_equal(t["table_name"], "resolved_scores"))
-        pq.write_table(keep, f)
-    data = json.loads((root / "manifest.json").read_text())
-    del data["resolved"]
-    (root / "manifest.json").write_text(json.dumps(data))
+    strip_resolution(root)  # as an older version leaves it: no rows, no flag
 
     old = ha.open_store(root, create=False)
     assert not old.manifest.resolved

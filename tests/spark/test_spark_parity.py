@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -13,6 +15,7 @@ import hylo_analytics as ha
 from hylo_analytics._manifest import StoreError
 from hylo_analytics._sql import view_names
 from hylo_analytics.spark import register, spark_sql
+from hylo_analytics.testing.older import strip_resolution
 
 _FLOATS = (pl.Float32, pl.Float64)
 
@@ -105,6 +108,25 @@ def test_generated_store_views_agree(spark: object, generated_store: ha.Store) -
     assert ["alpha", "zeta"] in failed["failed_policies"].to_list()
     assert generated_store.sql("select count(*) n from int_paired")["n"][0] > 0
     _parity(spark, generated_store, "generated")
+
+
+def test_a_store_not_resolved_yet_reads_the_rule_on_both_engines(
+    spark: object, spark_sample_store: ha.Store, tmp_path: Path
+) -> None:
+    """A store an older version wrote (no resolved_scores, no flag): Spark reads the rule too."""
+    root = tmp_path / "older"
+    shutil.copytree(spark_sample_store.root, root)
+    strip_resolution(root)
+    older = ha.open_store(root, create=False)
+    assert not older.manifest.resolved
+    register(spark, root)
+    for view in ("int_scores_preferred", "int_key_scores", "mart_aggregate_run"):
+        on_spark = spark_sql(spark, f"select * from {view}")
+        assert on_spark.height > 0
+        assert_same_rows(f"older:{view}", on_spark, older.sql(f"select * from {view}"))
+        assert_same_rows(
+            f"resolved:{view}", on_spark, spark_sample_store.sql(f"select * from {view}")
+        )
 
 
 def test_friendly_names_and_raw_tables(spark: object, spark_sample_store: ha.Store) -> None:

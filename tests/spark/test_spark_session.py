@@ -51,7 +51,8 @@ def test_one_line_lists_the_store_tables_for_a_missing_one(spark: SparkSession) 
     line = one_line(_raised(spark, "select * from no_such_view"))
     assert line.endswith(
         "Fix: the store's tables are runs, samples, events, scores, quarantine, "
-        "ingested_files, policy_results and the stg_*, int_*, mart_*, raw_* views: "
+        "ingested_files, policy_results, resolved_scores and the stg_*, int_*, mart_*, raw_* "
+        "views: "
         "'show views' lists them"
     )
 
