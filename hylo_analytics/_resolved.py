@@ -14,7 +14,6 @@ deletion: a run with nothing left gets no rows, and its tombstone hides the old 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import pyarrow.parquet as pq
 from hylo_analytics import _schema
 from hylo_analytics._sql import macro_sql, view_sql
 
-__all__ = ["RULE_VIEW", "TABLE", "touched_runs", "write_resolved"]
+__all__ = ["RULE_VIEW", "TABLE", "connection", "every_run", "touched_runs", "write_resolved"]
 
 TABLE = "resolved_scores"
 RULE_VIEW = "int_scores_resolution"  # the rule, as SQL
@@ -58,59 +57,27 @@ def touched_runs(folders: Sequence[Path]) -> set[str]:
 
 
 def write_resolved(
+    con: duckdb.DuckDBPyConnection,
     folders: Sequence[Path],
     runs: Collection[str] | None,
     seq: int,
     out: Path,
     *,
     reconcile: bool,
-    threads: int,
     row_group_rows: int,
-) -> list[str]:
+) -> None:
     """Write ``out/resolved_scores.parquet`` for ``runs`` (None: every run) over ``folders``.
 
-    ``folders`` are the batch folders the store will be once published, oldest first. Rows are
-    the rule's, stamped ``batch_seq = seq``, runs in order, in row groups of
-    ``row_group_rows``. Returns the runs whose older resolved rows the batch must supersede:
-    ``runs``, or with ``None`` every run that has scores, samples or resolved rows. DuckDB
-    streams the copy and spills past 1 GB, so memory stays bounded at any size.
+    ``folders`` are the batch folders the store will be once published, oldest first, whole
+    (every file final: ``con`` caches Parquet footers by path). Rows are the rule's, stamped
+    ``batch_seq = seq``, runs in order, in row groups of ``row_group_rows``; no file when there
+    are none. DuckDB streams the copy and spills past its memory limit, so memory stays bounded
+    at any size. ``con`` is :func:`connection`'s: its views are replaced here.
     """
-    con = duckdb.connect(":memory:")
-    con.execute(f"SET threads TO {int(threads)}")
-    con.execute("SET memory_limit = '1GB'")
-    con.execute(f"SET temp_directory = '{_quote((out / '.tmp').as_posix())}'")
     try:
-        for stmt in macro_sql():
-            con.execute(stmt)
-        if runs is not None:
-            wanted = sorted(runs)
-            if not wanted:
-                return []
-            if len(wanted) <= _LITERAL_RUNS:
-                where = f" WHERE run_id IN ({', '.join(_literal(r) for r in wanted)})"
-            else:
-                con.execute("CREATE TEMP TABLE _touched (run_id VARCHAR)")
-                con.executemany("INSERT INTO _touched VALUES (?)", [(r,) for r in wanted])
-                where = " WHERE run_id IN (SELECT run_id FROM _touched)"
-        else:
-            where = ""
-        for name in (*_INPUTS, TABLE, "tombstones"):
-            files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
-            body = _relation(con, name, files, reconcile)
-            if name != "tombstones" and where:
-                body = f"SELECT * FROM ({body}){where}"
-            con.execute(f"CREATE VIEW raw_{name} AS {body}")
+        _point(con, folders, runs, reconcile, (*_INPUTS, "tombstones"))
         for view in ("stg_scores", "stg_samples", RULE_VIEW):
-            con.execute(f"CREATE VIEW {view} AS {view_sql(view)}")
-        if runs is None:
-            found = con.execute(
-                "SELECT DISTINCT run_id FROM (SELECT run_id FROM raw_scores UNION ALL "
-                f"SELECT run_id FROM raw_samples UNION ALL SELECT run_id FROM raw_{TABLE}) "
-                "WHERE run_id IS NOT NULL"
-            ).fetchall()
-            superseded = sorted(r[0] for r in found)
-        else:
-            superseded = wanted
+            con.execute(f"CREATE OR REPLACE VIEW {view} AS {view_sql(view)}")
         names = [f.name for f in _schema.SCHEMAS[TABLE] if f.name != "batch_seq"]
         select = ", ".join(f'"{n}"' for n in names)
         target = out / f"{TABLE}.parquet"
@@ -122,10 +89,61 @@ def write_resolved(
         )
         if pq.read_metadata(target).num_rows == 0:
             target.unlink()
-        return superseded
     finally:
-        con.close()
-        _rmtree(out / ".tmp")
+        con.execute("DROP TABLE IF EXISTS _touched")
+
+
+def every_run(
+    con: duckdb.DuckDBPyConnection, folders: Sequence[Path], *, reconcile: bool
+) -> list[str]:
+    """Every run with scores, samples or resolved rows in ``folders`` (a whole resolution
+    supersedes each one's older rows). Reads no tombstones file (it may be rewritten next)."""
+    _point(con, folders, None, reconcile, (*_INPUTS, TABLE))
+    found = con.execute(
+        "SELECT DISTINCT run_id FROM (SELECT run_id FROM raw_scores UNION ALL "
+        f"SELECT run_id FROM raw_samples UNION ALL SELECT run_id FROM raw_{TABLE}) "
+        "WHERE run_id IS NOT NULL"
+    ).fetchall()
+    return sorted(r[0] for r in found)
+
+
+def _point(
+    con: duckdb.DuckDBPyConnection,
+    folders: Sequence[Path],
+    runs: Collection[str] | None,
+    reconcile: bool,
+    tables: Sequence[str],
+) -> None:
+    """``raw_<table>`` views of ``con`` over ``folders``, filtered to ``runs`` at the scan."""
+    con.execute("DROP TABLE IF EXISTS _touched")
+    where = ""
+    if runs is not None:
+        wanted = sorted(runs)
+        if len(wanted) <= _LITERAL_RUNS:  # a literal list prunes row groups by statistics
+            where = f" WHERE run_id IN ({', '.join(_literal(r) for r in wanted) or 'NULL'})"
+        else:
+            con.execute("CREATE TEMP TABLE _touched (run_id VARCHAR)")
+            con.executemany("INSERT INTO _touched VALUES (?)", [(r,) for r in wanted])
+            where = " WHERE run_id IN (SELECT run_id FROM _touched)"
+    for name in tables:
+        files = [f / f"{name}.parquet" for f in folders if (f / f"{name}.parquet").exists()]
+        body = _relation(con, name, files, reconcile)
+        if name != "tombstones" and where:
+            body = f"SELECT * FROM ({body}){where}"
+        con.execute(f"CREATE OR REPLACE VIEW raw_{name} AS {body}")
+
+
+def connection(threads: int, spill: Path) -> duckdb.DuckDBPyConnection:
+    """A connection for :func:`write_resolved`: the macros, a bounded memory, a warm cache of
+    Parquet footers (a writer publishing many commits reads the same files again)."""
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {int(threads)}")
+    con.execute("SET memory_limit = '1GB'")
+    con.execute(f"SET temp_directory = '{_quote(spill.as_posix())}'")
+    con.execute("SET parquet_metadata_cache = true")
+    for stmt in macro_sql():
+        con.execute(stmt)
+    return con
 
 
 def _relation(
@@ -158,7 +176,3 @@ def _quote(text: str) -> str:
 
 def _literal(text: str) -> str:
     return "'" + _quote(text) + "'"
-
-
-def _rmtree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

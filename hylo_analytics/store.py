@@ -277,6 +277,7 @@ class ParquetStore:
         self._con.execute(f"SET temp_directory = '{_quote(duckdb_temp_directory())}'")
         self._statements: list[str] = []
         self._held: list[Batch] = []  # written, not yet published (commit(publish=False))
+        self._resolver: duckdb.DuckDBPyConnection | None = None  # resolves at publish
         self._owner_id = uuid.uuid4().hex[:12]  # names this writer's staging folder
         self._pins = 0  # open snapshot() blocks: the views stay on one manifest meanwhile
         self._pins_lock = threading.Lock()  # a server's threads pin and unpin concurrently
@@ -542,20 +543,21 @@ class ParquetStore:
             return
         folders = [self.root / _BATCHES / b.name for b in manifest.batches] + held
         last, seq = held[-1], self._held[-1].seq
+        reconcile = not all(
+            b.schema == SCHEMA_FINGERPRINT for b in (*manifest.batches, *self._held)
+        )
         work = last / f".resolve-{uuid.uuid4().hex[:8]}"
         try:
-            work.mkdir()
-            superseded = _resolved.write_resolved(
-                folders,
-                runs,
-                seq,
-                work,
-                reconcile=not all(
-                    b.schema == SCHEMA_FINGERPRINT for b in (*manifest.batches, *self._held)
-                ),
-                threads=self.threads,
-                row_group_rows=ROW_GROUP_ROWS,
+            if self._resolver is None:
+                spill = Path(duckdb_temp_directory()) / f"publish-{self._owner_id}"
+                self._resolver = _resolved.connection(self.threads, spill)
+            superseded = (
+                sorted(runs)
+                if runs is not None
+                else _resolved.every_run(self._resolver, folders, reconcile=reconcile)
             )
+            work.mkdir()
+            # the tombstones first, whole: the resolution then reads the batch as it will be
             stones = _tombstone_table([Tombstone(_resolved.TABLE, r) for r in superseded])
             stones = _schema.conform(
                 stones.append_column(
@@ -567,6 +569,16 @@ class ParquetStore:
                 stones = pa.concat_tables([pq.read_table(last / "tombstones.parquet"), stones])
             if stones.num_rows:
                 _write_parquet(stones, work / "tombstones.parquet")
+                os.replace(work / "tombstones.parquet", last / "tombstones.parquet")
+            _resolved.write_resolved(
+                self._resolver,
+                folders,
+                runs,
+                seq,
+                work,
+                reconcile=reconcile,
+                row_group_rows=ROW_GROUP_ROWS,
+            )
             for path in work.glob("*.parquet"):
                 os.replace(path, last / path.name)
             _fsync_dir(last)
