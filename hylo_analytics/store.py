@@ -549,7 +549,7 @@ class ParquetStore:
         work = last / f".resolve-{uuid.uuid4().hex[:8]}"
         try:
             if self._resolver is None:
-                spill = Path(duckdb_temp_directory()) / f"publish-{self._owner_id}"
+                spill = Path(f"{duckdb_temp_directory()}-publish-{self._owner_id}")
                 self._resolver = _resolved.connection(self.threads, spill)
             superseded = (
                 sorted(runs)
