@@ -116,10 +116,12 @@ def register(spark: SparkSession, store_path: str | os.PathLike[str]) -> list[st
         files = [f"{root}/batches/{b}/{table}.parquet" for b in batches]
         if local is not None:  # a read-only store may lack a table's file in batch 0
             files = [f for f in files if Path(f.removeprefix("file://")).exists()]
-        reader = spark.read.schema(from_arrow_schema(schema))
+        typed = from_arrow_schema(schema)
+        reader = spark.read.schema(typed)
         if not current:
             reader = reader.option("mergeSchema", "true")
-        frame = reader.parquet(*files) if files else spark.createDataFrame([], reader._schema)  # type: ignore[attr-defined]
+        # a table no batch has a file of (a store older than the table): empty, typed
+        frame = reader.parquet(*files) if files else spark.createDataFrame([], typed)
         frame.createOrReplaceTempView(f"raw_{table}")
         columns[f"raw_{table}"] = schema.names
         created.append(f"raw_{table}")
