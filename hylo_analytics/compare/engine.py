@@ -122,6 +122,7 @@ def compare_scores(
     family: Family = "comparison",
     errors_as_failures: bool = False,
     forced: Mapping[str, str] | None = None,
+    declared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Compare every candidate with ``parent`` on the keys they share, overall and per ``by``.
 
@@ -149,6 +150,8 @@ def compare_scores(
         ``level`` (every candidate and metric of one level together).
     errors_as_failures : count errored abstentions of 0/1 metrics as failures (0).
     forced : candidate -> what the gate found different, for candidates compared anyway.
+    declared : the (``metric``, ``direction``) pairs the scores' metadata declare, when read
+        elsewhere (``Store.compare`` reads them in SQL); by default read from ``metadata``.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
@@ -182,9 +185,10 @@ def compare_scores(
     ids = lazy.with_columns(pl.col(cat).cast(pl.Categorical)).collect()
     if errors_as_failures:
         ids = _errors_as_failures(ids)
-    declared = _declared_directions(scores) if "metadata" in scores.columns else {}
+    if declared is None and "metadata" in scores.columns:
+        declared = _declared_pairs(scores)
     present = ids["metric"].cast(pl.String).unique().to_list()
-    dirs = resolve_directions(present, explicit=directions, declared=declared)
+    dirs = resolve_directions(present, explicit=directions, declared=_one_direction(declared))
     reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
     pairs, par = _pairs(reduced, cands, parent, pk, has_reason)
     out = _aggregate(pairs, par, by, dirs, alternative, mid_p)
@@ -228,18 +232,27 @@ def _errors_as_failures(frame: pl.DataFrame) -> pl.DataFrame:
     return out.drop("errored")
 
 
-def _declared_directions(scores: pl.DataFrame) -> dict[str, str]:
-    """metric -> the direction its score rows declare in ``metadata`` (when one, unambiguous)."""
-    found = (
+def _declared_pairs(scores: pl.DataFrame) -> pl.DataFrame:
+    """The distinct (metric, direction) pairs the score rows declare in ``metadata``."""
+    return (
         scores.lazy()
         .select(
             pl.col("metric").cast(pl.String),
-            d=pl.col("metadata").cast(pl.String).str.json_path_match("$.direction"),
+            direction=pl.col("metadata").cast(pl.String).str.json_path_match("$.direction"),
         )
-        .filter(pl.col("d").is_in(["maximize", "minimize"]))
-        .group_by("metric")
-        .agg(pl.col("d").unique())
+        .unique()
         .collect()
+    )
+
+
+def _one_direction(declared: pl.DataFrame | None) -> dict[str, str]:
+    """metric -> the direction its rows declare, when they declare one (unambiguous)."""
+    if declared is None:
+        return {}
+    found = (
+        declared.filter(pl.col("direction").is_in(["maximize", "minimize"]))
+        .group_by("metric")
+        .agg(pl.col("direction").unique())
     )
     return {m: ds[0] for m, ds in found.iter_rows() if len(ds) == 1}
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 import pyarrow as pa
 
 from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.resolution import preferred_scores, success_metric
+from hylo_analytics.resolution import preferred_query, registered, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "compare_runs"]
@@ -52,13 +52,8 @@ def compare_runs(
     cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
     parent = store.resolve_run(parent)
     runs = [*cands, parent]
-    scores = preferred_scores(
-        store,
-        runs=runs,
-        metrics=None if metrics is None else list(metrics),
-        source=source,
-        pending=pending,
-    )
+    read = _Reader(store, runs, source, pending, options, by)
+    scores = read.scores(metrics)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
@@ -71,14 +66,15 @@ def compare_runs(
         named = success_metric(store, runs)
         if named is not None and named != "success":
             metrics = [named if m == "success" else m for m in metrics]
-            scores = preferred_scores(store, runs=runs, metrics=metrics, source=source)
+            read = _Reader(store, runs, source, None, options, by)
+            scores = read.scores(metrics)
     if scores.filter(pl.col("run_id") == parent).is_empty():
         raise ValueError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"
         )
-    problems = _gate(meta, scores, cands, parent)
+    problems = _gate(meta, read.versions(metrics), cands, parent)
     if problems and not force:
         detail = "; ".join(f"{c}: {why}" for c, why in problems.items())
         raise ComparabilityError(
@@ -86,7 +82,8 @@ def compare_runs(
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
     return compare_scores(
-        scores.drop("source"),
+        scores,
+        declared=read.declared(metrics),
         candidates=cands,
         parent=parent,
         metrics=metrics,
@@ -96,8 +93,73 @@ def compare_runs(
     )
 
 
+class _Reader:
+    """The resolved scores of ``runs``, read as the engine and the gate need them.
+
+    The engine reads the few columns it uses (not the explanations and metadata of every
+    episode); the gate's scorer versions and the declared directions are group-bys in SQL
+    over the same rows.
+    """
+
+    def __init__(
+        self,
+        store: ParquetStore,
+        runs: list[str],
+        source: str | None,
+        pending: pa.Table | None,
+        options: Mapping[str, object],
+        by: Sequence[str],
+    ) -> None:
+        self.store, self.runs, self.source, self.pending = store, runs, source, pending
+        self.options, self.by = options, list(by)
+
+    def _query(self, metrics: Sequence[str] | None, select: str, rel: str | None) -> str:
+        query = preferred_query(
+            runs=True, metrics=metrics is not None, sources=self.source is not None, pending=rel
+        )
+        return select.format(scores=f"({query})")
+
+    def _sql(self, metrics: Sequence[str] | None, select: str) -> pl.DataFrame:
+        params: dict[str, object] = {"runs": self.runs}
+        if metrics is not None:
+            params["metrics"] = list(metrics)
+        if self.source is not None:
+            params["sources"] = [self.source]
+        with registered(self.store, self.pending) as rel:
+            return self.store.sql(self._query(metrics, select, rel), params)
+
+    def scores(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """The engine's columns: ids, value, skip reason (errored, epoch, ``by`` if used)."""
+        have = self._sql(metrics, "select * from {scores} limit 0").columns
+        wanted = ["run_id", "key", "metric", "value", "skip_reason"]
+        if self.options.get("pair_on_epoch"):
+            wanted.append("epoch")
+        if self.options.get("errors_as_failures"):
+            wanted.append("errored")
+        cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
+        listed = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+        return self._sql(metrics, f"select {listed} from {{scores}}")
+
+    def versions(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per (run, metric, source): the distinct scorer versions of the valid values."""
+        return self._sql(
+            metrics,
+            "select run_id, metric, source, array_to_string(list_sort(list_distinct("
+            "list(coalesce(scorer_version, '')))), ',') as v "
+            "from {scores} where valid group by run_id, metric, source",
+        )
+
+    def declared(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per metric, the directions its rows' metadata declare (the engine keeps one)."""
+        return self._sql(
+            metrics,
+            "select distinct metric, json_extract_string(metadata, '$.direction') as direction "
+            "from {scores} where json_valid(metadata)",
+        )
+
+
 def _gate(
-    meta: pl.DataFrame, scores: pl.DataFrame, cands: list[str], parent: str
+    meta: pl.DataFrame, versions: pl.DataFrame, cands: list[str], parent: str
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions).
 
@@ -118,11 +180,6 @@ def _gate(
                 why=pl.format(f"{f} '{{}}' != parent's {pv!r}", pl.col(f).fill_null("None")),
             )
         )
-    versions = (
-        scores.filter(pl.col("valid"))
-        .group_by("run_id", "metric", "source")
-        .agg(v=pl.col("scorer_version").fill_null("").unique().sort().str.join(","))
-    )
     pv = versions.filter(pl.col("run_id") == parent).select("metric", "source", pv="v")
     vd = versions.filter(pl.col("run_id") != parent).join(pv, on=["metric", "source"])
     found.append(
