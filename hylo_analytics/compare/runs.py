@@ -141,12 +141,10 @@ class _Reader:
         return self._sql(metrics, f"select {listed} from {{scores}}")
 
     def versions(self, metrics: Sequence[str] | None) -> pl.DataFrame:
-        """Per (run, metric, source): the distinct scorer versions of the valid values."""
+        """The distinct (run, metric, source, scorer version) of the valid values."""
         return self._sql(
             metrics,
-            "select run_id, metric, source, array_to_string(list_sort(list_distinct("
-            "list(coalesce(scorer_version, '')))), ',') as v "
-            "from {scores} where valid group by run_id, metric, source",
+            "select distinct run_id, metric, source, scorer_version from {scores} where valid",
         )
 
     def declared(self, metrics: Sequence[str] | None) -> pl.DataFrame:
@@ -162,6 +160,8 @@ def _gate(
     meta: pl.DataFrame, versions: pl.DataFrame, cands: list[str], parent: str
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions).
+
+    ``versions``: the distinct (run_id, metric, source, scorer_version) of the valid values.
 
     Scorer versions are compared per metric and source, over the valid values: the same
     scorer at two versions measures two things, while an abstention has no scorer to
@@ -180,6 +180,9 @@ def _gate(
                 why=pl.format(f"{f} '{{}}' != parent's {pv!r}", pl.col(f).fill_null("None")),
             )
         )
+    versions = versions.group_by("run_id", "metric", "source").agg(
+        v=pl.col("scorer_version").fill_null("").unique().sort().str.join(",")
+    )
     pv = versions.filter(pl.col("run_id") == parent).select("metric", "source", pv="v")
     vd = versions.filter(pl.col("run_id") != parent).join(pv, on=["metric", "source"])
     found.append(
