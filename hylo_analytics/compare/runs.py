@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.resolution import preferred_query, registered, success_metric
 from hylo_analytics.store import ParquetStore, pinned
@@ -51,9 +52,27 @@ def compare_runs(
     # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
     cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
     parent = store.resolve_run(parent)
+    with registered(store, pending) as rel:
+        return _compare(store, cands, parent, rel, metrics, by, source, force, options)
+
+
+def _compare(
+    store: ParquetStore,
+    cands: list[str],
+    parent: str,
+    pending: str | None,
+    metrics: Sequence[str] | None,
+    by: Sequence[str],
+    source: str | None,
+    force: bool,
+    options: Mapping[str, object],
+) -> pl.DataFrame:
+    """:func:`compare_runs` once the runs are resolved and pending rows registered: the
+    gate, then the engine on the scores where they lie (or as a frame, when epochs must be
+    reduced or errors counted as failures first)."""
     runs = [*cands, parent]
     read = _Reader(store, runs, source, pending, options, by)
-    scores = read.scores(metrics)
+    shape = read.shape(metrics, parent)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
@@ -61,14 +80,14 @@ def compare_runs(
     missing = sorted(set(runs) - set(meta["run_id"]))
     if missing:
         raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
-    if scores.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
+    if not shape["parent_rows"] and metrics and "success" in metrics:
         # runs whose success has another name (inspect-robots: success_at_end), by the one rule
         named = success_metric(store, runs)
         if named is not None and named != "success":
             metrics = [named if m == "success" else m for m in metrics]
             read = _Reader(store, runs, source, None, options, by)
-            scores = read.scores(metrics)
-    if scores.filter(pl.col("run_id") == parent).is_empty():
+            shape = read.shape(metrics, parent)
+    if not shape["parent_rows"]:
         raise ValueError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
@@ -81,8 +100,13 @@ def compare_runs(
             f"refusing to compare with parent {parent!r}: {detail}. "
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
+    epochs = shape["n_key_epochs"] or 1
+    in_sql = not options.get("errors_as_failures") and (
+        bool(options.get("pair_on_epoch")) or epochs == 1
+    )
+    scores = read.rows(metrics) if in_sql else None
     return compare_scores(
-        scores,
+        scores if scores is not None else read.scores(metrics),
         declared=read.declared(metrics),
         candidates=cands,
         parent=parent,
@@ -106,39 +130,83 @@ class _Reader:
         store: ParquetStore,
         runs: list[str],
         source: str | None,
-        pending: pa.Table | None,
+        pending: str | None,
         options: Mapping[str, object],
         by: Sequence[str],
     ) -> None:
         self.store, self.runs, self.source, self.pending = store, runs, source, pending
         self.options, self.by = options, list(by)
+        self._have: list[str] | None = None
 
-    def _query(self, metrics: Sequence[str] | None, select: str, rel: str | None) -> str:
+    def _query(self, metrics: Sequence[str] | None, select: str) -> str:
         query = preferred_query(
-            runs=True, metrics=metrics is not None, sources=self.source is not None, pending=rel
+            runs=True,
+            metrics=metrics is not None,
+            sources=self.source is not None,
+            pending=self.pending,
         )
         return select.format(scores=f"({query})")
 
-    def _sql(self, metrics: Sequence[str] | None, select: str) -> pl.DataFrame:
+    def _params(self, metrics: Sequence[str] | None) -> dict[str, object]:
         params: dict[str, object] = {"runs": self.runs}
         if metrics is not None:
             params["metrics"] = list(metrics)
         if self.source is not None:
             params["sources"] = [self.source]
-        with registered(self.store, self.pending) as rel:
-            return self.store.sql(self._query(metrics, select, rel), params)
+        return params
+
+    def _sql(self, metrics: Sequence[str] | None, select: str) -> pl.DataFrame:
+        return self.store.sql(self._query(metrics, select), self._params(metrics))
+
+    def _columns(self, metrics: Sequence[str] | None) -> list[str]:
+        if self._have is None:
+            self._have = self._sql(metrics, "select * from {scores} limit 0").columns
+        return self._have
+
+    def rows(self, metrics: Sequence[str] | None) -> PairedRows | None:
+        """The scores as SQL for the engine to pair where they lie (None: a ``by`` column
+        the scores lack, which the frame path names)."""
+        have = self._columns(metrics)
+        if any(b not in have or b == "source" for b in self.by):
+            return None
+        pk = ("key", "epoch") if self.options.get("pair_on_epoch") else ("key",)
+        cols = list(
+            dict.fromkeys(["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by])
+        )
+        relation = self._query(metrics, f"(select {_listed(cols)} from {{scores}})")
+        store = self.store
+
+        def run(query: str, params: Mapping[str, object]) -> pl.DataFrame:
+            return store.sql(query, {k: v for k, v in params.items() if f"${k}" in query})
+
+        # the resolved rows are stored by run, metric, key and epoch: the order a frame read
+        # of them has, and so the order a bootstrap reads their differences in
+        return PairedRows(
+            run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics)
+        )
 
     def scores(self, metrics: Sequence[str] | None) -> pl.DataFrame:
-        """The engine's columns: ids, value, skip reason (errored, epoch, ``by`` if used)."""
-        have = self._sql(metrics, "select * from {scores} limit 0").columns
+        """The engine's columns as a frame: ids, value, skip reason (errored, epoch, ``by``
+        if used), for what the engine pairs only from a frame (epochs to reduce, errors
+        counted as failures)."""
+        have = self._columns(metrics)
         wanted = ["run_id", "key", "metric", "value", "skip_reason"]
         if self.options.get("pair_on_epoch"):
             wanted.append("epoch")
         if self.options.get("errors_as_failures"):
             wanted.append("errored")
         cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
-        listed = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
-        return self._sql(metrics, f"select {listed} from {{scores}}")
+        return self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
+
+    def shape(self, metrics: Sequence[str] | None, parent: str) -> dict[str, int]:
+        """How many rows the parent has, and the most epochs a key has (whether epochs must
+        be reduced before pairing)."""
+        found = self._sql(
+            metrics,
+            "select max(n_key_epochs) as n_key_epochs, "
+            f"count(*) filter (where run_id = {_literal(parent)}) as parent_rows from {{scores}}",
+        )
+        return {k: int(v or 0) for k, v in found.row(0, named=True).items()}
 
     def versions(self, metrics: Sequence[str] | None) -> pl.DataFrame:
         """The distinct (run, metric, source, scorer version) of the valid values."""
@@ -152,8 +220,17 @@ class _Reader:
         return self._sql(
             metrics,
             "select distinct metric, json_extract_string(metadata, '$.direction') as direction "
-            "from {scores} where json_valid(metadata)",
+            # only a document naming a direction can declare one (a cheap test before parsing)
+            """from {scores} where metadata like '%"direction"%' and json_valid(metadata)""",
         )
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _listed(columns: Sequence[str]) -> str:
+    return ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
 
 
 def _gate(
