@@ -91,7 +91,9 @@ class PairedRows:
                 case when not ok then reason end as reason,
                 case when not ok then parent_reason end as parent_reason,
                 count(*) as n
-            from pairs group by all""",
+            from pairs group by all
+            -- in one order whatever the plan: the sums over the patterns are then the same
+            order by all""",
             parent,
         )
 

@@ -361,7 +361,9 @@ def _reduce(
     extra = [pl.col(b).first() for b in by if b not in pk]
     if has_reason:  # a key that abstained on every epoch keeps the first epoch's reason
         extra.append(pl.col("skip_reason").drop_nulls().first())
-    return frame.group_by(group).agg(value, *extra)
+    # in order of first appearance: the rows' order is the order a bootstrap reads their
+    # differences in, so an unordered group-by would change the interval from call to call
+    return frame.group_by(group, maintain_order=True).agg(value, *extra)
 
 
 def _levels(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -400,7 +402,8 @@ def _sums(pat: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     par_dropped = matched & _PV.is_null() & _V.is_not_null()
     ok, d, n = _OK, _D, _N
     nzd = d.filter(ok & (d != 0)).abs()
-    return pat.group_by(["candidate", "metric", *by]).agg(
+    # in the patterns' order (sorted in SQL): float sums come out the same on every call
+    return pat.group_by(["candidate", "metric", *by], maintain_order=True).agg(
         n_rows=n.sum(),
         n_matched=n.filter(matched).sum(),
         n_pairs=n.filter(ok).sum(),
