@@ -72,7 +72,7 @@ def _compare(
     reduced or errors counted as failures first)."""
     runs = [*cands, parent]
     read = _Reader(store, runs, source, pending, options, by)
-    shape = read.shape(metrics, parent)
+    kinds = read.kinds(metrics)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
@@ -80,27 +80,27 @@ def _compare(
     missing = sorted(set(runs) - set(meta["run_id"]))
     if missing:
         raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
-    if not shape["parent_rows"] and metrics and "success" in metrics:
+    if kinds.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
         # runs whose success has another name (inspect-robots: success_at_end), by the one rule
         named = success_metric(store, runs)
         if named is not None and named != "success":
             metrics = [named if m == "success" else m for m in metrics]
             read = _Reader(store, runs, source, None, options, by)
-            shape = read.shape(metrics, parent)
-    if not shape["parent_rows"]:
+            kinds = read.kinds(metrics)
+    if kinds.filter(pl.col("run_id") == parent).is_empty():
         raise ValueError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"
         )
-    problems = _gate(meta, read.versions(metrics), cands, parent)
+    problems = _gate(meta, kinds.filter(pl.col("valid")), cands, parent)
     if problems and not force:
         detail = "; ".join(f"{c}: {why}" for c, why in problems.items())
         raise ComparabilityError(
             f"refusing to compare with parent {parent!r}: {detail}. "
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
-    epochs = shape["n_key_epochs"] or 1
+    epochs = kinds["n_key_epochs"].max() or 1
     in_sql = not options.get("errors_as_failures") and (
         bool(options.get("pair_on_epoch")) or epochs == 1
     )
@@ -198,21 +198,14 @@ class _Reader:
         cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
         return self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
 
-    def shape(self, metrics: Sequence[str] | None, parent: str) -> dict[str, int]:
-        """How many rows the parent has, and the most epochs a key has (whether epochs must
-        be reduced before pairing)."""
-        found = self._sql(
-            metrics,
-            "select max(n_key_epochs) as n_key_epochs, "
-            f"count(*) filter (where run_id = {_literal(parent)}) as parent_rows from {{scores}}",
-        )
-        return {k: int(v or 0) for k, v in found.row(0, named=True).items()}
-
-    def versions(self, metrics: Sequence[str] | None) -> pl.DataFrame:
-        """The distinct (run, metric, source, scorer version) of the valid values."""
+    def kinds(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per (run, metric, source, scorer version, valid): the rows and the most epochs a
+        key has. One scan answers the gate (the versions of the valid values), whether the
+        parent has scores, and whether epochs must be reduced before pairing."""
         return self._sql(
             metrics,
-            "select distinct run_id, metric, source, scorer_version from {scores} where valid",
+            "select run_id, metric, source, scorer_version, valid, count(*) as n, "
+            "max(n_key_epochs) as n_key_epochs from {scores} group by all",
         )
 
     def declared(self, metrics: Sequence[str] | None) -> pl.DataFrame:
@@ -225,10 +218,6 @@ class _Reader:
         )
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _listed(columns: Sequence[str]) -> str:
     return ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
 
@@ -238,7 +227,7 @@ def _gate(
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions).
 
-    ``versions``: the distinct (run_id, metric, source, scorer_version) of the valid values.
+    ``versions``: the (run_id, metric, source, scorer_version) of the valid values.
 
     Scorer versions are compared per metric and source, over the valid values: the same
     scorer at two versions measures two things, while an abstention has no scorer to
