@@ -120,10 +120,12 @@ def preferred_scores(
     level: Literal["episode", "key"] = "episode",
     pending: pa.Table | None = None,
     semantic_names: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """The resolved scores: one row per (run, key, epoch, metric), or per key with ``level="key"``.
 
-    ``source`` reads only that source (or those sources) instead of resolving across all.
+    ``source`` reads only that source (or those sources) instead of resolving across all;
+    ``columns`` reads only those columns (the scan reads no others).
     """
     params: dict[str, Any] = {}
     if runs is not None:
@@ -142,6 +144,8 @@ def preferred_scores(
             pending=rel,
             semantic_names=semantic_names,
         )
+        if columns is not None:
+            query = f"select {', '.join(columns)} from ({query})"
         return store.sql(query, params or None)
 
 

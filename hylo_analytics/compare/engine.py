@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from hylo_analytics.compare._counts import PairedRows, frame_rows
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_cis
@@ -103,7 +104,7 @@ COLUMNS = (
 
 
 def compare_scores(
-    scores: pl.DataFrame,
+    scores: pl.DataFrame | PairedRows,
     *,
     candidates: Sequence[str] | str,
     parent: str,
@@ -122,6 +123,7 @@ def compare_scores(
     family: Family = "comparison",
     errors_as_failures: bool = False,
     forced: Mapping[str, str] | None = None,
+    declared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Compare every candidate with ``parent`` on the keys they share, overall and per ``by``.
 
@@ -130,7 +132,9 @@ def compare_scores(
     scores : one row per (run_id, key[, epoch], metric) with a nullable ``value``; optional
         ``skip_reason`` (names the drops), ``errored`` (for ``errors_as_failures``) and
         ``metadata`` (declared directions) columns. With a ``source`` column, one source per
-        key (resolve first: several sources are refused).
+        key (resolve first: several sources are refused). Or rows already reduced to one per
+        pair key, as SQL (``Store.compare`` pairs the store's scores where they lie); both
+        are paired and counted by the same queries (:mod:`hylo_analytics.compare._counts`).
     reducer : how several epochs of one key are reduced before pairing (default ``mean``, the
         rule of ``int_key_scores``); ``None`` refuses duplicates with an error (never "the
         last one wins"). Abstentions are ignored by the reducer; a key whose epochs all
@@ -149,6 +153,8 @@ def compare_scores(
         ``level`` (every candidate and metric of one level together).
     errors_as_failures : count errored abstentions of 0/1 metrics as failures (0).
     forced : candidate -> what the gate found different, for candidates compared anyway.
+    declared : the (``metric``, ``direction``) pairs the scores' metadata declare, when read
+        elsewhere (``Store.compare`` reads them in SQL); by default read from ``metadata``.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
@@ -158,44 +164,26 @@ def compare_scores(
     if family not in ("comparison", "level"):
         raise ValueError(f"family must be 'comparison' or 'level', got {family!r}")
     rule = rule or StatisticalRule()
-    pk = ["key", "epoch"] if pair_on_epoch else ["key"]
-    by = list(by)
-    _check_columns(scores, ["run_id", "metric", "value", *pk, *by])
-    _check_one_source(scores, pk)
-    frame = scores.lazy().filter(pl.col("run_id").is_in([*cands, parent]))
-    if metrics is not None:
-        frame = frame.filter(pl.col("metric").is_in(list(metrics)))
-    has_reason = "skip_reason" in scores.columns
-    cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
-    # categorical ids: grouping and joining on integers instead of hashing strings
-    cat = [c for c in cols if scores.schema[c] == pl.String]
-    extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
-    if errors_as_failures:
-        if "errored" not in scores.columns:
-            raise ValueError(
-                "errors_as_failures needs an 'errored' column (the store's resolved scores "
-                "have one: compare runs with Store.compare)"
-            )
-        extra.append(pl.col("errored").fill_null(False))
-    value = pl.col("value").cast(pl.Float64).fill_nan(None)
-    lazy = frame.select(*cols, value, *extra)
-    ids = lazy.with_columns(pl.col(cat).cast(pl.Categorical)).collect()
-    if errors_as_failures:
-        ids = _errors_as_failures(ids)
-    declared = _declared_directions(scores) if "metadata" in scores.columns else {}
-    present = ids["metric"].cast(pl.String).unique().to_list()
-    dirs = resolve_directions(present, explicit=directions, declared=declared)
-    reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
-    pairs, par = _pairs(reduced, cands, parent, pk, has_reason)
-    out = _aggregate(pairs, par, by, dirs, alternative, mid_p)
-    out = _with_ci(out, pairs, by, ci, (n_resamples, level, seed), rule.equivalence_level)
-    out = _with_tost(out, rule)
-    out = _with_drops(out, pairs, by, has_reason)
+    if isinstance(scores, PairedRows):
+        if errors_as_failures:
+            raise ValueError("errors_as_failures needs the scores frame (see Store.compare)")
+        out = _compare(scores, cands, parent, declared, directions, alternative, mid_p, ci,
+                       (n_resamples, level, seed), rule, family)  # fmt: skip
+        dtypes: dict[str, pl.DataType] = {}
+    else:
+        pk = ["key", "epoch"] if pair_on_epoch else ["key"]
+        reduced, has_reason, dtypes = _prepare(
+            scores, cands, parent, metrics, list(by), pk, reducer, errors_as_failures
+        )
+        if declared is None and "metadata" in scores.columns:
+            declared = _declared_pairs(scores)
+        with frame_rows(reduced, pk, list(by), has_reason) as rows:
+            out = _compare(rows, cands, parent, declared, directions, alternative, mid_p, ci,
+                           (n_resamples, level, seed), rule, family)  # fmt: skip
     out = out.with_columns(
-        pl.col(c).cast(pl.String) for c in ["candidate", "metric", *by] if c in [*cat, "candidate"]
+        pl.col("candidate").cast(pl.String),
+        *(pl.col(c).cast(t) for c, t in dtypes.items() if c != "candidate"),
     )
-    out = _adjust(out, family, by)
-    out = add_verdicts(out, rule)
     forced = forced or {}
     out = out.with_columns(
         pl.lit(parent).alias("parent"),
@@ -214,6 +202,72 @@ def compare_scores(
     )
 
 
+def _prepare(
+    scores: pl.DataFrame,
+    cands: list[str],
+    parent: str,
+    metrics: Sequence[str] | None,
+    by: list[str],
+    pk: list[str],
+    reducer: Reducer | None,
+    errors_as_failures: bool,
+) -> tuple[pl.DataFrame, bool, dict[str, pl.DataType]]:
+    """The frame's rows of the runs and metrics asked for, one per (run, pair key, metric):
+    the rows, whether they carry skip reasons, and the dtypes of the id columns."""
+    _check_columns(scores, ["run_id", "metric", "value", *pk, *by])
+    _check_one_source(scores, pk)
+    frame = scores.lazy().filter(pl.col("run_id").is_in([*cands, parent]))
+    if metrics is not None:
+        frame = frame.filter(pl.col("metric").is_in(list(metrics)))
+    has_reason = "skip_reason" in scores.columns
+    cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
+    extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
+    if errors_as_failures:
+        if "errored" not in scores.columns:
+            raise ValueError(
+                "errors_as_failures needs an 'errored' column (the store's resolved scores "
+                "have one: compare runs with Store.compare)"
+            )
+        extra.append(pl.col("errored").fill_null(False))
+    value = pl.col("value").cast(pl.Float64).fill_nan(None)
+    ids = frame.select(*cols, value, *extra).collect()
+    if errors_as_failures:
+        ids = _errors_as_failures(ids)
+    reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
+    dtypes = {c: scores.schema[c] for c in ["metric", *by]}
+    return reduced, has_reason, dtypes
+
+
+def _compare(
+    rows: PairedRows,
+    cands: list[str],
+    parent: str,
+    declared: pl.DataFrame | None,
+    directions: Mapping[str, Direction] | None,
+    alternative: Alternative,
+    mid_p: bool,
+    ci: CiMethod,
+    boot: tuple[int, float, int],
+    rule: Rule,
+    family: Family,
+) -> pl.DataFrame:
+    """Every statistic of the comparison, from the counts of ``rows``' pairs."""
+    by = list(rows.by)
+    pat = rows.patterns(parent)
+    fine = _sums(pat, by)
+    missing = set(cands) - set(fine["candidate"].cast(pl.String).to_list())
+    if missing:
+        raise ValueError(f"candidate(s) {sorted(missing)} have no scores to compare")
+    present = fine["metric"].cast(pl.String).unique().to_list()
+    dirs = resolve_directions(present, explicit=directions, declared=_one_direction(declared))
+    out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)
+    out = _with_ci(out, rows, parent, ci, boot, rule.equivalence_level)
+    out = _with_tost(out, rule)
+    out = _with_drops(out, pat, by, rows.has_reason)
+    out = _adjust(out, family, by)
+    return add_verdicts(out, rule)
+
+
 def _errors_as_failures(frame: pl.DataFrame) -> pl.DataFrame:
     """Errored abstentions of 0/1 metrics become failures (0): the harnesses' convention."""
     binary = (
@@ -228,18 +282,27 @@ def _errors_as_failures(frame: pl.DataFrame) -> pl.DataFrame:
     return out.drop("errored")
 
 
-def _declared_directions(scores: pl.DataFrame) -> dict[str, str]:
-    """metric -> the direction its score rows declare in ``metadata`` (when one, unambiguous)."""
-    found = (
+def _declared_pairs(scores: pl.DataFrame) -> pl.DataFrame:
+    """The distinct (metric, direction) pairs the score rows declare in ``metadata``."""
+    return (
         scores.lazy()
         .select(
             pl.col("metric").cast(pl.String),
-            d=pl.col("metadata").cast(pl.String).str.json_path_match("$.direction"),
+            direction=pl.col("metadata").cast(pl.String).str.json_path_match("$.direction"),
         )
-        .filter(pl.col("d").is_in(["maximize", "minimize"]))
-        .group_by("metric")
-        .agg(pl.col("d").unique())
+        .unique()
         .collect()
+    )
+
+
+def _one_direction(declared: pl.DataFrame | None) -> dict[str, str]:
+    """metric -> the direction its rows declare, when they declare one (unambiguous)."""
+    if declared is None:
+        return {}
+    found = (
+        declared.filter(pl.col("direction").is_in(["maximize", "minimize"]))
+        .group_by("metric")
+        .agg(pl.col("direction").unique())
     )
     return {m: ds[0] for m, ds in found.iter_rows() if len(ds) == 1}
 
@@ -298,32 +361,9 @@ def _reduce(
     extra = [pl.col(b).first() for b in by if b not in pk]
     if has_reason:  # a key that abstained on every epoch keeps the first epoch's reason
         extra.append(pl.col("skip_reason").drop_nulls().first())
-    return frame.group_by(group).agg(value, *extra)
-
-
-def _pairs(
-    frame: pl.DataFrame, cands: list[str], parent: str, pk: list[str], has_reason: bool
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Candidate rows joined with the parent's value of the same key; and the parent's rows.
-
-    Differences stay raw (candidate - parent); the metric's direction is applied per group
-    in :func:`_aggregate`, so no per-row work depends on it.
-    """
-    par = frame.filter(pl.col("run_id") == parent).drop("run_id")
-    cand = frame.filter(pl.col("run_id") != parent).rename({"run_id": "candidate"})
-    missing = set(cands) - set(cand["candidate"].unique().cast(pl.String))
-    if missing:
-        raise ValueError(f"candidate(s) {sorted(missing)} have no scores to compare")
-    reason = [pl.col("skip_reason").alias("parent_reason")] if has_reason else []
-    right = par.select(
-        *pk, "metric", pl.col("value").alias("parent_value"), *reason, matched=pl.lit(True)
-    )
-    pairs = cand.join(right, on=[*pk, "metric"], how="left").with_columns(
-        matched=pl.col("matched").fill_null(False),
-        both=pl.col("value").is_not_null() & pl.col("parent_value").is_not_null(),
-        diff=pl.col("value") - pl.col("parent_value"),
-    )
-    return pairs, par
+    # in order of first appearance: the rows' order is the order a bootstrap reads their
+    # differences in, so an unordered group-by would change the interval from call to call
+    return frame.group_by(group, maintain_order=True).agg(value, *extra)
 
 
 def _levels(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -349,43 +389,66 @@ def _up(fine: pl.DataFrame, by: list[str], sums: list[str], first: list[str]) ->
     return pl.concat([overall, per], how="diagonal")
 
 
+_V, _PV, _N = pl.col("v"), pl.col("pv"), pl.col("n")
+_OK = _V.is_not_null() & _PV.is_not_null()
+_D = _V - _PV
+
+
+def _sums(pat: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Per (candidate, metric, by group): the counts and sums of the pairs, weighted by the
+    patterns' ``n``, and the range of the values and of the non-zero ``|d|``."""
+    matched = pl.col("matched")
+    cand_dropped = matched & _V.is_null() & _PV.is_not_null()
+    par_dropped = matched & _PV.is_null() & _V.is_not_null()
+    ok, d, n = _OK, _D, _N
+    nzd = d.filter(ok & (d != 0)).abs()
+    # in the patterns' order (sorted in SQL): float sums come out the same on every call
+    return pat.group_by(["candidate", "metric", *by], maintain_order=True).agg(
+        n_rows=n.sum(),
+        n_matched=n.filter(matched).sum(),
+        n_pairs=n.filter(ok).sum(),
+        n_pos=n.filter(ok & (d > 0)).sum(),
+        n_neg=n.filter(ok & (d < 0)).sum(),
+        n_11=n.filter(ok & (_V == 1) & (_PV == 1)).sum(),
+        n_nonbinary=n.filter(ok & ~(_V.is_in([0.0, 1.0]) & _PV.is_in([0.0, 1.0]))).sum(),
+        sum_c=(_V * n).filter(ok).sum(),
+        sum_p=(_PV * n).filter(ok).sum(),
+        sum_d=(d * n).filter(ok).sum(),
+        sum_d2=(d * d * n).filter(ok).sum(),
+        n_dropped_candidate=n.filter(cand_dropped).sum(),
+        n_dropped_parent=n.filter(par_dropped).sum(),
+        n_dropped_both=n.filter(matched & _V.is_null() & _PV.is_null()).sum(),
+        sum_pv_cd=(_PV * n).filter(cand_dropped).sum(),
+        sum_cv_pd=(_V * n).filter(par_dropped).sum(),
+        lo=pl.min_horizontal(_V.min(), _PV.min()),
+        hi=pl.max_horizontal(_V.max(), _PV.max()),
+        abs_lo=nzd.min(),
+        abs_hi=nzd.max(),
+    )
+
+
 def _aggregate(
-    pairs: pl.DataFrame,
-    par: pl.DataFrame,
-    by: list[str],
+    rows: PairedRows,
+    pat: pl.DataFrame,
+    fine: pl.DataFrame,
+    parent: str,
     directions: Mapping[str, tuple[str, str | None]],
     alternative: Alternative,
     mid_p: bool,
 ) -> pl.DataFrame:
     """Counts, means, Wilcoxon and the McNemar p-values for every (candidate, metric, level,
-    group). One pass over the pairs per finest group; the overall rows are sums of those."""
+    group), from the sums of each finest group (``rows.sums``); the overall rows are sums of
+    those."""
+    by = list(rows.by)
     gcols = ["candidate", "metric", "level", *by]
-    ok, d = pl.col("both"), pl.col("diff")
-    v, pv = pl.col("value"), pl.col("parent_value")
-    cand_dropped = pl.col("matched") & v.is_null() & pv.is_not_null()
-    par_dropped = pl.col("matched") & pv.is_null() & v.is_not_null()
-    sums = {
-        "n_rows": pl.len(),
-        "n_matched": pl.col("matched").sum(),
-        "n_pairs": ok.sum(),
-        "n_pos": (ok & (d > 0)).sum(),
-        "n_neg": (ok & (d < 0)).sum(),
-        "n_11": (ok & (v == 1) & (pv == 1)).sum(),
-        "n_nonbinary": (ok & ~(v.is_in([0.0, 1.0]) & pv.is_in([0.0, 1.0]))).sum(),
-        "sum_c": v.filter(ok).sum(),
-        "sum_p": pv.filter(ok).sum(),
-        "sum_d": d.filter(ok).sum(),
-        "sum_d2": (d * d).filter(ok).sum(),
-        "n_dropped_candidate": cand_dropped.sum(),
-        "n_dropped_parent": par_dropped.sum(),
-        "n_dropped_both": (pl.col("matched") & v.is_null() & pv.is_null()).sum(),
-        "sum_pv_cd": pv.filter(cand_dropped).sum(),
-        "sum_cv_pd": v.filter(par_dropped).sum(),
-    }
-    fine = pairs.group_by(["candidate", "metric", *by]).agg(**sums)
-    st = _up(fine, by, list(sums), [])
-    n_parent = _levels(par, by).group_by(["metric", "level", *by]).agg(n_parent=pl.len())
+    abs_lo, abs_hi = fine.select(pl.col("abs_lo").min(), pl.col("abs_hi").max()).row(0)
+    sums = [c for c in fine.columns if c.startswith(("n_", "sum_"))]
+    st = _up(fine.select("candidate", "metric", *by, *sums), by, sums, [])
+    n_parent = _up(rows.parent_rows(parent), by, ["n_parent"], [])
     st = st.join(n_parent, on=["metric", "level", *by], how="left", nulls_equal=True)
+    # the range of the metric's values (either side, any pair): what a dropped value could be
+    rng = fine.group_by("metric").agg(pl.col("lo").min(), pl.col("hi").max())
+    st = st.join(rng, on="metric", how="left")
     metric = pl.col("metric").cast(pl.String)
     direction = metric.replace_strict(
         {m: dv[0] for m, dv in directions.items()}, default="unknown", return_dtype=pl.String
@@ -416,7 +479,7 @@ def _aggregate(
             ((pl.col("sum_d2") - pl.col("sum_d") ** 2 / n) / (n - 1)).clip(0.0).sqrt()
         ),
     )
-    st = _wilcoxon(st, pairs, by, gcols, alternative)
+    st = _wilcoxon(st, pat, by, (abs_lo, abs_hi), gcols, alternative)
     st = st.drop("n_rows", "n_matched", "n_parent", "sum_c", "sum_p", "sum_d2", "n_nonbinary")
     cw, pw = st["candidate_wins"].to_numpy(), st["parent_wins"].to_numpy()
     unknown = (st["direction"] == "unknown").to_numpy()
@@ -432,7 +495,12 @@ def _aggregate(
 
 
 def _wilcoxon(
-    st: pl.DataFrame, pairs: pl.DataFrame, by: list[str], gcols: list[str], alt: Alternative
+    st: pl.DataFrame,
+    pat: pl.DataFrame,
+    by: list[str],
+    abs_range: tuple[float | None, float | None],
+    gcols: list[str],
+    alt: Alternative,
 ) -> pl.DataFrame:
     """``st`` with the Wilcoxon signed-rank p of every group (``wilcoxon_p``).
 
@@ -443,9 +511,7 @@ def _wilcoxon(
     every non-zero ``|d|`` is the same (a binary metric) there is one block per group and no
     pass over the pairs is needed.
     """
-    d = pl.col("diff")
-    nzd = d.filter(pl.col("both") & (d != 0)).abs()
-    lo, hi = pairs.select(nzd.min().alias("lo"), nzd.max().alias("hi")).row(0)
+    lo, hi = abs_range
     st = st.with_row_index("_gid")
     if lo == hi:  # one |d| value (or none): one block per group
         blocks = st.select(
@@ -455,9 +521,9 @@ def _wilcoxon(
             hib=pl.col("higher_is_better"),
         ).filter(pl.col("t") > 0)
     else:
-        nz = pairs.filter(pl.col("both") & (d != 0))
-        fine = nz.group_by(["candidate", "metric", *by, d.abs().alias("a")]).agg(
-            t=pl.len().cast(pl.Int64), npos=(d > 0).sum().cast(pl.Int64)
+        nz = pat.filter(_OK & (_D != 0))
+        fine = nz.group_by(["candidate", "metric", *by, _D.abs().alias("a")]).agg(
+            t=_N.sum().cast(pl.Int64), npos=_N.filter(_D > 0).sum().cast(pl.Int64)
         )
         blocks = (
             _up(fine, by, ["t", "npos"], [])
@@ -478,8 +544,8 @@ def _wilcoxon(
 
 def _with_ci(
     st: pl.DataFrame,
-    pairs: pl.DataFrame,
-    by: list[str],
+    paired: PairedRows,
+    parent: str,
     ci: CiMethod,
     boot: tuple[int, float, int],
     eq_level: float,
@@ -537,10 +603,12 @@ def _with_ci(
         kind = {"bootstrap": "percentile", "bca": "bca", "studentized": "studentized"}[ci]  # type: ignore[assignment]
     if rest.any():
         # the paired differences of the bootstrapped groups back to back, in st's row order
+        by = list(paired.by)
         gcols = ["candidate", "metric", "level", *by]
         ids = st.with_row_index("_gid").filter(pl.Series(rest)).select(*gcols, "_gid")
-        d = _levels(pairs.filter("both"), by)
-        d = d.join(ids, on=gcols, nulls_equal=True).sort("_gid")
+        wanted = ids["metric"].cast(pl.String).unique().to_list()
+        d = _levels(paired.differences(parent, wanted), by)
+        d = d.join(ids, on=gcols, nulls_equal=True).sort("_gid", maintain_order=True)
         gid = d["_gid"].to_numpy()
         sizes = np.bincount(gid, minlength=rows)[rest]
         diffs = d["diff"].to_numpy()
@@ -584,7 +652,7 @@ def _ci_columns(
 
 
 def _with_drops(
-    st: pl.DataFrame, pairs: pl.DataFrame, by: list[str], has_reason: bool
+    st: pl.DataFrame, pat: pl.DataFrame, by: list[str], has_reason: bool
 ) -> pl.DataFrame:
     """What the dropped pairs could change, and why they were dropped.
 
@@ -593,12 +661,6 @@ def _with_drops(
     of the metric's observed values (0 and 1 for a 0/1 metric).
     """
     gcols = ["candidate", "metric", "level", *by]
-    rng = (
-        pl.concat([pairs.select("metric", x="value"), pairs.select("metric", x="parent_value")])
-        .group_by("metric")
-        .agg(lo=pl.col("x").min(), hi=pl.col("x").max())
-    )
-    st = st.join(rng, on="metric", how="left")
     lo, hi = pl.col("lo"), pl.col("hi")
     ncd, npd, nbd = (pl.col(f"n_dropped_{s}") for s in ("candidate", "parent", "both"))
     total = (pl.col("n_pairs") + pl.col("n_dropped")).cast(pl.Float64)
@@ -613,21 +675,22 @@ def _with_drops(
         diff_if_drops_max=pl.when(drops & (total > 0)).then(high),
     )
     if has_reason:
-        dropped = pairs.filter(pl.col("matched") & ~pl.col("both"))
+        dropped = pat.filter(pl.col("matched") & ~_OK)
         sides = pl.concat(
             [
-                dropped.filter(pl.col("value").is_null()).with_columns(
-                    side=pl.lit("candidate"), reason=pl.col("skip_reason")
+                dropped.filter(_V.is_null()).select(
+                    "candidate", "metric", *by, "n", side=pl.lit("candidate"), reason="reason"
                 ),
-                dropped.filter(pl.col("parent_value").is_null()).with_columns(
-                    side=pl.lit("parent"), reason=pl.col("parent_reason")
+                dropped.filter(_PV.is_null()).select(
+                    "candidate", "metric", *by, "n", side=pl.lit("parent"), reason="parent_reason"
                 ),
             ]
         )
+        fine = sides.group_by(
+            "candidate", "metric", *by, "side", pl.col("reason").fill_null("(no reason)")
+        ).agg(pl.col("n").sum())
         counted = (
-            _levels(sides, by)
-            .group_by(*gcols, "side", pl.col("reason").fill_null("(no reason)"))
-            .agg(n=pl.len())
+            _up(fine, by, ["n"], [])
             .sort("n", "reason", "side", descending=[True, False, False])
             .group_by(gcols, maintain_order=True)
             .agg(

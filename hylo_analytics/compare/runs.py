@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.resolution import preferred_scores, success_metric
+from hylo_analytics.resolution import preferred_query, registered, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "compare_runs"]
@@ -51,14 +52,27 @@ def compare_runs(
     # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
     cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
     parent = store.resolve_run(parent)
+    with registered(store, pending) as rel:
+        return _compare(store, cands, parent, rel, metrics, by, source, force, options)
+
+
+def _compare(
+    store: ParquetStore,
+    cands: list[str],
+    parent: str,
+    pending: str | None,
+    metrics: Sequence[str] | None,
+    by: Sequence[str],
+    source: str | None,
+    force: bool,
+    options: Mapping[str, object],
+) -> pl.DataFrame:
+    """:func:`compare_runs` once the runs are resolved and pending rows registered: the
+    gate, then the engine on the scores where they lie (or as a frame, when epochs must be
+    reduced or errors counted as failures first)."""
     runs = [*cands, parent]
-    scores = preferred_scores(
-        store,
-        runs=runs,
-        metrics=None if metrics is None else list(metrics),
-        source=source,
-        pending=pending,
-    )
+    read = _Reader(store, runs, source, pending, options, by)
+    kinds = read.kinds(metrics)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
@@ -66,27 +80,34 @@ def compare_runs(
     missing = sorted(set(runs) - set(meta["run_id"]))
     if missing:
         raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
-    if scores.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
+    if kinds.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
         # runs whose success has another name (inspect-robots: success_at_end), by the one rule
         named = success_metric(store, runs)
         if named is not None and named != "success":
             metrics = [named if m == "success" else m for m in metrics]
-            scores = preferred_scores(store, runs=runs, metrics=metrics, source=source)
-    if scores.filter(pl.col("run_id") == parent).is_empty():
+            read = _Reader(store, runs, source, None, options, by)
+            kinds = read.kinds(metrics)
+    if kinds.filter(pl.col("run_id") == parent).is_empty():
         raise ValueError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"
         )
-    problems = _gate(meta, scores, cands, parent)
+    problems = _gate(meta, kinds.filter(pl.col("valid")), cands, parent)
     if problems and not force:
         detail = "; ".join(f"{c}: {why}" for c, why in problems.items())
         raise ComparabilityError(
             f"refusing to compare with parent {parent!r}: {detail}. "
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
+    epochs = kinds["n_key_epochs"].max() or 1
+    in_sql = not options.get("errors_as_failures") and (
+        bool(options.get("pair_on_epoch")) or epochs == 1
+    )
+    scores = read.rows(metrics) if in_sql else None
     return compare_scores(
-        scores.drop("source"),
+        scores if scores is not None else read.scores(metrics),
+        declared=read.declared(metrics),
         candidates=cands,
         parent=parent,
         metrics=metrics,
@@ -96,10 +117,117 @@ def compare_runs(
     )
 
 
+class _Reader:
+    """The resolved scores of ``runs``, read as the engine and the gate need them.
+
+    The engine reads the few columns it uses (not the explanations and metadata of every
+    episode); the gate's scorer versions and the declared directions are group-bys in SQL
+    over the same rows.
+    """
+
+    def __init__(
+        self,
+        store: ParquetStore,
+        runs: list[str],
+        source: str | None,
+        pending: str | None,
+        options: Mapping[str, object],
+        by: Sequence[str],
+    ) -> None:
+        self.store, self.runs, self.source, self.pending = store, runs, source, pending
+        self.options, self.by = options, list(by)
+        self._have: list[str] | None = None
+
+    def _query(self, metrics: Sequence[str] | None, select: str) -> str:
+        query = preferred_query(
+            runs=True,
+            metrics=metrics is not None,
+            sources=self.source is not None,
+            pending=self.pending,
+        )
+        return select.format(scores=f"({query})")
+
+    def _params(self, metrics: Sequence[str] | None) -> dict[str, object]:
+        params: dict[str, object] = {"runs": self.runs}
+        if metrics is not None:
+            params["metrics"] = list(metrics)
+        if self.source is not None:
+            params["sources"] = [self.source]
+        return params
+
+    def _sql(self, metrics: Sequence[str] | None, select: str) -> pl.DataFrame:
+        return self.store.sql(self._query(metrics, select), self._params(metrics))
+
+    def _columns(self, metrics: Sequence[str] | None) -> list[str]:
+        if self._have is None:
+            self._have = self._sql(metrics, "select * from {scores} limit 0").columns
+        return self._have
+
+    def rows(self, metrics: Sequence[str] | None) -> PairedRows | None:
+        """The scores as SQL for the engine to pair where they lie (None: a ``by`` column
+        the scores lack, which the frame path names)."""
+        have = self._columns(metrics)
+        if any(b not in have or b == "source" for b in self.by):
+            return None
+        pk = ("key", "epoch") if self.options.get("pair_on_epoch") else ("key",)
+        cols = list(
+            dict.fromkeys(["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by])
+        )
+        relation = self._query(metrics, f"(select {_listed(cols)} from {{scores}})")
+        store = self.store
+
+        def run(query: str, params: Mapping[str, object]) -> pl.DataFrame:
+            return store.sql(query, {k: v for k, v in params.items() if f"${k}" in query})
+
+        # the resolved rows are stored by run, metric, key and epoch: the order a frame read
+        # of them has, and so the order a bootstrap reads their differences in
+        return PairedRows(
+            run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics)
+        )
+
+    def scores(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """The engine's columns as a frame: ids, value, skip reason (errored, epoch, ``by``
+        if used), for what the engine pairs only from a frame (epochs to reduce, errors
+        counted as failures)."""
+        have = self._columns(metrics)
+        wanted = ["run_id", "key", "metric", "value", "skip_reason"]
+        if self.options.get("pair_on_epoch"):
+            wanted.append("epoch")
+        if self.options.get("errors_as_failures"):
+            wanted.append("errored")
+        cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
+        return self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
+
+    def kinds(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per (run, metric, source, scorer version, valid): the rows and the most epochs a
+        key has. One scan answers the gate (the versions of the valid values), whether the
+        parent has scores, and whether epochs must be reduced before pairing."""
+        return self._sql(
+            metrics,
+            "select run_id, metric, source, scorer_version, valid, count(*) as n, "
+            "max(n_key_epochs) as n_key_epochs from {scores} group by all",
+        )
+
+    def declared(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per metric, the directions its rows' metadata declare (the engine keeps one)."""
+        return self._sql(
+            metrics,
+            "select distinct metric, json_extract_string(metadata, '$.direction') as direction "
+            # only a document naming a direction can declare one (a cheap test before parsing)
+            """from {scores} where metadata like '%"direction"%' and json_valid(metadata)""",
+        )
+
+
+def _listed(columns: Sequence[str]) -> str:
+    return ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+
+
 def _gate(
-    meta: pl.DataFrame, scores: pl.DataFrame, cands: list[str], parent: str
+    meta: pl.DataFrame, versions: pl.DataFrame, cands: list[str], parent: str
 ) -> dict[str, str]:
     """Candidate -> what differs from the parent (benchmark digest, split, scorer versions).
+
+    ``versions``: the (run_id, metric, source, scorer_version) of the valid values.
 
     Scorer versions are compared per metric and source, over the valid values: the same
     scorer at two versions measures two things, while an abstention has no scorer to
@@ -118,10 +246,8 @@ def _gate(
                 why=pl.format(f"{f} '{{}}' != parent's {pv!r}", pl.col(f).fill_null("None")),
             )
         )
-    versions = (
-        scores.filter(pl.col("valid"))
-        .group_by("run_id", "metric", "source")
-        .agg(v=pl.col("scorer_version").fill_null("").unique().sort().str.join(","))
+    versions = versions.group_by("run_id", "metric", "source").agg(
+        v=pl.col("scorer_version").fill_null("").unique().sort().str.join(",")
     )
     pv = versions.filter(pl.col("run_id") == parent).select("metric", "source", pv="v")
     vd = versions.filter(pl.col("run_id") != parent).join(pv, on=["metric", "source"])
