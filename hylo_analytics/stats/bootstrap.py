@@ -328,6 +328,16 @@ def _studentized(
     A group of one value, or of equal values, gets the zero-width interval at its mean.
     """
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    if np.any(np.diff(sizes) < 0) and _integral([x, x * x], starts, sizes):
+        # Every group's draws depend on its size and values only and integer sums are exact
+        # (_integral): groups ordered by size leave each chunk few sizes to draw corrections
+        # for, and give the same bounds.
+        order = np.argsort(sizes, kind="stable")
+        moved = np.concatenate([[0], np.cumsum(sizes[order])[:-1]]) - starts[order]
+        at = np.arange(len(x)) - np.repeat(moved, sizes[order])
+        bounds = _studentized(x[at], sizes[order], levels, n_resamples, seed, max_bytes)
+        back = np.argsort(order)
+        return [(lo[back], hi[back]) for lo, hi in bounds]
     mean = np.add.reduceat(x, starts) / sizes
     var = np.add.reduceat((x - np.repeat(mean, sizes)) ** 2, starts) / np.maximum(sizes - 1, 1)
     se = np.sqrt(var / sizes)
@@ -412,6 +422,19 @@ def _coupled_means(
     whatever their sizes. So a group's resamples depend only on its values and the seed; as
     with shared weights, the Monte-Carlo noise of two groups is correlated.
     """
+    if _integral(xs, starts, sizes):
+        return _coupled_means_integral(xs, starts, sizes, n_resamples, base)
+    return _coupled_means_general(xs, starts, sizes, n_resamples, base)
+
+
+def _coupled_means_general(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+) -> list[FloatArray]:
+    """:func:`_coupled_means` of any data: the shared product, then the corrections."""
     n_groups = len(sizes)
     outs = [np.empty((n_groups, n_resamples)) for _ in xs]
     # Groups of similar size share one product, zero-padded to a bin's width (<= 1/8 more).
@@ -467,6 +490,84 @@ def _coupled_means(
             for out, x in zip(outs, xs, strict=True):
                 fix = np.bincount(target, weights=x[at] * sign, minlength=n_groups * cols)
                 out[:, b0 : b0 + cols] += fix.reshape(n_groups, cols)
+    for out in outs:
+        out /= sizes[:, None]
+    return outs
+
+
+# Resampled sums of integers stay exact while no partial sum can reach 2**53; a cell holds at
+# most len(_POISSON1_CDF) shared balls.
+_EXACT = 2.0**53
+
+
+def _integral(
+    xs: list[FloatArray], starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
+) -> bool:
+    """Whether every resampled sum of these groups is exact in any order of summation.
+
+    Integer values (counts: steps, tokens) times integer weights, with every partial sum below
+    2**53, are exact, so one product with the resamples' Multinomial counts gives the same
+    bits as the shared Poisson product plus its corrections (or any other grouping).
+    """
+    if not len(sizes):
+        return False
+    # padded widths stay under 2n + 8 cells; the corrections add at most n more balls
+    bound = (len(_POISSON1_CDF) + 1) * (2 * int(sizes.max()) + 8)
+    lo, hi = int(starts.min()), int((starts + sizes).max())
+    for x in xs:
+        part = x[lo:hi]
+        top = float(np.abs(part).max()) if len(part) else 0.0
+        if not (np.isfinite(top) and top * bound < _EXACT and np.all(part == np.trunc(part))):
+            return False
+    return True
+
+
+def _coupled_means_integral(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+) -> list[FloatArray]:
+    """:func:`_coupled_means` of integer data: the same draws, one product per size.
+
+    The shared Poisson counts and the corrections of a size are the very draws of
+    :func:`_coupled_means`; here they are added up first into that size's Multinomial(n, 1/n)
+    counts (one matrix per size and block of resamples), and the groups of that size take one
+    product with it. The sums are integers, exact whatever the order, so the bits are those of
+    :func:`_coupled_means` (checked by ``_integral``).
+    """
+    n_groups = len(sizes)
+    outs = [np.empty((n_groups, n_resamples)) for _ in xs]
+    uniq = np.unique(sizes)
+    by_size = []
+    for n in uniq.tolist():
+        idx = np.flatnonzero(sizes == n)
+        at = starts[idx, None] + np.arange(n)[None, :]
+        by_size.append((int(n), idx, np.concatenate([x[at] for x in xs])))
+    rows = -(-int(uniq.max()) // _TILE) * _TILE
+    for c, b0 in enumerate(range(0, n_resamples, _COLS)):
+        cols = min(_COLS, n_resamples - b0)
+        counts = _poisson_counts(base, rows, c)[:cols]  # (resamples, cells)
+        cum = np.cumsum(counts, axis=1, dtype=np.int32)
+        drawn = [_corrections(base, n, c, cum[:, n - 1]) for n, _, _ in by_size]
+        n_rm = np.array([len(d[2]) for d in drawn])
+        rm_cell = _ball_cells(
+            cum, np.concatenate([d[2] for d in drawn]),
+            np.concatenate([d[3] for d in drawn]), np.repeat(uniq, n_rm),
+        )  # fmt: skip
+        del cum
+        rm_cells = np.split(rm_cell, np.cumsum(n_rm)[:-1])
+        for (n, idx, block), (add_cell, add_col, rm_col, _), rm_ce in zip(
+            by_size, drawn, rm_cells, strict=True
+        ):
+            fix = np.bincount(add_col * n + add_cell, minlength=cols * n) - np.bincount(
+                rm_col * n + rm_ce, minlength=cols * n
+            )
+            weights = (counts[:, :n] + fix.reshape(cols, n)).astype(np.float64)
+            prod = block @ weights.T
+            for k, out in enumerate(outs):
+                out[idx, b0 : b0 + cols] = prod[k * len(idx) : (k + 1) * len(idx)]
     for out in outs:
         out /= sizes[:, None]
     return outs
