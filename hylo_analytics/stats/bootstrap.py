@@ -126,6 +126,7 @@ def _chunked_means(
     position = np.arange(len(ssize)) - np.repeat(g_first, np.diff([0, *strata_of_group]))
     rows_per_chunk = max(1, max_bytes // (8 * n_resamples * (2 if squares else 1)))
     weights: dict[tuple[int, int, int], FloatArray] = {}
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] = {}
     g0 = 0
     while g0 < len(gsize):
         # Strata, not groups, bound the memory: pick as many groups as fit.
@@ -145,8 +146,9 @@ def _chunked_means(
             )
         elif plain:
             both = _coupled_means(
-                [x, x * x] if squares else [x], s_start[s0:s1], ssize[s0:s1], n_resamples, base
-            )
+                [x, x * x] if squares else [x],
+                s_start[s0:s1], ssize[s0:s1], n_resamples, base, shared,
+            )  # fmt: skip
             sums, sq = both[0], (both[1] if squares else None)
         else:
             sums = _multinomial_sums(
@@ -407,6 +409,7 @@ def _coupled_means(
     sizes: npt.NDArray[np.int64],
     n_resamples: int,
     base: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None = None,
 ) -> list[FloatArray]:
     """Resampled means, shape (G, B), of the groups ``starts``/``sizes`` of each array in ``xs``.
 
@@ -423,7 +426,7 @@ def _coupled_means(
     with shared weights, the Monte-Carlo noise of two groups is correlated.
     """
     if _integral(xs, starts, sizes):
-        return _coupled_means_integral(xs, starts, sizes, n_resamples, base)
+        return _coupled_means_integral(xs, starts, sizes, n_resamples, base, shared)
     return _coupled_means_general(xs, starts, sizes, n_resamples, base)
 
 
@@ -528,6 +531,7 @@ def _coupled_means_integral(
     sizes: npt.NDArray[np.int64],
     n_resamples: int,
     base: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None = None,
 ) -> list[FloatArray]:
     """:func:`_coupled_means` of integer data: the same draws, one product per size.
 
@@ -548,29 +552,52 @@ def _coupled_means_integral(
     rows = -(-int(uniq.max()) // _TILE) * _TILE
     for c, b0 in enumerate(range(0, n_resamples, _COLS)):
         cols = min(_COLS, n_resamples - b0)
-        counts = _poisson_counts(base, rows, c)[:cols]  # (resamples, cells)
-        cum = np.cumsum(counts, axis=1, dtype=np.int32)
+        counts, cum = _shared_counts(base, rows, c, cols, shared)
         drawn = [_corrections(base, n, c, cum[:, n - 1]) for n, _, _ in by_size]
         n_rm = np.array([len(d[2]) for d in drawn])
         rm_cell = _ball_cells(
             cum, np.concatenate([d[2] for d in drawn]),
             np.concatenate([d[3] for d in drawn]), np.repeat(uniq, n_rm),
         )  # fmt: skip
-        del cum
         rm_cells = np.split(rm_cell, np.cumsum(n_rm)[:-1])
         for (n, idx, block), (add_cell, add_col, rm_col, _), rm_ce in zip(
             by_size, drawn, rm_cells, strict=True
         ):
-            fix = np.bincount(add_col * n + add_cell, minlength=cols * n) - np.bincount(
-                rm_col * n + rm_ce, minlength=cols * n
-            )
-            weights = (counts[:, :n] + fix.reshape(cols, n)).astype(np.float64)
+            # this size's Multinomial(n, 1/n) counts, resamples x cells (exact: small integers)
+            weights = np.bincount(
+                np.concatenate([add_col * n + add_cell, rm_col * n + rm_ce]),
+                np.concatenate([np.ones(len(add_cell)), np.full(len(rm_ce), -1.0)]),
+                minlength=cols * n,
+            ).reshape(cols, n)
+            weights += counts[:, :n]
             prod = block @ weights.T
             for k, out in enumerate(outs):
                 out[idx, b0 : b0 + cols] = prod[k * len(idx) : (k + 1) * len(idx)]
     for out in outs:
         out /= sizes[:, None]
     return outs
+
+
+def _shared_counts(
+    base: int,
+    rows: int,
+    block: int,
+    cols: int,
+    cache: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None,
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]:
+    """The shared Poisson counts of resample block ``block`` and their running sums.
+
+    They depend on the block alone (cells come in fixed tiles), so the chunks of one call
+    share them through ``cache`` while they fit in the memory budget.
+    """
+    hit = cache.get(block) if cache is not None else None
+    if hit is not None and hit[0].shape[1] >= rows:
+        return hit
+    counts = _poisson_counts(base, rows, block)[:cols]  # (resamples, cells)
+    cum = np.cumsum(counts, axis=1, dtype=np.int32)
+    if cache is not None and 5 * counts.size * (block + 1) <= _DEFAULT_MAX_BYTES:
+        cache[block] = (counts, cum)
+    return counts, cum
 
 
 def _poisson_counts(base: int, rows: int, block: int) -> npt.NDArray[np.int8]:
