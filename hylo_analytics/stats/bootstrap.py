@@ -537,45 +537,55 @@ def _coupled_means_integral(
 
     The shared Poisson counts and the corrections of a size are the very draws of
     :func:`_coupled_means`; here they are added up first into that size's Multinomial(n, 1/n)
-    counts (one matrix per size and block of resamples), and the groups of that size take one
-    product with it. The sums are integers, exact whatever the order, so the bits are those of
-    :func:`_coupled_means` (checked by ``_integral``).
+    counts, and the groups of that size take one product with them, for as many resamples
+    as the memory budget holds (few, large products: a threaded BLAS pays off). The sums are
+    integers, exact whatever the order, so the bits are those of :func:`_coupled_means`
+    (``_integral`` checks that they are).
     """
-    n_groups = len(sizes)
-    outs = [np.empty((n_groups, n_resamples)) for _ in xs]
-    uniq = np.unique(sizes)
-    by_size = []
-    for n in uniq.tolist():
+    outs = [np.empty((len(sizes), n_resamples)) for _ in xs]
+    rows = -(-int(sizes.max()) // _TILE) * _TILE
+    blocks = list(enumerate(range(0, n_resamples, _COLS)))
+    for n in np.unique(sizes).tolist():
         idx = np.flatnonzero(sizes == n)
         at = starts[idx, None] + np.arange(n)[None, :]
-        by_size.append((int(n), idx, np.concatenate([x[at] for x in xs])))
-    rows = -(-int(uniq.max()) // _TILE) * _TILE
-    for c, b0 in enumerate(range(0, n_resamples, _COLS)):
-        cols = min(_COLS, n_resamples - b0)
-        counts, cum = _shared_counts(base, rows, c, cols, shared)
-        drawn = [_corrections(base, n, c, cum[:, n - 1]) for n, _, _ in by_size]
-        n_rm = np.array([len(d[2]) for d in drawn])
-        rm_cell = _ball_cells(
-            cum, np.concatenate([d[2] for d in drawn]),
-            np.concatenate([d[3] for d in drawn]), np.repeat(uniq, n_rm),
-        )  # fmt: skip
-        rm_cells = np.split(rm_cell, np.cumsum(n_rm)[:-1])
-        for (n, idx, block), (add_cell, add_col, rm_col, _), rm_ce in zip(
-            by_size, drawn, rm_cells, strict=True
-        ):
-            # this size's Multinomial(n, 1/n) counts, resamples x cells (exact: small integers)
-            weights = np.bincount(
-                np.concatenate([add_col * n + add_cell, rm_col * n + rm_ce]),
-                np.concatenate([np.ones(len(add_cell)), np.full(len(rm_ce), -1.0)]),
-                minlength=cols * n,
-            ).reshape(cols, n)
-            weights += counts[:, :n]
-            prod = block @ weights.T
+        values = np.concatenate([x[at] for x in xs])
+        per = max(1, _DEFAULT_MAX_BYTES // (8 * n * _COLS))  # resample blocks per product
+        for j in range(0, len(blocks), per):
+            first, end = blocks[j][1], min(n_resamples, blocks[j][1] + per * _COLS)
+            weights = np.empty((end - first, n))
+            for c, b0 in blocks[j : j + per]:
+                cols = min(_COLS, n_resamples - b0)
+                span = slice(b0 - first, b0 - first + cols)
+                weights[span] = _multinomial_counts(base, n, c, cols, rows, shared)
+            prod = values @ weights.T
             for k, out in enumerate(outs):
-                out[idx, b0 : b0 + cols] = prod[k * len(idx) : (k + 1) * len(idx)]
+                out[idx, first:end] = prod[k * len(idx) : (k + 1) * len(idx)]
     for out in outs:
         out /= sizes[:, None]
     return outs
+
+
+def _multinomial_counts(
+    base: int,
+    n: int,
+    block: int,
+    cols: int,
+    rows: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None,
+) -> FloatArray:
+    """The Multinomial(n, 1/n) counts of resample block ``block``, shape (cols, n): the
+    shared Poisson counts plus the balls added, minus the balls taken away (exact)."""
+    counts, cum = _shared_counts(base, rows, block, cols, shared)
+    add_cell, add_col, rm_col, ball = _corrections(base, n, block, cum[:, n - 1])
+    rm_cell = _ball_cells(cum, rm_col, ball, np.full(len(rm_col), n, dtype=np.int64))
+    moved = np.bincount(
+        np.concatenate([add_col * n + add_cell, rm_col * n + rm_cell]),
+        np.concatenate([np.ones(len(add_cell)), np.full(len(rm_cell), -1.0)]),
+        minlength=cols * n,
+    )
+    weights = np.asarray(moved, dtype=np.float64).reshape(cols, n)  # weighted: floats already
+    weights += counts[:, :n]
+    return weights
 
 
 def _shared_counts(
