@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from hylo_analytics.metrics import MetricRegistry, MetricSpec, default_registry, normalize_expr
-from hylo_analytics.resolution import preferred_scores
+from hylo_analytics.resolution import EPISODE_VIEW, preferred_query
 from hylo_analytics.stats import intervals
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_ci
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
@@ -57,6 +57,8 @@ _BINARY_ONLY = ("wilson", "clopper_pearson")
 _RUN_COLUMNS = (
     "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
 )  # fmt: skip
+# reducers whose value of one epoch is that epoch's value (its reason, its error)
+_IDENTITY_ON_ONE = ("mean", "median", "max", "min")
 _REASON = pl.List(pl.Struct({"reason": pl.String, "count": pl.Int64}))
 
 
@@ -115,14 +117,23 @@ def aggregate_scores(
     reg = registry or default_registry()
     by = [c for c in dict.fromkeys(by) if c != "metric"]  # every row is per metric anyway
     wanted = _check_statistics(statistics)
-    frame = _load(scores, by, source, [c for c in (stratify, cluster) if c])
+    keep = None if metrics is None else [reg.resolve(m) if m in reg else m for m in metrics]
+    extra = [c for c in (stratify, cluster) if c]
+    if isinstance(scores, ParquetStore):
+        frame = _load_store(scores, by, source, extra, _names_of(keep, reg))
+    else:
+        frame = _load(scores, by, source, extra)
     errors_known = "errored" in frame.columns
+    # the store counts a key's epochs per stored name: exact unless two names read as one
+    lone = isinstance(scores, ParquetStore) and not _merges_names(frame, reg)
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
-    if metrics is not None:
+    if metrics is not None and keep is not None:
         present = set(frame["metric"].unique().to_list())
-        keep = [reg.resolve(m) if m in reg else m for m in metrics]
         absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
         if absent:
+            if isinstance(scores, ParquetStore):  # the store's every metric, for the message
+                every = scores.sql("select distinct metric from int_scores_preferred")["metric"]
+                present = set(every.replace(reg.alias_map()).to_list())
             raise ValueError(
                 f"aggregate: no scores of metric(s) {absent}; the scores hold "
                 f"{', '.join(sorted(present)) or 'none'}"
@@ -138,7 +149,7 @@ def aggregate_scores(
         if "source" in unit and _one_per_episode(frame):
             unit.remove("source")
         keys = list(dict.fromkeys([*by, *unit, "metric", *(c for c in (stratify, cluster) if c)]))
-        frame = reduce_epochs(frame, keys, how)
+        frame = _reduce(frame, keys, how, lone=lone)
     specs = _specs(frame, reg)
     # One sort puts every group's rows together in the output's order (strata within), so the
     # bootstrap reads its values off the frame without a join. The values are sorted too: the
@@ -155,22 +166,12 @@ def aggregate_scores(
 
 
 def _load(
-    scores: pl.DataFrame | pl.LazyFrame | ParquetStore,
+    scores: pl.DataFrame | pl.LazyFrame,
     by: Sequence[str],
     source: str | Sequence[str] | None,
     extra: Sequence[str],
 ) -> pl.DataFrame:
-    if isinstance(scores, ParquetStore):
-        # one resolved score per (run, key, epoch, metric), of one source when asked for;
-        # the epochs of a key may then come from different sources: they are still epochs
-        frame = preferred_scores(scores, source=source)
-        source = None
-        # group by what a run is (agent, version, benchmark, split) as well as by its id
-        wanted = [c for c in (*by, *extra) if c not in frame.columns and c in _RUN_COLUMNS]
-        if wanted:
-            runs = scores.sql(f"SELECT run_id, {', '.join(wanted)} FROM stg_runs")
-            frame = frame.join(runs, on="run_id", how="left")
-    elif isinstance(scores, pl.LazyFrame):
+    if isinstance(scores, pl.LazyFrame):
         frame = scores.collect()
     elif isinstance(scores, pl.DataFrame):
         frame = scores
@@ -180,9 +181,7 @@ def _load(
         )
     missing = [c for c in ("metric", "value", *by, *extra) if c not in frame.columns]
     if missing:
-        known = [*frame.columns, *(c for c in _RUN_COLUMNS if c not in frame.columns)]
-        if not isinstance(scores, ParquetStore):
-            known = list(frame.columns)
+        known = list(frame.columns)
         near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
         hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
         raise ValueError(
@@ -195,6 +194,82 @@ def _load(
             pl.col("source").is_in([source] if isinstance(source, str) else source)
         )
     return frame.with_columns(pl.col("value").cast(pl.Float64))
+
+
+def _load_store(
+    store: ParquetStore,
+    by: Sequence[str],
+    source: str | Sequence[str] | None,
+    extra: Sequence[str],
+    metrics: Sequence[str] | None,
+) -> pl.DataFrame:
+    """The resolved scores of ``metrics`` (every metric when None): only the columns asked.
+
+    One resolved score per (run, key, epoch, metric), of one source when asked for; the
+    epochs of a key may then come from different sources: they are still epochs. The rows
+    carry ``n_key_epochs``, so a key of one epoch needs no reduction (:func:`_reduce`).
+    """
+    params: dict[str, object] = {}
+    if source is not None:
+        params["sources"] = [source] if isinstance(source, str) else list(source)
+    if metrics is not None:
+        params["metrics"] = list(metrics)
+    query = preferred_query(EPISODE_VIEW, metrics=metrics is not None, sources=source is not None)
+    have = store.sql(f"select * from ({query}) limit 0", params or None).columns
+    # group by what a run is (agent, version, benchmark, split) as well as by its id
+    runs = [c for c in dict.fromkeys((*by, *extra)) if c not in have and c in _RUN_COLUMNS]
+    asked = ("metric", "value", *by, *extra)
+    missing = [c for c in asked if c not in have and c not in runs]
+    if missing:
+        known = [*have, *(c for c in _RUN_COLUMNS if c not in have)]
+        near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
+        hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
+        raise ValueError(
+            f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
+        )
+    # source stays out: the resolution gives one score per episode whatever its sources
+    wanted = ("run_id", "key", "epoch", "n_key_epochs", "valid", "skip_reason", "errored")
+    cols = list(dict.fromkeys([*asked, *(c for c in wanted if c in have)]))
+    select = ", ".join(f"s.{c}" if c in have else f"r.{c}" for c in cols)
+    joined = (
+        f" left join (select run_id, {', '.join(runs)} from stg_runs) as r on r.run_id = s.run_id"
+        if runs
+        else ""
+    )
+    frame = store.sql(f"select {select} from ({query}) as s{joined}", params or None)
+    return frame.with_columns(pl.col("value").cast(pl.Float64))
+
+
+def _names_of(keep: Sequence[str] | None, reg: MetricRegistry) -> list[str] | None:
+    """Every stored name that reads as one of ``keep`` (ids and their aliases)."""
+    if keep is None:
+        return None
+    return sorted({*keep, *(a for a, m in reg.alias_map().items() if m in keep)})
+
+
+def _merges_names(frame: pl.DataFrame, reg: MetricRegistry) -> bool:
+    """Whether two names of the frame's metrics read as one metric (an id and its alias)."""
+    names = frame["metric"].unique().to_list()
+    aliases = reg.alias_map()
+    return len({aliases.get(n, n) for n in names}) < len(names)
+
+
+def _reduce(frame: pl.DataFrame, keys: list[str], how: Reducer, *, lone: bool) -> pl.DataFrame:
+    """:func:`reduce_epochs`, passing the keys of one epoch (``n_key_epochs``) through.
+
+    A key of one epoch is its own mean, median, max and min: the same row the reducer gives,
+    without a group-by over every row. ``lone`` is False when two metric names merged into
+    one, so the store's epoch counts (per name) no longer count a group's rows.
+    """
+    if not (lone and "n_key_epochs" in frame.columns and how.name in _IDENTITY_ON_ONE):
+        return reduce_epochs(frame, keys, how)
+    one = pl.col("n_key_epochs") == 1
+    single = frame.filter(one).select([*keys, "_value", "_valid", "_reason", "_errored"])
+    several = frame.filter(~one)
+    if several.height:
+        reduced = reduce_epochs(several, keys, how).select(single.columns)
+        single = pl.concat([single, reduced], how="vertical")
+    return single
 
 
 def _one_per_episode(frame: pl.DataFrame) -> bool:

@@ -126,6 +126,7 @@ def _chunked_means(
     position = np.arange(len(ssize)) - np.repeat(g_first, np.diff([0, *strata_of_group]))
     rows_per_chunk = max(1, max_bytes // (8 * n_resamples * (2 if squares else 1)))
     weights: dict[tuple[int, int, int], FloatArray] = {}
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] = {}
     g0 = 0
     while g0 < len(gsize):
         # Strata, not groups, bound the memory: pick as many groups as fit.
@@ -145,8 +146,9 @@ def _chunked_means(
             )
         elif plain:
             both = _coupled_means(
-                [x, x * x] if squares else [x], s_start[s0:s1], ssize[s0:s1], n_resamples, base
-            )
+                [x, x * x] if squares else [x],
+                s_start[s0:s1], ssize[s0:s1], n_resamples, base, shared,
+            )  # fmt: skip
             sums, sq = both[0], (both[1] if squares else None)
         else:
             sums = _multinomial_sums(
@@ -328,6 +330,16 @@ def _studentized(
     A group of one value, or of equal values, gets the zero-width interval at its mean.
     """
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    if np.any(np.diff(sizes) < 0) and _integral([x, x * x], starts, sizes):
+        # Every group's draws depend on its size and values only and integer sums are exact
+        # (_integral): groups ordered by size leave each chunk few sizes to draw corrections
+        # for, and give the same bounds.
+        order = np.argsort(sizes, kind="stable")
+        moved = np.concatenate([[0], np.cumsum(sizes[order])[:-1]]) - starts[order]
+        at = np.arange(len(x)) - np.repeat(moved, sizes[order])
+        bounds = _studentized(x[at], sizes[order], levels, n_resamples, seed, max_bytes)
+        back = np.argsort(order)
+        return [(lo[back], hi[back]) for lo, hi in bounds]
     mean = np.add.reduceat(x, starts) / sizes
     var = np.add.reduceat((x - np.repeat(mean, sizes)) ** 2, starts) / np.maximum(sizes - 1, 1)
     se = np.sqrt(var / sizes)
@@ -397,6 +409,7 @@ def _coupled_means(
     sizes: npt.NDArray[np.int64],
     n_resamples: int,
     base: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None = None,
 ) -> list[FloatArray]:
     """Resampled means, shape (G, B), of the groups ``starts``/``sizes`` of each array in ``xs``.
 
@@ -412,6 +425,19 @@ def _coupled_means(
     whatever their sizes. So a group's resamples depend only on its values and the seed; as
     with shared weights, the Monte-Carlo noise of two groups is correlated.
     """
+    if _integral(xs, starts, sizes):
+        return _coupled_means_integral(xs, starts, sizes, n_resamples, base, shared)
+    return _coupled_means_general(xs, starts, sizes, n_resamples, base)
+
+
+def _coupled_means_general(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+) -> list[FloatArray]:
+    """:func:`_coupled_means` of any data: the shared product, then the corrections."""
     n_groups = len(sizes)
     outs = [np.empty((n_groups, n_resamples)) for _ in xs]
     # Groups of similar size share one product, zero-padded to a bin's width (<= 1/8 more).
@@ -470,6 +496,118 @@ def _coupled_means(
     for out in outs:
         out /= sizes[:, None]
     return outs
+
+
+# Resampled sums of integers stay exact while no partial sum can reach 2**53; a cell holds at
+# most len(_POISSON1_CDF) shared balls.
+_EXACT = 2.0**53
+
+
+def _integral(
+    xs: list[FloatArray], starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
+) -> bool:
+    """Whether every resampled sum of these groups is exact in any order of summation.
+
+    Integer values (counts: steps, tokens) times integer weights, with every partial sum below
+    2**53, are exact, so one product with the resamples' Multinomial counts gives the same
+    bits as the shared Poisson product plus its corrections (or any other grouping).
+    """
+    if not len(sizes):
+        return False
+    # padded widths stay under 2n + 8 cells; the corrections add at most n more balls
+    bound = (len(_POISSON1_CDF) + 1) * (2 * int(sizes.max()) + 8)
+    lo, hi = int(starts.min()), int((starts + sizes).max())
+    for x in xs:
+        part = x[lo:hi]
+        top = float(np.abs(part).max()) if len(part) else 0.0
+        if not (np.isfinite(top) and top * bound < _EXACT and np.all(part == np.trunc(part))):
+            return False
+    return True
+
+
+def _coupled_means_integral(
+    xs: list[FloatArray],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    n_resamples: int,
+    base: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None = None,
+) -> list[FloatArray]:
+    """:func:`_coupled_means` of integer data: the same draws, one product per size.
+
+    The shared Poisson counts and the corrections of a size are the very draws of
+    :func:`_coupled_means`; here they are added up first into that size's Multinomial(n, 1/n)
+    counts, and the groups of that size take one product with them, for as many resamples
+    as the memory budget holds (few, large products: a threaded BLAS pays off). The sums are
+    integers, exact whatever the order, so the bits are those of :func:`_coupled_means`
+    (``_integral`` checks that they are).
+    """
+    outs = [np.empty((len(sizes), n_resamples)) for _ in xs]
+    rows = -(-int(sizes.max()) // _TILE) * _TILE
+    blocks = list(enumerate(range(0, n_resamples, _COLS)))
+    for n in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == n)
+        at = starts[idx, None] + np.arange(n)[None, :]
+        values = np.concatenate([x[at] for x in xs])
+        per = max(1, _DEFAULT_MAX_BYTES // (8 * n * _COLS))  # resample blocks per product
+        for j in range(0, len(blocks), per):
+            first, end = blocks[j][1], min(n_resamples, blocks[j][1] + per * _COLS)
+            weights = np.empty((end - first, n))
+            for c, b0 in blocks[j : j + per]:
+                cols = min(_COLS, n_resamples - b0)
+                span = slice(b0 - first, b0 - first + cols)
+                weights[span] = _multinomial_counts(base, n, c, cols, rows, shared)
+            prod = values @ weights.T
+            for k, out in enumerate(outs):
+                out[idx, first:end] = prod[k * len(idx) : (k + 1) * len(idx)]
+    for out in outs:
+        out /= sizes[:, None]
+    return outs
+
+
+def _multinomial_counts(
+    base: int,
+    n: int,
+    block: int,
+    cols: int,
+    rows: int,
+    shared: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None,
+) -> FloatArray:
+    """The Multinomial(n, 1/n) counts of resample block ``block``, shape (cols, n): the
+    shared Poisson counts plus the balls added, minus the balls taken away (exact)."""
+    counts, cum = _shared_counts(base, rows, block, cols, shared)
+    add_cell, add_col, rm_col, ball = _corrections(base, n, block, cum[:, n - 1])
+    rm_cell = _ball_cells(cum, rm_col, ball, np.full(len(rm_col), n, dtype=np.int64))
+    moved = np.bincount(
+        np.concatenate([add_col * n + add_cell, rm_col * n + rm_cell]),
+        np.concatenate([np.ones(len(add_cell)), np.full(len(rm_cell), -1.0)]),
+        minlength=cols * n,
+    )
+    weights = np.asarray(moved, dtype=np.float64).reshape(cols, n)  # weighted: floats already
+    weights += counts[:, :n]
+    return weights
+
+
+def _shared_counts(
+    base: int,
+    rows: int,
+    block: int,
+    cols: int,
+    cache: dict[int, tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]] | None,
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int32]]:
+    """The shared Poisson counts of resample block ``block`` and their running sums.
+
+    They depend on the block alone (cells come in fixed tiles), so the chunks of one call
+    share them through ``cache`` while they fit in the memory budget.
+    """
+    hit = cache.get(block) if cache is not None else None
+    if hit is not None and hit[0].shape[1] >= rows:
+        return hit
+    counts = _poisson_counts(base, rows, block)[:cols]  # (resamples, cells)
+    cum = np.cumsum(counts, axis=1, dtype=np.int32)
+    if cache is not None and 5 * counts.size * (block + 1) <= _DEFAULT_MAX_BYTES:
+        cache[block] = (counts, cum)
+    return counts, cum
 
 
 def _poisson_counts(base: int, rows: int, block: int) -> npt.NDArray[np.int8]:
