@@ -79,6 +79,7 @@ def aggregate_scores(
     optimality_threshold: float = 1.0,
     source: str | Sequence[str] | None = None,
     registry: MetricRegistry | None = None,
+    runs: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Aggregate ``scores`` per ``by`` group and metric.
 
@@ -91,6 +92,9 @@ def aggregate_scores(
         ``benchmark_id``, ``split`` or ``source_format``).
     metrics
         Metric ids or aliases to keep (default: every metric in the data).
+    runs
+        Run ids to keep (default: every run). From a store the filter reaches the Parquet
+        scan, so a question about a few runs reads their rows, not the store's.
     statistics
         Statistic columns to keep (default all of :data:`STATISTICS`); counts, ``mean`` and the
         interval are always there. ``sum`` (of the valid values) is a column only when named.
@@ -120,9 +124,13 @@ def aggregate_scores(
     keep = None if metrics is None else [reg.resolve(m) if m in reg else m for m in metrics]
     extra = [c for c in (stratify, cluster) if c]
     if isinstance(scores, ParquetStore):
-        frame = _load_store(scores, by, source, extra, _names_of(keep, reg))
+        frame = _load_store(scores, by, source, extra, _names_of(keep, reg), runs)
     else:
         frame = _load(scores, by, source, extra)
+        if runs is not None:
+            if "run_id" not in frame.columns:
+                raise ValueError("aggregate: runs= given but the scores have no 'run_id' column")
+            frame = frame.filter(pl.col("run_id").is_in(list(runs)))
     errors_known = "errored" in frame.columns
     # the store counts a key's epochs per stored name: exact unless two names read as one
     lone = isinstance(scores, ParquetStore) and not _merges_names(frame, reg)
@@ -202,8 +210,10 @@ def _load_store(
     source: str | Sequence[str] | None,
     extra: Sequence[str],
     metrics: Sequence[str] | None,
+    runs: Sequence[str] | None = None,
 ) -> pl.DataFrame:
-    """The resolved scores of ``metrics`` (every metric when None): only the columns asked.
+    """The resolved scores of ``metrics`` (every metric when None) of ``runs`` (every run when
+    None): only the columns asked.
 
     One resolved score per (run, key, epoch, metric), of one source when asked for; the
     epochs of a key may then come from different sources: they are still epochs. The rows
@@ -214,7 +224,14 @@ def _load_store(
         params["sources"] = [source] if isinstance(source, str) else list(source)
     if metrics is not None:
         params["metrics"] = list(metrics)
-    query = preferred_query(EPISODE_VIEW, metrics=metrics is not None, sources=source is not None)
+    if runs is not None:
+        params["runs"] = list(runs)
+    query = preferred_query(
+        EPISODE_VIEW,
+        runs=runs is not None,
+        metrics=metrics is not None,
+        sources=source is not None,
+    )
     have = store.sql(f"select * from ({query}) limit 0", params or None).columns
     # group by what a run is (agent, version, benchmark, split) as well as by its id
     runs = [c for c in dict.fromkeys((*by, *extra)) if c not in have and c in _RUN_COLUMNS]

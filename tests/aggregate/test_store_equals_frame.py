@@ -134,3 +134,17 @@ def test_store_path_equals_frame_path(
             assert_frame_equal(
                 one, want.filter(pl.col("metric") == metric).select(one.columns), check_exact=True
             )
+
+
+def test_runs_filter_is_the_same_answer_as_the_rows_of_those_runs(sample_store: ha.Store) -> None:
+    """``runs=`` reads those runs at the scan; the rows equal the unfiltered call's."""
+    runs = sorted(sample_store.runs()["run_id"])
+    every = sample_store.aggregate(("run_id", "task_id"), ci="wilson", metrics=["success"])
+    some = sample_store.aggregate(
+        ("run_id", "task_id"), ci="wilson", metrics=["success"], runs=runs[1:]
+    )
+    assert set(some["run_id"]) == set(runs[1:])
+    assert some.equals(every.filter(pl.col("run_id").is_in(runs[1:])))
+    frame = sample_store.sql("select * from int_scores_preferred")
+    on_frame = aggregate_scores(frame, ("run_id",), metrics=["success"], ci="wilson", runs=runs[:1])
+    assert set(on_frame["run_id"]) == {runs[0]}
