@@ -205,3 +205,13 @@ def test_row_quantiles_match_numpy_linear_quantiles(b, level):
     assert np.allclose(shared, expected)
     assert np.allclose(np.array(per_row)[:, :4], expected[:, :4])
     assert np.allclose([per_row[0][4], per_row[1][4]], np.quantile(s[4], [0.1, 0.2]))
+
+
+@pytest.mark.parametrize("level", [0.8, 0.9, 0.95, 0.99])
+def test_z_value_is_scipys_normal_quantile_bit_for_bit(level: float) -> None:
+    """The default level's z is a literal (no scipy import to open a store): scipy's value."""
+    from scipy import special
+
+    from hylo_analytics.stats.intervals import z_value
+
+    assert z_value(level) == float(special.ndtri(0.5 + level / 2))
