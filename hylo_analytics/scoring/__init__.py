@@ -154,9 +154,12 @@ def compute_scores(
     parts: list[pa.Table] = []
     seconds: dict[str, float] = {}
     try:
+        # a parameter list (not a semi-join on the relation): the filter reaches the scans of
+        # samples and events, so scoring one run reads that run's row groups, not the store's
         con.execute(
-            f"create temp table {ep_rel} as select * from int_episode_stats "
-            f"where run_id in (select run_id from {runs_rel})"
+            f"create temp table {ep_rel} as select * from int_episode_stats"
+            + ("" if runs is None else " where list_contains($runs, run_id)"),
+            None if runs is None else {"runs": run_ids},
         )
         names = [s for s in resolved if isinstance(s, str) and s in BUILTINS]
         if names:
@@ -171,7 +174,10 @@ def compute_scores(
             seconds.update({f"scorer:{n}": (time.perf_counter() - t0) / len(names) for n in names})
         if GRADES in resolved:
             t0 = time.perf_counter()
-            parts.append(con.sql(grades_sql(runs_rel)).to_arrow_table())
+            grades = con.sql(
+                grades_sql(runs is not None), params=None if runs is None else {"runs": run_ids}
+            )
+            parts.append(grades.to_arrow_table())
             seconds["grade:*"] = time.perf_counter() - t0
         episodes: pl.DataFrame | None = None
         for s in resolved:

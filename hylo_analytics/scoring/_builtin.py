@@ -130,8 +130,9 @@ def builtin_sql(names: list[str], episodes: str) -> str:
     return "\nunion all\n".join(_one(BUILTINS[n], episodes) for n in names)
 
 
-def grades_sql(runs: str) -> str:
-    """Score rows from grade events of the runs in relation ``runs``.
+def grades_sql(some_runs: bool) -> str:
+    """Score rows from grade events of the runs in the parameter ``$runs`` (every run unless
+    ``some_runs``): a list parameter, so the filter reaches the scan of the events.
 
     The metric is the grade's ``name``, the source ``grade:<grader>``; a grader that graded the
     same name twice in one episode counts with its last grade. Values are read from the raw
@@ -142,7 +143,7 @@ def grades_sql(runs: str) -> str:
         select e.run_id, e.episode_id, e.idx, e.grader, e.name, e.explanation,
                json_extract(e.raw, '$.value') as v
         from stg_events as e
-        where e.type = 'grade' and e.run_id in (select run_id from {runs})
+        where e.type = 'grade' and {"list_contains($runs, e.run_id)" if some_runs else "true"}
     ),
     last as (
         select * from g
@@ -173,4 +174,5 @@ def grades_sql(runs: str) -> str:
            t.why is not null and t.why <> 'grader abstained' as is_error
     from typed as t
     join stg_samples as s on s.run_id = t.run_id and s.episode_id = t.episode_id
+    {"where list_contains($runs, s.run_id)" if some_runs else ""}
     """
