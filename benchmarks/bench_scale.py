@@ -169,11 +169,10 @@ def _step(
     timeout: float | None = None,
     opts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    # the options go through stdin: 20,000 run ids are too long for a command line
     out = subprocess.run(
-        [
-            *(sys.executable, str(HERE), "--child", step, str(store), str(logs)),
-            *("--child-opts", json.dumps(opts or {}, default=str)),
-        ],
+        [sys.executable, str(HERE), "--child", step, str(store), str(logs), "--child-opts", "-"],
+        input=json.dumps(opts or {}, default=str),
         check=False,
         capture_output=True,
         text=True,
@@ -543,7 +542,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         step, store, logs = args.child
-        _child(step, store, logs, json.loads(args.child_opts))
+        opts = sys.stdin.read() if args.child_opts == "-" else args.child_opts
+        _child(step, store, logs, json.loads(opts))
         return
     sys.path.insert(0, str(HERE.parent))
     from run_all import table
