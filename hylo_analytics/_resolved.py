@@ -31,7 +31,6 @@ TABLE = "resolved_scores"
 RULE_VIEW = "int_scores_resolution"  # the rule, as SQL
 # the tables the rule reads: a batch writing or superseding them changes a run's resolution
 _INPUTS = ("scores", "samples")
-_DUCKDB_TYPES = {"string": "VARCHAR", "int64": "BIGINT", "double": "DOUBLE", "bool": "BOOLEAN"}
 # a literal IN list prunes row groups by their run_id statistics; past this many runs the
 # publish resolves a large part of the store anyway and reads it whole
 _LITERAL_RUNS = 2_000
@@ -150,24 +149,14 @@ def _relation(
     con: duckdb.DuckDBPyConnection, name: str, files: Sequence[Path], reconcile: bool
 ) -> str:
     """Table ``name`` over ``files`` with exactly its declared columns (older files: null)."""
-    schema = _schema.SCHEMAS[name]
     if not files:
-        typed = ", ".join(
-            f'CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS "{f.name}"' for f in schema
-        )
-        return f"SELECT {typed} WHERE false"
+        return f"SELECT {_schema.duckdb_columns(name, set())} WHERE false"
     listed = ", ".join(_literal(p.as_posix()) for p in files)
     body = f"SELECT * FROM read_parquet([{listed}]{', union_by_name = true' if reconcile else ''})"
     if not reconcile:
         return body
     present = {r[0] for r in con.execute(f"DESCRIBE {body}").fetchall()}
-    cols = ", ".join(
-        f'"{f.name}"'
-        if f.name in present
-        else f'CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS "{f.name}"'
-        for f in schema
-    )
-    return f"SELECT {cols} FROM ({body})"
+    return f"SELECT {_schema.duckdb_columns(name, present)} FROM ({body})"
 
 
 def _quote(text: str) -> str:

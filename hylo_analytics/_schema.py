@@ -7,11 +7,11 @@ store uses it to decide which rows a later commit superseded (see ``store.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import pyarrow as pa
 
-__all__ = ["SCHEMAS", "TABLES", "conform", "empty"]
+__all__ = ["SCHEMAS", "TABLES", "conform", "duckdb_columns", "empty"]
 
 _str = pa.string()
 _i64 = pa.int64()
@@ -246,3 +246,23 @@ def conform(table: pa.Table, name: str) -> pa.Table:
 def empty(name: str) -> pa.Table:
     """An empty table of schema ``name``."""
     return SCHEMAS[name].empty_table()
+
+
+_DUCKDB_TYPES = {
+    _str: "VARCHAR",
+    _i64: "BIGINT",
+    _f64: "DOUBLE",
+    _bool: "BOOLEAN",
+    _ts: "TIMESTAMPTZ",
+}
+
+
+def duckdb_columns(name: str, present: Collection[str] | None = None) -> str:
+    """Table ``name``'s columns as a DuckDB select list, each cast to its declared type; a
+    column not in ``present`` (a file of an older schema; ``set()``: none) is a typed NULL."""
+    return ", ".join(
+        f'CAST("{f.name}" AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
+        if present is None or f.name in present
+        else f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
+        for f in SCHEMAS[name]
+    )

@@ -990,10 +990,7 @@ def _stale_empty_tables(empty_dir: Path) -> frozenset[str]:
 
 
 def _typed_empty_sql(name: str) -> str:
-    cols = ", ".join(
-        f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"' for f in _schema.SCHEMAS[name]
-    )
-    return f"SELECT {cols} WHERE false"
+    return f"SELECT {_schema.duckdb_columns(name, set())} WHERE false"
 
 
 def _has_schema(path: Path, name: str) -> bool:
@@ -1086,15 +1083,6 @@ def _runs_in_order(table: pa.Table) -> pa.Table:
     return pa.concat_tables(slices)
 
 
-_DUCKDB_TYPES = {
-    pa.string(): "VARCHAR",
-    pa.int64(): "BIGINT",
-    pa.float64(): "DOUBLE",
-    pa.bool_(): "BOOLEAN",
-    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
-}
-
-
 def _merge_batches(
     folders: Sequence[Path], out: Path, *, reconcile: bool, threads: int
 ) -> dict[str, int]:
@@ -1126,12 +1114,7 @@ def _merge_batches(
                 f"{', union_by_name = true' if reconcile else ''})"
             )
             present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
-            cols = ", ".join(
-                f'CAST("{f.name}" AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
-                if f.name in present
-                else f'CAST(NULL AS {_DUCKDB_TYPES[f.type]}) AS "{f.name}"'
-                for f in schema
-            )
+            cols = _schema.duckdb_columns(name, present)
             order = "batch_seq, filename, file_row_number"
             if "run_id" in schema.names:
                 order = "run_id, " + order
