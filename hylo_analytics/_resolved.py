@@ -23,12 +23,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
-from hylo_analytics._sql import macro_sql, view_sql
+from hylo_analytics._sql import RULE_VIEW, macro_sql, view_sql
 
-__all__ = ["RULE_VIEW", "TABLE", "connection", "every_run", "touched_runs", "write_resolved"]
+__all__ = ["TABLE", "connection", "every_run", "touched_runs", "write_resolved"]
 
 TABLE = "resolved_scores"
-RULE_VIEW = "int_scores_resolution"  # the rule, as SQL
 # the tables the rule reads: a batch writing or superseding them changes a run's resolution
 _INPUTS = ("scores", "samples")
 # a literal IN list prunes row groups by their run_id statistics; past this many runs the

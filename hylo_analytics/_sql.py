@@ -30,6 +30,9 @@ from hylo_analytics._resources import resource_dir
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
 
 __all__ = [
+    "MATERIALIZED",
+    "PREFERRED_VIEW",
+    "RULE_VIEW",
     "SAMPLE_FACTORS",
     "connect",
     "duckdb_memory_limit",
@@ -204,9 +207,12 @@ def view_references(name: str) -> frozenset[str]:
     return frozenset(w for w in words if w in view_names() and w != name)
 
 
+# The one score resolution: the view every reader reads, and the rule it is materialized from
+PREFERRED_VIEW = "int_scores_preferred"
+RULE_VIEW = "int_scores_resolution"
 # Views that read a table the store materializes from another view at publish: over other rows
 # (a dry run, one source) the materialization cannot hold them, so the view reads its rule.
-MATERIALIZED: Mapping[str, str] = {"int_scores_preferred": "int_scores_resolution"}
+MATERIALIZED: Mapping[str, str] = {PREFERRED_VIEW: RULE_VIEW}
 
 
 def view_query(name: str, overrides: Mapping[str, str] | None = None) -> str:

@@ -27,21 +27,19 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 
-from hylo_analytics._sql import scores_overlay, view_query
+from hylo_analytics._sql import PREFERRED_VIEW, scores_overlay, view_query
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = [
     "EPISODE_VIEW",
     "KEY_VIEW",
-    "RULE_VIEW",
     "preferred_query",
     "preferred_scores",
     "success_metric",
 ]
 
-EPISODE_VIEW = "int_scores_preferred"
+EPISODE_VIEW = PREFERRED_VIEW
 KEY_VIEW = "int_key_scores"
-RULE_VIEW = "int_scores_resolution"
 
 
 def preferred_query(

@@ -57,6 +57,8 @@ import pyarrow.parquet as pq
 from hylo_analytics import _atomic, _manifest, _resolved, _schema
 from hylo_analytics._manifest import SCHEMA_FINGERPRINT, Batch, Manifest, ManifestError, StoreError
 from hylo_analytics._sql import (
+    PREFERRED_VIEW,
+    RULE_VIEW,
     duckdb_memory_limit,
     duckdb_temp_directory,
     duckdb_threads,
@@ -87,9 +89,6 @@ FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
     "comparisons", "resolved_scores",
 )  # fmt: skip
-
-
-_PREFERRED = "int_scores_preferred"  # the view every reader reads the resolution through
 
 
 class RunSelectionError(ValueError):
@@ -778,13 +777,9 @@ class ParquetStore:
     def _point_preferred(self) -> None:
         """``int_scores_preferred`` on the materialized resolution, or on the rule itself when
         the published store is not resolved (an older version wrote it last): same rows."""
-        body = (
-            view_sql(_PREFERRED)
-            if self.manifest.resolved
-            else f"SELECT * FROM {_resolved.RULE_VIEW}"
-        )
-        stmt = f"CREATE OR REPLACE VIEW {_PREFERRED} AS\n{body}"
-        head = f"CREATE OR REPLACE VIEW {_PREFERRED} AS"
+        body = view_sql(PREFERRED_VIEW) if self.manifest.resolved else f"SELECT * FROM {RULE_VIEW}"
+        stmt = f"CREATE OR REPLACE VIEW {PREFERRED_VIEW} AS\n{body}"
+        head = f"CREATE OR REPLACE VIEW {PREFERRED_VIEW} AS"
         at = next(i for i, st in enumerate(self._statements) if st.startswith(head))
         if self._statements[at] != stmt:
             self._con.execute(stmt)
