@@ -99,4 +99,7 @@ def one_line(exc: BaseException, limit: int = LIMIT) -> str:
     if len(message) > limit:
         message = f"{message[:limit]}... ({len(message) - limit} more characters)"
     line = f"{type(exc).__name__}: {message}".rstrip(" ;:.") if message else type(exc).__name__
-    return f"{line}. Fix: {fix}" if fix else line
+    line = f"{line}. Fix: {fix}" if fix else line
+    # a message may quote the store's text (a run id Spark failed to parse): escape control
+    # characters, so a name holding ESC sequences cannot drive the user's terminal
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in line)

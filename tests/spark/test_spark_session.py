@@ -98,3 +98,11 @@ def test_one_line_jvm_gone_and_cut() -> None:
     assert line.startswith("Py4JNetworkError: Answer from Java side is empty. Fix: the Spark JVM")
     line = one_line(ValueError("x" * (LIMIT + 50) + "\nsecond line"))
     assert line == f"ValueError: {'x' * LIMIT}... (50 more characters)"
+
+
+def test_one_line_escapes_control_characters_from_the_store(spark: SparkSession) -> None:
+    """A run id holding ESC sequences, quoted back by Spark, reaches the terminal inert."""
+    hostile = "run-\x1b]0;owned\x07-\x1b[2J"
+    line = one_line(_raised(spark, f"select raise_error('bad run {hostile}')"))
+    assert "\x1b" not in line and "\x07" not in line
+    assert "\\x1b]0;owned\\x07-\\x1b[2J" in line
