@@ -17,20 +17,27 @@ score per run, key, epoch and metric); ``source=`` reads one source through the 
 mart views (``mart_aggregate_run``, ``mart_success_rates``, ...) give the same figures (tested).
 On a plain frame, the epoch reducer keeps sources apart, so a key scored by two sources counts
 twice (visibly, in ``n_total``) rather than averaging two scorers.
+
+The statistics are one SQL query (``_query.py``) for a store and a frame alike: a store's rows
+stay in DuckDB (its run filter at the scan) unless their epochs need reducing; only the values
+of the groups a bootstrap resamples leave it. An interval is a property of its group: the
+metric's kind is its declared kind, or (for a metric only the data knows) binary when the
+group's own valid values are all 0 or 1, so a run's bounds are the same alone or among others.
 """
 
 from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from hylo_analytics.metrics import MetricRegistry, MetricSpec, default_registry, normalize_expr
+from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
+from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
 from hylo_analytics.resolution import EPISODE_VIEW, preferred_query
 from hylo_analytics.stats import intervals
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_ci
@@ -123,30 +130,43 @@ def aggregate_scores(
     wanted = _check_statistics(statistics)
     keep = None if metrics is None else [reg.resolve(m) if m in reg else m for m in metrics]
     extra = [c for c in (stratify, cluster) if c]
-    if isinstance(scores, ParquetStore):
-        frame = _load_store(scores, by, source, extra, _names_of(keep, reg), runs)
-    else:
-        frame = _load(scores, by, source, extra)
-        if runs is not None:
-            if "run_id" not in frame.columns:
-                raise ValueError("aggregate: runs= given but the scores have no 'run_id' column")
-            frame = frame.filter(pl.col("run_id").is_in(list(runs)))
-    errors_known = "errored" in frame.columns
-    # the store counts a key's epochs per stored name: exact unless two names read as one
-    lone = isinstance(scores, ParquetStore) and not _merges_names(frame, reg)
-    frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
-    if metrics is not None and keep is not None:
-        present = set(frame["metric"].unique().to_list())
-        absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
-        if absent:
-            if isinstance(scores, ParquetStore):  # the store's every metric, for the message
-                every = scores.sql("select distinct metric from int_scores_preferred")["metric"]
-                present = set(every.replace(reg.alias_map()).to_list())
-            raise ValueError(
-                f"aggregate: no scores of metric(s) {absent}; the scores hold "
-                f"{', '.join(sorted(present)) or 'none'}"
+    with ExitStack() as stack:
+        if isinstance(scores, ParquetStore):
+            rows, how = _store_rows(
+                scores, by, source, extra, keep, reg, reduce, runs, metrics, stack
             )
-        frame = frame.filter(pl.col("metric").is_in(keep))
+            errors_known = True
+        else:
+            frame = _load(scores, by, source, extra)
+            if runs is not None:
+                if "run_id" not in frame.columns:
+                    raise ValueError(
+                        "aggregate: runs= given but the scores have no 'run_id' column"
+                    )
+                frame = frame.filter(pl.col("run_id").is_in(list(runs)))
+            errors_known = "errored" in frame.columns
+            frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
+            if metrics is not None and keep is not None:
+                present = set(frame["metric"].unique().to_list())
+                _check_present(metrics, keep, present)
+                frame = frame.filter(pl.col("metric").is_in(keep))
+            frame, how = _prepare(frame, by, extra, reduce, lone=False)
+            rows = stack.enter_context(frame_rows(frame, by))
+        return _aggregate(
+            rows, by, reg, how, wanted, ci, level, seed, n_resamples, stratify, cluster,
+            optimality_threshold, errors_known,
+        )  # fmt: skip
+
+
+def _prepare(
+    frame: pl.DataFrame,
+    by: Sequence[str],
+    extra: Sequence[str],
+    reduce: str | Reducer | None,
+    *,
+    lone: bool,
+) -> tuple[pl.DataFrame, Reducer | None]:
+    """The validity columns, then the epochs of a key reduced (when asked and keyed)."""
     frame = _validity(frame)
     how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
     if how is not None:
@@ -156,21 +176,51 @@ def aggregate_scores(
         unit = [c for c in ("run_id", "source", "key") if c in frame.columns]
         if "source" in unit and _one_per_episode(frame):
             unit.remove("source")
-        keys = list(dict.fromkeys([*by, *unit, "metric", *(c for c in (stratify, cluster) if c)]))
+        keys = list(dict.fromkeys([*by, *unit, "metric", *extra]))
         frame = _reduce(frame, keys, how, lone=lone)
-    specs = _specs(frame, reg)
-    # One sort puts every group's rows together in the output's order (strata within), so the
-    # bootstrap reads its values off the frame without a join. The values are sorted too: the
-    # resampling weights are then applied to the same values whatever order the store's
-    # parallel scan returned the rows in, so one store gives one interval on every run.
-    order = [*by, "metric", *([stratify] if stratify else [])]
-    frame = frame.with_columns(_norm=_normalized(specs)).sort([*order, "_value"], nulls_last=True)
-    out = _statistics(frame, by, specs, optimality_threshold, errors_known)
+    cols = [*dict.fromkeys([*by, *extra]), "metric", "_value", "_valid", "_reason", "_errored"]
+    return frame.select(list(dict.fromkeys(cols))), how
+
+
+def _aggregate(
+    rows: GroupRows,
+    by: list[str],
+    reg: MetricRegistry,
+    how: Reducer | None,
+    wanted: list[str],
+    ci: CIMethod | Mapping[str, CIMethod],
+    level: float,
+    seed: Seed,
+    n_resamples: int,
+    stratify: str | None,
+    cluster: str | None,
+    threshold: float,
+    errors_known: bool,
+) -> pl.DataFrame:
+    """Statistics, then intervals, of the rows (validity columns, epochs reduced)."""
+    stats = rows.statistics(_norms(reg), threshold)
+    out = _statistics(stats, rows.reasons(), by, reg, errors_known)
     out = out.with_columns(reducer=pl.lit(str(how) if how else "none"))
-    out = _with_intervals(out, frame, by, specs, ci, level, seed, n_resamples, stratify)
+    out = _with_intervals(out, rows, ci, level, seed, n_resamples, stratify)
     if cluster:
-        out = _with_clustered(out, frame, by, cluster)
+        out = _with_clustered(out, rows, by, cluster)
+    out = out.sort([*by, "metric"], nulls_last=True)
     return _order(out, by, wanted, cluster is not None)
+
+
+def _check_present(
+    metrics: Sequence[str],
+    keep: Sequence[str],
+    present: set[str],
+    listed: set[str] | None = None,
+) -> None:
+    """Every asked metric has scores; the message lists ``listed`` (default ``present``)."""
+    absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
+    if absent:
+        raise ValueError(
+            f"aggregate: no scores of metric(s) {absent}; the scores hold "
+            f"{', '.join(sorted(present if listed is None else listed)) or 'none'}"
+        )
 
 
 def _load(
@@ -204,21 +254,28 @@ def _load(
     return frame.with_columns(pl.col("value").cast(pl.Float64))
 
 
-def _load_store(
+def _store_rows(
     store: ParquetStore,
     by: Sequence[str],
     source: str | Sequence[str] | None,
     extra: Sequence[str],
-    metrics: Sequence[str] | None,
-    runs: Sequence[str] | None = None,
-) -> pl.DataFrame:
-    """The resolved scores of ``metrics`` (every metric when None) of ``runs`` (every run when
-    None): only the columns asked.
+    keep: Sequence[str] | None,
+    reg: MetricRegistry,
+    reduce: str | Reducer | None,
+    runs: Sequence[str] | None,
+    asked: Sequence[str] | None,
+    stack: ExitStack,
+) -> tuple[GroupRows, Reducer | None]:
+    """The resolved scores of the metrics ``keep`` (every metric when None) of ``runs``
+    (every run when None), as rows for :class:`GroupRows`: only the columns asked.
 
     One resolved score per (run, key, epoch, metric), of one source when asked for; the
-    epochs of a key may then come from different sources: they are still epochs. The rows
-    carry ``n_key_epochs``, so a key of one epoch needs no reduction (:func:`_reduce`).
+    epochs of a key may then come from different sources: they are still epochs. A store
+    whose asked keys have one epoch each (``n_key_epochs``, counted at publish) needs no
+    reduction: its rows stay in DuckDB, read where they lie. Otherwise they are read and
+    reduced here, and the reduced rows registered.
     """
+    metrics = _names_of(keep, reg)
     params: dict[str, object] = {}
     if source is not None:
         params["sources"] = [source] if isinstance(source, str) else list(source)
@@ -234,9 +291,9 @@ def _load_store(
     )
     have = store.sql(f"select * from ({query}) limit 0", params or None).columns
     # group by what a run is (agent, version, benchmark, split) as well as by its id
-    runs = [c for c in dict.fromkeys((*by, *extra)) if c not in have and c in _RUN_COLUMNS]
-    asked = ("metric", "value", *by, *extra)
-    missing = [c for c in asked if c not in have and c not in runs]
+    of_run = [c for c in dict.fromkeys((*by, *extra)) if c not in have and c in _RUN_COLUMNS]
+    wanted = ("metric", "value", *by, *extra)
+    missing = [c for c in wanted if c not in have and c not in of_run]
     if missing:
         known = [*have, *(c for c in _RUN_COLUMNS if c not in have)]
         near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
@@ -244,17 +301,61 @@ def _load_store(
         raise ValueError(
             f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
         )
+    epochs = "max(n_key_epochs)" if "n_key_epochs" in have else "2"
+    names = store.sql(
+        f"select metric, {epochs} as epochs from ({query}) group by metric", params or None
+    )
+    aliases = reg.alias_map()
+    present = {aliases.get(n, n) for n in names["metric"].to_list()}
+    if asked is not None and keep is not None and any(k not in present for k in keep):
+        every = store.sql("select distinct metric from int_scores_preferred")["metric"]
+        _check_present(asked, keep, present, {aliases.get(n, n) for n in every.to_list()})
+    merges = len(present) < names.height  # an id and its alias: two names read as one
+    how = reducer(reduce) if reduce is not None else None
+    one_epoch = bool((names["epochs"] <= 1).all())
+    direct = how is None or (not merges and one_epoch and how.name in _IDENTITY_ON_ONE)
     # source stays out: the resolution gives one score per episode whatever its sources
-    wanted = ("run_id", "key", "epoch", "n_key_epochs", "valid", "skip_reason", "errored")
-    cols = list(dict.fromkeys([*asked, *(c for c in wanted if c in have)]))
-    select = ", ".join(f"s.{c}" if c in have else f"r.{c}" for c in cols)
+    more = ("run_id", "key", "epoch", "n_key_epochs", "valid", "skip_reason", "errored")
+    cols = list(dict.fromkeys([*wanted, *(c for c in more if c in have)]))
+    select = ", ".join(f"s.{q(c)}" if c in have else f"r.{q(c)}" for c in cols)
     joined = (
-        f" left join (select run_id, {', '.join(runs)} from stg_runs) as r on r.run_id = s.run_id"
-        if runs
+        f" left join (select run_id, {', '.join(of_run)} from stg_runs) as r on r.run_id = s.run_id"
+        if of_run
         else ""
     )
-    frame = store.sql(f"select {select} from ({query}) as s{joined}", params or None)
-    return frame.with_columns(pl.col("value").cast(pl.Float64))
+    rows = f"(select {select} from ({query}) as s{joined})"
+    if not direct:
+        frame = store.sql(f"select * from {rows}", params or None)
+        frame = frame.with_columns(pl.col("value").cast(pl.Float64))
+        frame = frame.with_columns(metric=pl.col("metric").replace(aliases))
+        frame, how = _prepare(frame, by, extra, reduce, lone=not merges)
+        return stack.enter_context(frame_rows(frame, by)), how
+    renamed = "metric"
+    for i, name in enumerate(n for n in names["metric"].to_list() if aliases.get(n, n) != n):
+        params |= {f"al{i}": name, f"id{i}": aliases[name]}
+        renamed = f"case when metric = $al{i} then $id{i} else {renamed} end"
+    ok = "value is not null and not isnan(value) and coalesce(valid, true)"
+    reason = (
+        "coalesce(skip_reason, case when value is null then 'abstained' "
+        "when isnan(value) then 'nan' else 'invalid' end)"
+    )
+    keys = "".join(f"{q(c)}, " for c in dict.fromkeys([*by, *extra]) if c != "metric")
+    relation = f"""(
+        select {keys}{renamed} as metric,
+            case when _ok then value end as _value,
+            _ok as _valid,
+            case when _ok then null else {reason} end as _reason,
+            errored and not _ok as _errored
+        from (select *, cast(value as double) as value, {ok} as _ok from {rows})
+    )"""
+    return GroupRows(run=_runner(store), relation=relation, by=tuple(by), params=params), how
+
+
+def _runner(store: ParquetStore) -> Callable[[str, Mapping[str, Any]], pl.DataFrame]:
+    def run(query: str, params: Mapping[str, Any]) -> pl.DataFrame:
+        return store.sql(query, dict(params) or None)
+
+    return run
 
 
 def _names_of(keep: Sequence[str] | None, reg: MetricRegistry) -> list[str] | None:
@@ -262,13 +363,6 @@ def _names_of(keep: Sequence[str] | None, reg: MetricRegistry) -> list[str] | No
     if keep is None:
         return None
     return sorted({*keep, *(a for a, m in reg.alias_map().items() if m in keep)})
-
-
-def _merges_names(frame: pl.DataFrame, reg: MetricRegistry) -> bool:
-    """Whether two names of the frame's metrics read as one metric (an id and its alias)."""
-    names = frame["metric"].unique().to_list()
-    aliases = reg.alias_map()
-    return len({aliases.get(n, n) for n in names}) < len(names)
 
 
 def _reduce(frame: pl.DataFrame, keys: list[str], how: Reducer, *, lone: bool) -> pl.DataFrame:
@@ -319,115 +413,128 @@ def _validity(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _specs(frame: pl.DataFrame, reg: MetricRegistry) -> dict[str, MetricSpec]:
-    # Metrics only the data knows are binary when every valid value is 0 or 1.
-    summary = frame.group_by("metric").agg(
-        binary=(pl.col("_value").is_in([0.0, 1.0]) | pl.col("_value").is_null()).all()
-    )
-    specs = {}
-    for m, b in summary.iter_rows():
-        spec = reg.spec_or_default(m, "binary" if b else "continuous")
-        # A "binary" metric holding other values (a grader's 0.5) cannot take binomial intervals.
-        specs[m] = replace(spec, kind="continuous") if spec.kind == "binary" and not b else spec
-    return specs
+def _norms(reg: MetricRegistry) -> dict[str, tuple[str, float, float]]:
+    """metric id -> its normalizer (kind, lo, hi), for the registered metrics that have one."""
+    out = {}
+    for m in reg.ids():
+        parsed = _parse_normalizer(reg.get(m).normalizer, m)
+        if parsed is not None:
+            out[m] = parsed
+    return out
 
 
-def _normalized(specs: Mapping[str, MetricSpec]) -> pl.Expr:
-    expr: pl.Expr = pl.lit(None, dtype=pl.Float64)
-    for m, spec in specs.items():
-        norm = normalize_expr(spec, "_value")
-        if norm is not None:
-            expr = pl.when(pl.col("metric") == m).then(norm).otherwise(expr)
-    return expr
+def _kinds(stats: pl.DataFrame, reg: MetricRegistry) -> pl.Series:
+    """Each group's kind: the metric's declared kind, or (for a metric only the data knows)
+    binary when every valid value of the group is 0 or 1.
+
+    A property of the group's own values, never of the other groups of the call: a run
+    aggregated alone gets the interval it gets among others. A "binary" metric holding
+    other values (a grader's 0.5) cannot take binomial intervals: continuous there.
+    """
+    declared = {m: reg.get(m).kind for m in stats["metric"].unique().to_list() if m in reg}
+    kind = pl.col("metric").replace_strict(declared, default=None, return_dtype=pl.String)
+    return stats.select(
+        pl.when(pl.col("_is01") & kind.is_in(["binary"]).fill_null(True))
+        .then(pl.lit("binary"))
+        .otherwise(kind.replace("binary", "continuous").fill_null("continuous"))
+    ).to_series()
 
 
 def _statistics(
-    frame: pl.DataFrame,
+    stats: pl.DataFrame,
+    reasons: pl.DataFrame,
     by: list[str],
-    specs: Mapping[str, MetricSpec],
-    threshold: float,
+    reg: MetricRegistry,
     errors_known: bool,
 ) -> pl.DataFrame:
     keys = [*by, "metric"]
-    v = pl.col("_value").drop_nulls()
-    n = pl.col("_valid").sum()
-    k = (n * 0.25).floor().cast(pl.Int64)
-    higher = [m for m, s in specs.items() if s.higher_is_better is True]
-    binary = [m for m, s in specs.items() if s.kind == "binary"]
-    gap_base = pl.coalesce(pl.col("_norm"), pl.col("_value")).drop_nulls()
-    stats = frame.group_by(keys).agg(
-        n_total=pl.len().cast(pl.Int64),
-        n_valid=n.cast(pl.Int64),
-        mean=v.mean(),
-        std=v.std(ddof=1),
-        median=v.median(),
-        p95=v.quantile(0.95, "linear"),
-        min=v.min(),
-        max=v.max(),
-        iqm=v.sort().slice(k, n - 2 * k).mean(),
-        _gap=(threshold - gap_base).clip(lower_bound=0).mean(),
-        normalized_mean=pl.col("_norm").drop_nulls().mean(),
-        _sum=v.sum(),
-        # null when the frame cannot tell an error from another abstention
-        n_errors=(pl.col("_errored").sum() if errors_known else pl.lit(None)).cast(pl.Int64),
-    )
+    metrics = stats["metric"].unique().to_list()
+    higher = {m: reg.spec_or_default(m).higher_is_better for m in metrics}
     skips = (
-        frame.filter(~pl.col("_valid"))
-        .group_by([*keys, "_reason"])
-        .agg(count=pl.len().cast(pl.Int64))
-        .sort("_reason")
+        reasons.sort("_reason")
         .group_by(keys)
-        .agg(skip_breakdown=pl.struct(reason="_reason", count="count"))
+        .agg(skip_breakdown=pl.struct(reason="_reason", count=pl.col("count").cast(pl.Int64)))
     )
-    is_bin = pl.col("metric").is_in(binary)
+    is_bin = pl.col("_kind") == "binary"
+    out = stats.with_columns(_kind=_kinds(stats, reg)).with_row_index("_g")
     return (
-        stats.join(skips, on=keys, how="left", nulls_equal=True)
+        out.join(skips, on=keys, how="left", nulls_equal=True)
+        .sort("_g")
         .with_columns(
+            n_total=pl.col("n_total").cast(pl.Int64),
+            n_valid=pl.col("n_valid").cast(pl.Int64),
+            n_errors=(pl.col("n_errors") if errors_known else pl.lit(None)).cast(pl.Int64),
             skip_breakdown=pl.col("skip_breakdown").fill_null(pl.lit([], dtype=_REASON)),
+        )
+        .with_columns(
             n_skipped=pl.col("n_total") - pl.col("n_valid"),
             coverage=pl.col("n_valid") / pl.col("n_total"),
             stderr=pl.col("std") / pl.col("n_valid").sqrt(),
-            optimality_gap=pl.when(pl.col("metric").is_in(higher)).then(pl.col("_gap")),
+            optimality_gap=pl.when(
+                pl.col("metric").is_in([m for m, h in higher.items() if h])
+            ).then(pl.col("_gap")),
             success_rate_errors_as_failures=pl.when(
                 is_bin & (pl.col("n_valid") + pl.col("n_errors") > 0)
             ).then(pl.col("_sum").fill_null(0) / (pl.col("n_valid") + pl.col("n_errors"))),
-            higher_is_better=pl.col("metric").replace_strict(
-                {m: s.higher_is_better for m, s in specs.items()}, return_dtype=pl.Boolean
-            ),
+            higher_is_better=pl.col("metric").replace_strict(higher, return_dtype=pl.Boolean),
         )
-        .sort(keys, nulls_last=True)
     )
 
 
 def _with_intervals(
     out: pl.DataFrame,
-    frame: pl.DataFrame,
-    by: list[str],
-    specs: Mapping[str, MetricSpec],
+    rows: GroupRows,
     ci: CIMethod | Mapping[str, CIMethod],
     level: float,
-    seed: int | np.random.Generator | None,
+    seed: Seed,
     n_resamples: int,
     stratify: str | None,
 ) -> pl.DataFrame:
-    methods = {m: _method(m, specs[m], ci, stratify is not None) for m in specs}
-    out = out.with_row_index("_g").with_columns(
-        ci_method=pl.col("metric").replace_strict(methods, return_dtype=pl.String)
+    """Each group's interval by its method. Groups resampled together share a path: 0/1
+    values, -1/0/1 values, others (``_path``), so a group's bounds depend on its values, the
+    seed and the method alone."""
+    pairs = out.select("metric", "_kind").unique().iter_rows()
+    chosen = {(m, k): _method(m, k, ci, stratify is not None) for m, k in pairs}
+    method = (
+        pl.struct("metric", "_kind").map_elements(
+            lambda r: chosen[(r["metric"], r["_kind"])], return_dtype=pl.String
+        )
+        if len(chosen) > 1
+        else pl.lit(next(iter(chosen.values()), "none"))
+    )
+    out = out.with_columns(
+        ci_method=method,
+        _path=pl.when(pl.col("_is01")).then(0).when(pl.col("_is101")).then(1).otherwise(2),
     )
     low = np.full(out.height, np.nan)
     high = np.full(out.height, np.nan)
     n_valid = out["n_valid"].to_numpy()
-    for method in sorted(set(methods.values()) - {"none"}):
-        rows = out.filter(pl.col("ci_method") == method)
-        idx = rows["_g"].to_numpy()
-        k, n = rows["_sum"].fill_null(0).to_numpy(), rows["n_valid"].to_numpy()
-        if method in ("wilson", "clopper_pearson"):
-            fn = intervals.wilson if method == "wilson" else intervals.clopper_pearson
+    boot = out.filter(pl.col("ci_method").is_in(["percentile", "bca", "studentized"]))
+    values = np.zeros(0)
+    at = np.zeros(0, dtype=np.int64)
+    strata: pl.DataFrame | None = None
+    if boot.height:
+        values, strata = rows.values(sorted(set(boot["metric"].to_list())), stratify)
+        # where each fetched group's values start: the fetched groups are the groups (in
+        # order) of those metrics with a valid value
+        fetched = out.filter(
+            pl.col("metric").is_in(boot["metric"].unique().implode()) & (pl.col("n_valid") > 0)
+        )
+        at = np.full(out.height, -1, dtype=np.int64)
+        sizes = fetched["n_valid"].to_numpy()
+        at[fetched["_g"].to_numpy()] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for (name, path), rows_m in out.group_by(["ci_method", "_path"], maintain_order=True):
+        if name == "none":
+            continue
+        idx = rows_m["_g"].to_numpy()
+        k, n = rows_m["_sum"].fill_null(0).to_numpy(), rows_m["n_valid"].to_numpy()
+        if name in ("wilson", "clopper_pearson"):
+            fn = intervals.wilson if name == "wilson" else intervals.clopper_pearson
             low[idx], high[idx] = fn(k, n, level)
-        elif method == "normal":
-            mean, se = rows["mean"].fill_null(np.nan), rows["stderr"].fill_null(np.nan)
+        elif name == "normal":
+            mean, se = rows_m["mean"].fill_null(np.nan), rows_m["stderr"].fill_null(np.nan)
             low[idx], high[idx] = intervals.normal_ci(mean.to_numpy(), se.to_numpy(), level)
-            binary = np.array([specs[m].kind == "binary" for m in rows["metric"]], dtype=bool)
+            binary = (rows_m["_kind"] == "binary").to_numpy()
             weak = binary & (np.minimum(k, n - k) < 10) & (n > 0)
             if weak.any():
                 warnings.warn(
@@ -435,20 +542,25 @@ def _with_intervals(
                     "10 successes or failures: the Wald interval covers far less than its level "
                     "there (0.64 at p = 0.95, n = 20); use 'wilson'",
                     intervals.StatisticsWarning,
-                    stacklevel=4,
+                    stacklevel=5,
                 )
         else:
             sub = idx[n_valid[idx] > 0]
-            values, strata = _bootstrap_layout(frame, by, rows["metric"].unique(), stratify)
+            if not len(sub):
+                continue
+            take = np.concatenate([np.arange(at[g], at[g] + n_valid[g]) for g in sub])
+            strata_sizes = None
+            if strata is not None:
+                strata_sizes = _strata_sizes(strata, out, sub)
             lo, hi = bootstrap_ci(
-                values,
+                values[take],
                 n_valid[sub],
-                method=method,  # type: ignore[arg-type]
+                method=name,
                 level=level,
-                strata_sizes=strata,
+                strata_sizes=strata_sizes,
                 n_resamples=n_resamples,
                 seed=seed,
-                binary=all(specs[m].kind == "binary" for m in rows["metric"].unique()),
+                binary=path == 0,
             )
             low[sub], high[sub] = lo, hi
     return out.with_columns(
@@ -458,35 +570,30 @@ def _with_intervals(
     )
 
 
-def _bootstrap_layout(
-    frame: pl.DataFrame, by: list[str], metrics: pl.Series, stratify: str | None
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Valid values of ``metrics``, back to back in output group order (strata within).
-
-    ``frame`` is sorted by the group keys (and ``stratify``) exactly as the output is, and a
-    group with no valid value has no rows here, as it has no size in the caller.
-    """
-    rows = frame.filter(pl.col("_valid") & pl.col("metric").is_in(metrics.implode()))
-    values = rows["_value"].to_numpy()
-    if not stratify:
-        return values, None
-    order = [*by, "metric", stratify]
-    strata = rows.group_by(order, maintain_order=True).len()["len"].to_numpy()
-    return values, strata
+def _strata_sizes(strata: pl.DataFrame, out: pl.DataFrame, sub: np.ndarray) -> np.ndarray:
+    """The stratum sizes of groups ``sub`` (ascending), from the (group, stratum) counts in
+    group order."""
+    keys = [c for c in strata.columns[:-2]]  # the by columns and the metric
+    numbered = strata.join(
+        out.select([*keys, "_g"]), on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
+    picked = numbered.filter(pl.col("_g").is_in(pl.Series(sub).cast(pl.UInt32).implode()))
+    sizes: np.ndarray = picked["len"].to_numpy()
+    return sizes
 
 
 def _with_clustered(
-    out: pl.DataFrame, frame: pl.DataFrame, by: list[str], cluster: str
+    out: pl.DataFrame, rows: GroupRows, by: list[str], cluster: str
 ) -> pl.DataFrame:
     keys = [*by, "metric"]
-    rows = frame.filter(pl.col("_valid")).join(
+    fetched = rows.clustered(cluster).join(
         out.select([*keys, "_g"]), on=keys, how="inner", nulls_equal=True
     )
-    g = rows["_g"].to_numpy()
-    values, clusters = rows["_value"].to_numpy(), rows[cluster].cast(pl.String).to_numpy()
+    g = fetched["_g"].to_numpy()
+    values, clusters = fetched["_value"].to_numpy(), fetched["_cluster"].to_numpy()
     plain = intervals.clustered_stderr(values, clusters, g)
     corrected = intervals.clustered_stderr(values, clusters, g, small_sample=True)
-    counts = rows.group_by("_g").agg(n_clusters=pl.col(cluster).n_unique().cast(pl.Int64))
+    counts = fetched.group_by("_g").agg(n_clusters=pl.col("_cluster").n_unique().cast(pl.Int64))
     used = np.unique(g)
     se = pl.DataFrame(
         {
@@ -498,19 +605,17 @@ def _with_clustered(
     return out.join(se.with_columns(pl.all().fill_nan(None)), on="_g", how="left")
 
 
-def _method(
-    metric: str, spec: MetricSpec, ci: CIMethod | Mapping[str, CIMethod], stratified: bool
-) -> str:
+def _method(metric: str, kind: str, ci: CIMethod | Mapping[str, CIMethod], stratified: bool) -> str:
     chosen = ci.get(metric, "auto") if isinstance(ci, Mapping) else ci
     if chosen not in CI_METHODS:
         raise ValueError(f"aggregate: unknown ci method {chosen!r}; known: {', '.join(CI_METHODS)}")
     if chosen == "auto":
-        if spec.kind == "binary":
+        if kind == "binary":
             return "wilson"
         return "percentile" if stratified else "studentized"
-    if chosen in _BINARY_ONLY and spec.kind != "binary":
+    if chosen in _BINARY_ONLY and kind != "binary":
         raise ValueError(
-            f"aggregate: ci={chosen!r} needs 0/1 values but metric {metric!r} is {spec.kind}; "
+            f"aggregate: ci={chosen!r} needs 0/1 values but metric {metric!r} is {kind}; "
             f"pass a mapping, e.g. ci={{{metric!r}: 'bca'}}"
         )
     return chosen

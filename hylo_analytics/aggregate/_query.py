@@ -1,0 +1,168 @@
+"""The group statistics of ``aggregate`` in DuckDB: one implementation for a store and a frame.
+
+:func:`~hylo_analytics.aggregate.aggregate_scores` hands every aggregation to this module,
+whether its rows are the store's resolved scores (read where they lie, the run filter at the
+scan) or a polars frame (registered on a fresh in-memory connection). The rows carry the
+validity columns of :func:`~hylo_analytics.aggregate._engine._validity` (``_value``,
+``_valid``, ``_reason``, ``_errored``), one per key after any epoch reduction. What leaves
+DuckDB is small: one row per group and metric with its counts and statistics, the skip
+reasons counted, and the valid values of only the groups a bootstrap resamples, in group
+order and sorted within each group (the bootstrap reads values by position).
+
+Every statistic is computed from the group's sorted valid values (``list`` ordered by value),
+so it does not depend on how DuckDB's threads split the rows: one store gives one answer on
+every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from hylo_analytics._sql import duckdb_memory_limit
+
+__all__ = ["GroupRows", "frame_rows", "q"]
+
+Runner = Callable[[str, Mapping[str, Any]], pl.DataFrame]
+# (kind, lo, hi) of a metric's normalizer: minmax or inverse_minmax
+Normalizer = tuple[str, float, float]
+
+
+def q(name: str) -> str:
+    """``name`` as a quoted SQL identifier (column names are the caller's, never interpolated
+    unquoted)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class GroupRows:
+    """Rows to aggregate, one per (group, key, metric), as a SQL relation.
+
+    ``relation``: SQL text of the rows (columns: the ``by`` columns, ``metric``, ``_value``
+    (null unless valid), ``_valid``, ``_reason``, ``_errored`` and any extra column such as
+    a stratum or a cluster); ``params``: the parameters it reads; ``run``: executes a query.
+    """
+
+    run: Runner
+    relation: str
+    by: tuple[str, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def _sql(self, body: str, extra: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        return self.run(
+            f"with s as (select * from {self.relation}) {body}", {**self.params, **(extra or {})}
+        )
+
+    def _keys(self) -> str:
+        return "".join(f"{q(b)}, " for b in self.by)
+
+    def _order(self) -> str:
+        return "".join(f"{q(b)} nulls last, " for b in self.by)
+
+    def statistics(self, norms: Mapping[str, Normalizer], threshold: float) -> pl.DataFrame:
+        """One row per (group, metric) in group order (the ``by`` columns then the metric,
+        nulls last): counts, sums, mean, std (ddof 1), median, p95 (linear), min, max, the
+        interquartile mean, the normalized mean, the optimality gap ``mean(max(threshold -
+        x, 0))`` (on normalized values where the metric has a normalizer), errored keys, and
+        whether every valid value is 0/1 (``_is01``) or -1/0/1 (``_is101``)."""
+        params: dict[str, Any] = {"threshold": float(threshold)}
+        # the normalized values of a group: its sorted values mapped (the map is monotone)
+        norm = "cast(null as double[])"
+        for i, (metric, (kind, lo, hi)) in enumerate(sorted(norms.items())):
+            params |= {f"nm{i}": metric, f"lo{i}": lo, f"hi{i}": hi}
+            value = f"(x - $lo{i})" if kind == "minmax" else f"($hi{i} - x)"
+            mapped = f"list_transform(_vals, lambda x: {value} / ($hi{i} - $lo{i}))"
+            norm = f"case when metric = $nm{i} then {mapped} else {norm} end"
+        keys = self._keys()
+        body = f"""
+        , g as (
+            select {keys}metric,
+                count(*) as n_total,
+                count(*) filter (where _valid) as n_valid,
+                list_sort(list(_value) filter (where _valid)) as _vals,
+                count(*) filter (where _errored) as n_errors,
+                bool_and(_value in (0.0, 1.0) or _value is null) as _is01,
+                bool_and(_value in (-1.0, 0.0, 1.0) or _value is null) as _is101
+            from s
+            group by all
+        ),
+        n as (select *, {norm} as _norms from g)
+        select {keys}metric, n_total, n_valid, n_errors, _is01, _is101,
+            list_avg(_vals) as mean,
+            list_aggregate(_vals, 'stddev_samp') as std,
+            list_aggregate(_vals, 'quantile_cont', 0.5) as median,
+            list_aggregate(_vals, 'quantile_cont', 0.95) as p95,
+            _vals[1] as min,
+            _vals[-1] as max,
+            list_avg(list_slice(
+                _vals, floor(n_valid * 0.25)::bigint + 1, n_valid - floor(n_valid * 0.25)::bigint
+            )) as iqm,
+            list_avg(list_transform(coalesce(_norms, _vals), lambda x: greatest($threshold - x, 0)))
+                as _gap,
+            list_avg(_norms) as normalized_mean,
+            coalesce(list_sum(_vals), 0.0) as _sum
+        from n
+        order by {self._order()}metric
+        """
+        return self._sql(body, params)
+
+    def reasons(self) -> pl.DataFrame:
+        """How many rows of each (group, metric) abstained, per reason."""
+        keys = self._keys()
+        return self._sql(
+            f"select {keys}metric, _reason, count(*) as count from s where not _valid "
+            f"group by {keys}metric, _reason"
+        )
+
+    def values(
+        self, metrics: Sequence[str], stratify: str | None = None
+    ) -> tuple[npt.NDArray[np.float64], pl.DataFrame | None]:
+        """The valid values of ``metrics``, in group order, strata within, sorted within each;
+        with ``stratify`` also the size of each (group, stratum) in that order."""
+        strat = f"{q(stratify)} nulls last, " if stratify else ""
+        where = "where _valid and list_contains($bm, metric)"
+        frame = self._sql(
+            f"select _value from s {where} order by {self._order()}metric, {strat}_value",
+            {"bm": list(metrics)},
+        )
+        values = frame["_value"].to_numpy().astype(np.float64, copy=False)
+        if not stratify:
+            return values, None
+        sizes = self._sql(
+            f"select {self._keys()}metric, {q(stratify)}, count(*) as len from s {where} "
+            f"group by all order by {self._order()}metric, {strat.rstrip(', ')}",
+            {"bm": list(metrics)},
+        )
+        return values, sizes
+
+    def clustered(self, cluster: str) -> pl.DataFrame:
+        """The valid values with their cluster, in group order."""
+        return self._sql(
+            f"select {self._keys()}metric, _value, cast({q(cluster)} as varchar) as _cluster "
+            f"from s where _valid order by {self._order()}metric"
+        )
+
+
+@contextmanager
+def frame_rows(frame: pl.DataFrame, by: Sequence[str]) -> Iterator[GroupRows]:
+    """``frame`` (validity columns present) registered on a fresh in-memory connection."""
+    con = duckdb.connect()
+    try:
+        # as the store's own connection: bounded, and spilling rather than failing
+        con.execute(f"set memory_limit = '{duckdb_memory_limit()}'")
+        con.register("_rows", frame.to_arrow())
+
+        def run(query: str, params: Mapping[str, Any]) -> pl.DataFrame:
+            out: pl.DataFrame = con.sql(query, params=dict(params) or None).pl()
+            return out
+
+        yield GroupRows(run=run, relation="_rows", by=tuple(by))
+    finally:
+        con.close()
