@@ -350,13 +350,23 @@ def _studentized(
     for g0, g1, m1, m2 in chunks:
         assert m2 is not None
         n = sizes[g0:g1, None].astype(np.float64)
-        v = np.maximum(m2 - m1 * m1, 0.0) * n / np.maximum(n - 1, 1)
-        centred = m1 - mean[g0:g1, None]
+        # t = (m1 - mean) / sqrt(max(m2 - m1**2, 0) * n / max(n - 1, 1) / n), operation for
+        # operation, in place: (G, B) arrays are memory-bound, so fewer temporaries is faster
+        t = np.multiply(m1, m1)
+        np.subtract(m2, t, out=t)
+        np.maximum(t, 0.0, out=t)
+        t *= n
+        t /= np.maximum(n - 1, 1)
+        t /= n
+        np.sqrt(t, out=t)
+        centred = np.subtract(m1, mean[g0:g1, None], out=m1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = centred / np.sqrt(v / n)
+            np.divide(centred, t, out=t)
         # a resample of one repeated value has no spread: its t is +-infinite (0 when it
         # sits on the mean), kept finite so the partition-based quantiles stay exact
-        t = np.where(np.isfinite(t), t, np.sign(centred) * 1e300)
+        bad = ~np.isfinite(t)
+        if bad.any():
+            t[bad] = np.sign(centred[bad]) * 1e300
         for k, level in enumerate(levels):
             alpha = 1 - level
             q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
@@ -501,6 +511,7 @@ def _coupled_means_general(
 # Resampled sums of integers stay exact while no partial sum can reach 2**53; a cell holds at
 # most len(_POISSON1_CDF) shared balls.
 _EXACT = 2.0**53
+_EXACT32 = 2.0**24  # the same, in single precision
 
 
 def _integral(
@@ -547,8 +558,15 @@ def _coupled_means_integral(
     blocks = list(enumerate(range(0, n_resamples, _COLS)))
     for n in np.unique(sizes).tolist():
         idx = np.flatnonzero(sizes == n)
+        # groups ordered by size (the studentized bootstrap orders them) are one slice
+        rows_of: slice | npt.NDArray[np.intp] = (
+            slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == len(idx) else idx
+        )
         at = starts[idx, None] + np.arange(n)[None, :]
-        values = np.concatenate([x[at] for x in xs])
+        # Single precision where every partial sum is an integer below 2**24 (the weights of
+        # one resample add up to n): the same exact sums, for half the product's cost.
+        parts = [x[at] for x in xs]
+        single = [float(np.abs(v).max(initial=0.0)) * n < _EXACT32 for v in parts]
         per = max(1, _DEFAULT_MAX_BYTES // (8 * n * _COLS))  # resample blocks per product
         for j in range(0, len(blocks), per):
             first, end = blocks[j][1], min(n_resamples, blocks[j][1] + per * _COLS)
@@ -557,9 +575,12 @@ def _coupled_means_integral(
                 cols = min(_COLS, n_resamples - b0)
                 span = slice(b0 - first, b0 - first + cols)
                 weights[span] = _multinomial_counts(base, n, c, cols, rows, shared)
-            prod = values @ weights.T
+            w32 = weights.T.astype(np.float32) if any(single) else None
             for k, out in enumerate(outs):
-                out[idx, first:end] = prod[k * len(idx) : (k + 1) * len(idx)]
+                if single[k] and w32 is not None:
+                    out[rows_of, first:end] = parts[k].astype(np.float32) @ w32
+                else:
+                    out[rows_of, first:end] = parts[k] @ weights.T
     for out in outs:
         out /= sizes[:, None]
     return outs
