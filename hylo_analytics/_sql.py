@@ -85,8 +85,19 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
     :mod:`hylo_analytics.spark`) inline the same bodies into each view when they transpile it.
     """
     z = z_value(DEFAULT_LEVEL)
+    from hylo_analytics.metrics import BUILTIN_METRICS  # the registry: the one source of kinds
+
+    kinds = " ".join(
+        f"WHEN {_literal(name)} THEN {_literal(spec.kind)}"
+        for spec in BUILTIN_METRICS
+        for name in (spec.id, *spec.aliases)
+    )
     return {
         "ci_level": ((), f"CAST({DEFAULT_LEVEL!r} AS DOUBLE)"),
+        # a built-in metric's declared kind (binary, count, continuous); null for the others,
+        # whose kind their values tell (aggregate's rule: a group is binary when its metric is
+        # declared binary or undeclared, and every valid value of the group is 0 or 1)
+        "declared_kind": (("metric",), f"CASE metric {kinds} END"),
         "ci_z": ((), f"CAST({z!r} AS DOUBLE)"),
         # a score counts when it is a real number not flagged invalid (NaN is an abstention)
         "score_is_valid": (
@@ -119,6 +130,10 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
             " / (1 + z * z / n))) END END",
         ),
     }
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def macro_sql() -> list[str]:

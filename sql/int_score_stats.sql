@@ -12,13 +12,6 @@ with scores as (
     select * from int_key_scores
 ),
 
-kinds as (
-    -- a metric is binary when every valid value it has anywhere is 0 or 1
-    select metric, bool_and(value in (0, 1) or value is null) as is_binary
-    from scores
-    group by metric
-),
-
 counts as (
     select
         case when grouping(task_id) = 1 then 'run' else 'task' end as level,
@@ -31,7 +24,12 @@ counts as (
         count(*) filter (where errored) as n_errors,
         avg(value) as mean,
         stddev_samp(value) as std,
-        sum(value) as value_sum
+        sum(value) as value_sum,
+        -- binary when the metric is declared binary (or not declared) and every valid value
+        -- of the group is 0 or 1: a property of the group, never of other runs (aggregate's
+        -- rule; a filter on run_id then reaches the scan)
+        coalesce(declared_kind(metric), 'binary') = 'binary'
+            and bool_and(value in (0, 1) or value is null) as is_binary
     from scores
     group by grouping sets ((run_id, metric), (run_id, task_id, metric))
 ),
@@ -73,18 +71,17 @@ final as (
         coalesce(b.skip_breakdown, []) as skip_breakdown,
         c.n_valid / c.n_total as coverage,
         c.mean,
-        case when k.is_binary and c.n_valid + c.n_errors > 0
+        case when c.is_binary and c.n_valid + c.n_errors > 0
             then coalesce(c.value_sum, 0) / (c.n_valid + c.n_errors) end
             as success_rate_errors_as_failures,
         c.std,
         c.std / sqrt(c.n_valid) as stderr,
         c.value_sum,
-        k.is_binary,
-        case when k.is_binary then wilson_low(c.value_sum, c.n_valid, ci_z()) end as wilson_low,
-        case when k.is_binary then wilson_high(c.value_sum, c.n_valid, ci_z()) end as wilson_high,
+        c.is_binary,
+        case when c.is_binary then wilson_low(c.value_sum, c.n_valid, ci_z()) end as wilson_low,
+        case when c.is_binary then wilson_high(c.value_sum, c.n_valid, ci_z()) end as wilson_high,
         ci_level() as ci_level
     from counts as c
-    inner join kinds as k on k.metric = c.metric
     left join breakdown as b
         on b.level = c.level
         and b.run_id = c.run_id
