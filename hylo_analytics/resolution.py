@@ -68,8 +68,12 @@ def preferred_query(
         cond
         for flag, cond in (
             (runs, "list_contains($runs, run_id)"),
-            (metrics, "list_contains($metrics, metric)"),
-            (sources, "list_contains($sources, source)"),
+            # Not list_contains: DuckDB rewrites a constant list of more than a few names
+            # into a join whose estimate then flips the tombstone join onto the store's rows
+            # (7 names: 7 s at 10M samples, 0.6 s so); the runs' filter must stay an IN
+            # list, which reaches the Parquet scan's row-group statistics.
+            (metrics, "list_position($metrics, metric) is not null"),
+            (sources, "list_position($sources, source) is not null"),
         )
         if flag
     ]

@@ -97,8 +97,8 @@ class GroupRows:
         select {keys}metric, n_total, n_valid, n_errors, _is01, _is101,
             list_avg(_vals) as mean,
             list_aggregate(_vals, 'stddev_samp') as std,
-            list_aggregate(_vals, 'quantile_cont', 0.5) as median,
-            list_aggregate(_vals, 'quantile_cont', 0.95) as p95,
+            {_quantile(0.5)} as median,
+            {_quantile(0.95)} as p95,
             _vals[1] as min,
             _vals[-1] as max,
             list_avg(list_slice(
@@ -148,6 +148,14 @@ class GroupRows:
             f"select {self._keys()}metric, _value, cast({q(cluster)} as varchar) as _cluster "
             f"from s where _valid order by {self._order()}metric"
         )
+
+
+def _quantile(p: float) -> str:
+    """The linear-interpolation quantile ``p`` of the sorted list ``_vals`` (polars' and
+    numpy's ``linear``: position ``p (n - 1)``), read off the list by position."""
+    pos = f"(len(_vals) - 1) * {p!r}"
+    lo, hi = f"_vals[floor({pos})::bigint + 1]", f"_vals[ceil({pos})::bigint + 1]"
+    return f"({lo} + ({pos} - floor({pos})) * ({hi} - {lo}))"
 
 
 @contextmanager
