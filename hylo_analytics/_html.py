@@ -15,11 +15,22 @@ import json
 import re
 from typing import Any
 
-__all__ = ["ScriptJSONEncoder", "attr", "csp_hash", "script_json", "shorten", "text"]
+__all__ = [
+    "HIDDEN",
+    "ScriptJSONEncoder",
+    "attr",
+    "csp_hash",
+    "script_json",
+    "shorten",
+    "text",
+]
 
-# C0/C1 controls (tab and newline kept) and the bidi overrides/isolates that can make a name
-# read differently from what it is (U+202E turns "gpj.exe" around).
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (tab and newline kept), the line separators (JavaScript parsers before 2019,
+# Vega's expression parser among them, end a string literal there) and the bidi marks,
+# overrides and isolates that make a name read differently from what it is (U+202E turns
+# "gpj.exe" around); a regex character class body, for ``re`` and for polars alike
+HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_HIDDEN = re.compile(f"[{HIDDEN}]")
 
 # inside a JSON string these are harmless to JSON but not to the HTML parser (``</script>``,
 # ``<!--``) or to older JavaScript (the line separators); JSON has none of them outside strings

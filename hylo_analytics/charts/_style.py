@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from hylo_analytics._html import ScriptJSONEncoder, shorten
+from hylo_analytics._html import HIDDEN, ScriptJSONEncoder, shorten
 
 __all__ = ["LABEL_CHARS", "VERDICT_COLORS", "save", "use_safe_renderer"]
 
@@ -50,12 +51,14 @@ def _require(frame: pl.DataFrame, columns: Sequence[str], chart: str) -> pl.Data
 
 
 def _cut(frame: pl.DataFrame) -> pl.DataFrame:
-    """String columns cut to :data:`LABEL_CHARS` (with an ellipsis) before they reach Vega."""
-    long = pl.col(pl.String).str.len_chars() > LABEL_CHARS
+    """String columns as Vega can draw them: cut to :data:`LABEL_CHARS` (with an ellipsis),
+    control, bidi and line-separator characters shown as U+FFFD (Vega-Lite writes sort
+    values into expressions, whose parser fails on U+2028)."""
+    shown = pl.col(pl.String).str.replace_all(f"[{HIDDEN}]", "\ufffd")
     return frame.with_columns(
-        pl.when(long)
-        .then(pl.col(pl.String).str.slice(0, LABEL_CHARS - 1) + "\u2026")
-        .otherwise(pl.col(pl.String))
+        pl.when(shown.str.len_chars() > LABEL_CHARS)
+        .then(shown.str.slice(0, LABEL_CHARS - 1) + "\u2026")
+        .otherwise(shown)
         .name.keep()
     )
 
@@ -114,7 +117,8 @@ def _styled(chart: Any) -> Any:
 
 
 def _title(text: str, subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text=shorten(text, LABEL_CHARS), subtitle=subtitle)
+    shown = re.sub(f"[{HIDDEN}]", "\ufffd", text)
+    return alt.TitleParams(text=shorten(shown, LABEL_CHARS), subtitle=subtitle)
 
 
 # -- per task -----------------------------------------------------------------------------
