@@ -318,8 +318,8 @@ def create_app(
     async def incomparable(request: Request, exc: Exception) -> Response:
         return error(
             409,
-            f"these runs are not comparable: {exc} (the command line can compare them "
-            "anyway: hylo-analytics compare --force)",
+            f"these runs are not comparable: {exc} (serve never forces a comparison; the "
+            "command line does: hylo-analytics compare --force)",
         )
 
     async def not_found(request: Request, exc: Exception) -> Response:
