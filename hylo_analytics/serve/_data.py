@@ -45,6 +45,7 @@ MAX_CANDIDATES = 50  # candidates per comparison (each is a comparison and a for
 NAME_CHARS = 256  # a name or value shown in a page is cut here (links carry it whole)
 FIELD_CHARS = 4096  # a trace field (an explanation) is cut here, with a link to the whole
 LONG_FIELDS = ("reason", "status", "grader", "name", "explanation")  # cut and linked
+_CUT = NAME_CHARS + 1  # names read from DuckDB one character past the cut: the page marks it
 _CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
 
 # sort key -> ORDER BY expression; only these reach SQL
@@ -62,8 +63,10 @@ SORTS: dict[str, str] = {
 _STAT_SORTS = {"success": ("success", True), "coverage": ("coverage", False)}
 
 _RUNS_SQL = """
-SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format, n_samples,
-       n_tasks, n_errors, n_traces, ingested_at, count(*) OVER () AS n_matching
+SELECT run_id, left(agent_name, $cut) AS agent_name, left(agent_version, $cut) AS agent_version,
+       left(benchmark_id, $cut) AS benchmark_id, left(split, $cut) AS split,
+       left(source_format, $cut) AS source_format, n_samples, n_tasks, n_errors, n_traces,
+       ingested_at, count(*) OVER () AS n_matching
 FROM mart_runs
 WHERE $q IS NULL OR concat_ws(' ', run_id, agent_name, agent_version, benchmark_id, split,
                               source_format) ILIKE '%' || $q || '%'
@@ -76,12 +79,12 @@ FROM mart_aggregate_run WHERE metric = 'success'
 
 # one run at a time: an equality on run_id is pushed through the resolution views, a list is not
 _SIDE_SQL = """
-SELECT key, seed, metric, value, skip_reason FROM int_key_scores
+SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason FROM int_key_scores
 WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps')
 """
 
 _STATUS_SQL = """
-SELECT key, first(status ORDER BY epoch) AS status FROM samples
+SELECT key, left(first(status ORDER BY epoch), $cut) AS status FROM samples
 WHERE run_id = $run AND task_id = $task GROUP BY key
 """
 
@@ -228,7 +231,7 @@ class StoreReader:
     def runs_page(self, *, q: str | None, sort: str, page: int, size: int = PAGE_SIZE) -> Page:
         """One page of the runs table, filtered and sorted in DuckDB, with success joined."""
         offset = max(page - 1, 0) * size
-        params: dict[str, Any] = {"q": q or None}
+        params: dict[str, Any] = {"q": q or None, "cut": _CUT}
         stat = _STAT_SORTS.get(sort)
         if stat is None:
             order = SORTS.get(sort, SORTS["ingested"])
@@ -274,8 +277,8 @@ class StoreReader:
         return frame
 
     def _side(self, run: str, task: str, role: str) -> pl.DataFrame:
-        scores = self.sql(_SIDE_SQL, {"run": run, "task": task})
-        status = self.sql(_STATUS_SQL, {"run": run, "task": task})
+        scores = self.sql(_SIDE_SQL, {"run": run, "task": task, "cut": _CUT})
+        status = self.sql(_STATUS_SQL, {"run": run, "task": task, "cut": _CUT})
         value = scores.filter(pl.col("metric") == "success").select(
             "key",
             "seed",
@@ -347,7 +350,7 @@ class StoreReader:
                 "SELECT run_id, task_id, metric, value, left(skip_reason, $cut) AS skip_reason "
                 "FROM int_key_scores WHERE run_id = $run AND key = $key ORDER BY metric "
                 "LIMIT $limit",
-                {"run": run, "key": key, "cut": NAME_CHARS, "limit": EVENT_PAGE},
+                {"run": run, "key": key, "cut": _CUT, "limit": EVENT_PAGE},
             )
             for run in runs
         ]

@@ -137,7 +137,8 @@ class _Guard(BaseHTTPMiddleware):
         if given is not None and secrets.compare_digest(given, token):
             # the token leaves the address bar (and the history) for a cookie
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            target = request.url.path + ("?" + urlencode(rest) if rest else "")
+            path = "/" + request.url.path.lstrip("/")  # never "//host": no open redirect
+            target = path + ("?" + urlencode(rest) if rest else "")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
             return response

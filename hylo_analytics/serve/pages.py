@@ -48,6 +48,11 @@ def _e(value: Any) -> str:
     return text(None if value is None else shorten(value, NAME_CHARS))
 
 
+def _prose(value: Any) -> str:
+    """A note or message as page text: escaped once, cut at :data:`FIELD_CHARS`."""
+    return text(None if value is None else shorten(value, FIELD_CHARS))
+
+
 def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -198,7 +203,7 @@ def comparison_page(
     dropped pairs."""
     parts = [
         f"<h1>Comparison against parent {_e(labels.get(parent, parent))}</h1>",
-        f'<p class="note">{_e(rule)}</p>',
+        f'<p class="note">{_prose(rule)}</p>',
     ]
     for cand in candidates:
         rows = frame.filter(pl.col("candidate") == cand)
@@ -216,10 +221,10 @@ def comparison_page(
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
             f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
             f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
-            f'<p class="note">{_e(o["verdict_note"])}</p>'
+            f'<p class="note">{_prose(o["verdict_note"])}</p>'
         )
         if o.get("gate_note"):
-            parts.append(f'<p class="note">{_e(o["gate_note"])}</p>')
+            parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
 
         task_href = _task_link(parent, cand)
@@ -245,7 +250,9 @@ def comparison_page(
         parts.append(pager + _table(columns, shown.rows, href=task_href) + pager)
         parts.append("<h2>Dropped pairs</h2>")
         if o["n_dropped"]:
-            parts.append(f"<p>{_e(o['drop_note'])}</p><p class='note'>{_e(o['drop_reasons'])}</p>")
+            parts.append(
+                f"<p>{_prose(o['drop_note'])}</p><p class='note'>{_prose(o['drop_reasons'])}</p>"
+            )
         else:
             parts.append("<p>none: every key was scored on both sides</p>")
     return _layout("comparison", "".join(parts), version)
@@ -463,5 +470,5 @@ def episode_page(
 
 
 def error_page(status: int, message: str, version: DataVersion) -> str:
-    body = f'<h1>{status}</h1><p class="err">{_e(message)}</p><p><a href="/">all runs</a></p>'
+    body = f'<h1>{status}</h1><p class="err">{_prose(message)}</p><p><a href="/">all runs</a></p>'
     return _layout(str(status), body, version)

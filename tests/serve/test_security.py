@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 import hylo_analytics as ha
@@ -133,6 +134,8 @@ def test_a_token_is_needed_off_loopback(served_store: Path) -> None:
         assert "hylo_token=s3cret" in cookie and "httponly" in cookie
         assert "samesite=strict" in cookie
         assert c.get("/", params={"q": "rc1"}).status_code == 200  # the cookie now
+        away = c.get("http://localhost//attacker.example/?token=s3cret", follow_redirects=False)
+        assert away.headers["location"] == "/attacker.example/"  # a path here, not a host
         c.cookies.clear()
         assert c.get("/api/version").status_code == 403
 
@@ -248,3 +251,20 @@ def test_comparison_tasks_are_paged(client: TestClient) -> None:
     r = client.get("/compare", params={"parent": PARENT, "candidate": CAND})
     assert "page 1 of" not in r.text  # 10 tasks: one page, no pager
     assert pages.PAGE_SIZE == 50
+
+
+def test_names_are_cut_on_pages_and_messages_kept(served_store: Path) -> None:
+    from hylo_analytics.serve import pages
+    from hylo_analytics.serve._data import FIELD_CHARS, NAME_CHARS
+
+    version = StoreReader(served_store).version()
+    note = "why " * 200  # 800 characters of reason: kept whole
+    assert note.strip() in pages.error_page(400, note, version)
+    huge = pages.error_page(400, "x" * 10 * FIELD_CHARS, version)
+    assert "x" * (FIELD_CHARS - 1) + "\u2026" in huge and "x" * FIELD_CHARS not in huge
+    frame = StoreReader(served_store).runs_page(q=None, sort="run", page=1)
+    rows = frame.rows.with_columns(agent_name=pl.lit("a" * 1000))
+    page = pages.runs_page(
+        type(frame)(rows, frame.total, 1, frame.size), q=None, sort="run", version=version
+    )
+    assert "a" * (NAME_CHARS - 1) + "\u2026" in page and "a" * NAME_CHARS not in page
