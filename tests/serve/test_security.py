@@ -245,12 +245,32 @@ def test_episode_events_are_paged(served_store: Path) -> None:
     assert past.rows.height == 0 and past.total == first.total
 
 
-def test_comparison_tasks_are_paged(client: TestClient) -> None:
+def test_comparison_tasks_are_paged(served_store: Path) -> None:
     from hylo_analytics.serve import pages
 
-    r = client.get("/compare", params={"parent": PARENT, "candidate": CAND})
-    assert "page 1 of" not in r.text  # 10 tasks: one page, no pager
-    assert pages.PAGE_SIZE == 50
+    reader = StoreReader(served_store)
+    frame = reader.compare([CAND], PARENT)
+    tasks = frame.filter(pl.col("level") != "overall")
+    many = pl.concat(
+        [frame.filter(pl.col("level") == "overall")]
+        + [tasks.with_columns(pl.col("task_id") + f"-{i}") for i in range(12)]
+    )  # 120 tasks
+
+    def page(n: int) -> str:
+        return pages.comparison_page(
+            many,
+            parent=PARENT,
+            candidates=[CAND],
+            labels={},
+            rule="rule",
+            forests={},
+            version=reader.version(),
+            page=n,
+        )
+
+    second, third = page(2), page(3)
+    assert "page 2 of 3 (120 rows)" in second and second.count('<a href="/compare/task?') == 50
+    assert third.count('<a href="/compare/task?') == 20 and 'rel="next"' not in third
 
 
 def test_names_are_cut_on_pages_and_messages_kept(served_store: Path) -> None:
