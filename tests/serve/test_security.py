@@ -159,6 +159,12 @@ def test_serve_warns_and_prints_a_token_off_loopback(
     with TestClient(apps[0][0], base_url="http://localhost") as c:
         assert c.get("/").status_code == 403
         assert c.get("/", params={"token": token}).status_code == 200
+    assert main(["serve", "--store", str(served_store), "--allow-host", "box.lan"]) == 0
+    with TestClient(apps[2][0], base_url="http://box.lan:8765") as c:
+        assert c.get("/").status_code == 200  # loopback bind: the name, no token
+    main(["serve", "--store", str(served_store), "--host", "192.168.7.7"])
+    with TestClient(apps[3][0], base_url="http://192.168.7.7:8765") as c:
+        assert c.get("/").status_code == 403  # its own address is allowed; the token is due
 
 
 @pytest.mark.parametrize(
