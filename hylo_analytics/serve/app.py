@@ -204,10 +204,12 @@ def create_app(
                 f"{len(candidates)} candidates: a comparison takes at most {MAX_CANDIDATES} "
                 "(each is a comparison and a forest plot); pick fewer"
             )
-        candidates = [c for c in candidates if c != parent] or candidates
+        candidates = [c for c in candidates if c != parent]
+        if not candidates:
+            raise BadRequestError("the parent is its only candidate: pick another run")
         page_number = _page_number(request)
         reader.check_runs([parent, *candidates])
-        frame = reader.compare(candidates, parent)
+        frame = _compared(reader, candidates, parent)
         labels = reader.labels([parent, *candidates])
         # the chart is its own request (vl-convert takes a few hundred ms): the page comes first
         forests = {
@@ -231,9 +233,11 @@ def create_app(
 
     def forest(request: Request) -> Response:
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
+        if candidate == parent:
+            raise BadRequestError("the parent is its only candidate: pick another run")
         reader.check_runs([parent, candidate])
         svg: str = reader.memo(
-            ("forest", parent, candidate), lambda: _forest(reader.compare([candidate], parent))
+            ("forest", parent, candidate), lambda: _forest(_compared(reader, [candidate], parent))
         )
         return Response(
             svg,
@@ -345,6 +349,17 @@ def create_app(
         middleware=[Middleware(_Guard, access=Access.of(allow_hosts, token), error=error)],
         exception_handlers=handlers,
     )
+
+
+def _compared(reader: StoreReader, candidates: Sequence[str], parent: str) -> pl.DataFrame:
+    """``reader.compare``, its refusals as the 4xx they are: the gate's a 409 (its handler),
+    any other (a parent with no scores of the metric) a 400 that quotes it."""
+    try:
+        return reader.compare(candidates, parent)
+    except ComparabilityError:
+        raise
+    except ValueError as exc:
+        raise BadRequestError(f"cannot compare these runs: {exc}") from exc
 
 
 def _forest(frame: pl.DataFrame) -> str:

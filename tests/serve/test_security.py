@@ -30,6 +30,7 @@ from hylo_analytics.serve._data import MAX_CANDIDATES, StoreReader
 PARENT, CAND = "run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"
 TASK = "tabletop/pick_cube"
 OTHER = "run-other-split-0001"
+UNSCORED = "run-unscored-0001"
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +190,8 @@ def test_serve_warns_and_prints_a_token_off_loopback(
             [("parent", PARENT)] + [("candidate", f"r{i}") for i in range(MAX_CANDIDATES + 1)],
             f"at most {MAX_CANDIDATES}",
         ),
+        ("/compare", {"parent": PARENT, "candidate": PARENT}, "the parent is its only"),
+        ("/compare/forest.svg", {"parent": PARENT, "candidate": PARENT}, "the parent is its"),
         (
             "/episode/field",
             {"run": CAND, "key": f"{TASK}#1000", "episode": "x", "idx": "1", "field": "value"},
@@ -213,7 +216,8 @@ def test_a_page_past_the_end_is_empty_not_an_error(client: TestClient) -> None:
 def incomparable(
     served_store: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestClient]:
-    """A copy of the store plus a run of another split (the gate refuses the pair)."""
+    """A copy of the store plus a run of another split (the gate refuses the pair) and a run
+    with no scores (nothing to compare)."""
     import json
 
     root = tmp_path_factory.mktemp("gate")
@@ -223,8 +227,13 @@ def incomparable(
     log["run_id"], log["benchmark"]["split"] = OTHER, "some-other-split"
     for s in log["samples"]:
         s.pop("trace", None)
-    (root / "logs").mkdir()
-    (root / "logs" / "evallog.json").write_text(json.dumps(log))
+    (root / "logs" / "other").mkdir(parents=True)
+    (root / "logs" / "other" / "evallog.json").write_text(json.dumps(log))
+    log["run_id"], log["benchmark"]["split"] = UNSCORED, "heldout"
+    for s in log["samples"]:
+        s.pop("scores", None)
+    (root / "logs" / "unscored").mkdir()
+    (root / "logs" / "unscored" / "evallog.json").write_text(json.dumps(log))
     opened = ha.open_store(store, create=False)
     opened.ingest(root / "logs", progress=False)
     opened.score()
@@ -294,3 +303,9 @@ def test_names_are_cut_on_pages_and_messages_kept(served_store: Path) -> None:
         type(frame)(rows, frame.total, 1, frame.size), q=None, sort="run", version=version
     )
     assert "a" * (NAME_CHARS - 1) + "\u2026" in page and "a" * NAME_CHARS not in page
+
+
+def test_a_parent_with_no_scores_is_a_400_that_says_why(incomparable: TestClient) -> None:
+    r = incomparable.get("/compare", params={"parent": UNSCORED, "candidate": CAND})
+    assert r.status_code == 400, r.text[:300]
+    assert "cannot compare these runs" in r.text and "has no scores" in r.text
