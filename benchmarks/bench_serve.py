@@ -69,7 +69,7 @@ def main() -> None:
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
         parent, candidate = ids[0], ids[-1]
         task = store.sql("SELECT min(task_id) AS t FROM samples")["t"][0]
-        client = TestClient(create_app(path))
+        client = TestClient(create_app(path), base_url="http://localhost")  # an allowed Host
         client.get("/api/version")
         # the first comparison of the process imports scipy, altair and vl-convert: not a page's cost
         client.get(f"/compare?parent={ids[1]}&candidate={ids[2]}")

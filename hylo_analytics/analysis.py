@@ -31,7 +31,6 @@ returns the verdict tables in the report; verdicts are not stored.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._html import text
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.compare.verdicts import ComparisonVerdictSpec, parse_verdicts
 from hylo_analytics.contracts import DerivedMetricOutput
@@ -154,8 +154,8 @@ class AnalysisReport:
         parts += [repr(d) for d in self.post_derived]
         for v in self.verdicts:
             counts = dict(v.group_by("verdict").len().rows())
-            text = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
-            parts.append(f"verdicts on {v['metric'][0] if v.height else '?'}: {text or 'none'}")
+            shown = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
+            parts.append(f"verdicts on {v['metric'][0] if v.height else '?'}: {shown or 'none'}")
         if self.policies is not None:
             parts.append(repr(self.policies))
         if not self.written:
@@ -163,7 +163,7 @@ class AnalysisReport:
         return "AnalysisReport(" + "; ".join(parts or ["nothing run"]) + ")"
 
     def _repr_html_(self) -> str:
-        return f"<p>{html.escape(repr(self))}</p>" + self.run_status()._repr_html_()
+        return f"<p>{text(repr(self))}</p>" + self.run_status()._repr_html_()
 
 
 def load_analysis_spec(source: str | Path | Mapping[str, Any]) -> AnalysisSpec:

@@ -8,7 +8,6 @@ round-trip.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -16,6 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 import polars as pl
+
+from hylo_analytics._html import text
 
 __all__ = ["AGGREGATE_RESULT_SCHEMA_VERSION", "AggregateResult", "results_from_frame"]
 
@@ -167,8 +168,8 @@ class AggregateResult:
             "n_valid / n_total": f"{self.n_valid} / {self.n_total}",
             "skipped": ", ".join(f"{r}: {c}" for r, c in self.skip_breakdown.items()) or "none",
         }
-        head = "".join(f"<th>{html.escape(str(k))}</th>" for k in row)
-        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row.values())
+        head = "".join(f"<th>{text(str(k))}</th>" for k in row)
+        cells = "".join(f"<td>{text(str(v))}</td>" for v in row.values())
         return f"<table><thead><tr>{head}</tr></thead><tbody><tr>{cells}</tr></tbody></table>"
 
 

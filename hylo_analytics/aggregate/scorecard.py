@@ -36,7 +36,6 @@ Explicit specs replace the registry's spec of the same id for this scorecard.
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from typing import Any, Union
 
 import polars as pl
 
+from hylo_analytics._html import text
 from hylo_analytics.aggregate._engine import CIMethod, aggregate_scores
 from hylo_analytics.metrics import (
     BenchmarkSpec,
@@ -152,7 +152,7 @@ class Scorecard:
         shown = self.metrics.drop("statistics")
         return (
             f"<div><strong>Scorecard</strong> &mdash; primary metric "
-            f"<code>{html.escape(self.primary)}</code>; a run with a missing, abstained or "
+            f"<code>{text(self.primary)}</code>; a run with a missing, abstained or "
             "unnormalized weighted metric has no <code>score</code> "
             "(see <code>score_available</code>, <code>incomplete_metrics</code>)"
             f"{self.overall._repr_html_()}{shown._repr_html_()}</div>"

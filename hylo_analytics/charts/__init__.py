@@ -5,10 +5,11 @@ whose columns are listed in its docstring: the frame contracts below are what th
 and comparison modules produce, so a chart never ships thousands of rows to Vega. Intervals
 are computed by hylo_analytics, never by Vega's bootstrap ``ci``, so a chart shows the same
 numbers as the tables beside it. :func:`save` writes HTML (self-contained), PNG or SVG with no
-network (vl-convert).
+network (vl-convert). Importing this module enables altair's HTML renderer with the spec
+escaped (``hylo``) unless another renderer was chosen: names in a spec are untrusted text.
 """
 
-from hylo_analytics.charts._style import VERDICT_COLORS, save
+from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
 from hylo_analytics.charts.runs import (
     cost_vs_success,
@@ -18,6 +19,8 @@ from hylo_analytics.charts.runs import (
     pareto_front,
     summarize_distribution,
 )
+
+use_safe_renderer()  # notebook outputs escape the spec as saved files do
 
 __all__ = [
     "VERDICT_COLORS",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,13 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-__all__ = ["VERDICT_COLORS", "save"]
+from hylo_analytics._html import HIDDEN, ScriptJSONEncoder, shorten
+
+__all__ = ["LABEL_CHARS", "VERDICT_COLORS", "save", "use_safe_renderer"]
+
+# a name drawn in a chart is cut to this many characters: an axis shows ~40 anyway, and a
+# 10 MB name from a hostile log would otherwise stall Vega's text measuring (and the page)
+LABEL_CHARS = 200
 
 # Okabe-Ito colours, safe for the common colour-vision deficiencies; shapes repeat the verdict
 # so it survives greyscale printing too.
@@ -40,7 +47,20 @@ def _require(frame: pl.DataFrame, columns: Sequence[str], chart: str) -> pl.Data
             f"{chart}: the frame lacks column(s) {missing}; expected {list(columns)}, "
             f"got {frame.columns}"
         )
-    return frame.select(columns)
+    return _cut(frame.select(columns))
+
+
+def _cut(frame: pl.DataFrame) -> pl.DataFrame:
+    """String columns as Vega can draw them: cut to :data:`LABEL_CHARS` (with an ellipsis),
+    control, bidi and line-separator characters shown as U+FFFD (Vega-Lite writes sort
+    values into expressions, whose parser fails on U+2028)."""
+    shown = pl.col(pl.String).str.replace_all(f"[{HIDDEN}]", "\ufffd")
+    return frame.with_columns(
+        pl.when(shown.str.len_chars() > LABEL_CHARS)
+        .then(shown.str.slice(0, LABEL_CHARS - 1) + "\u2026")
+        .otherwise(shown)
+        .name.keep()
+    )
 
 
 def _comparison_rows(frame: pl.DataFrame, chart: str) -> pl.DataFrame:
@@ -97,7 +117,8 @@ def _styled(chart: Any) -> Any:
 
 
 def _title(text: str, subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text=text, subtitle=subtitle)
+    shown = re.sub(f"[{HIDDEN}]", "\ufffd", text)
+    return alt.TitleParams(text=shorten(shown, LABEL_CHARS), subtitle=subtitle)
 
 
 # -- per task -----------------------------------------------------------------------------
@@ -108,7 +129,9 @@ def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".html":
-        chart.save(str(path), inline=True)
+        # altair's template puts the spec in <script> as plain JSON: a name holding
+        # "</script>" would end it, so the spec is written with < > & escaped
+        chart.save(str(path), inline=True, json_kwds={"cls": ScriptJSONEncoder})
     elif path.suffix == ".png":
         chart.save(str(path), scale_factor=2)
     elif path.suffix == ".svg":
@@ -116,3 +139,20 @@ def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:
     else:
         raise ValueError(f"cannot save a chart as {path.suffix!r}; use .html, .png or .svg")
     return path
+
+
+def use_safe_renderer() -> None:
+    """Let notebooks show charts through altair's HTML renderer with the spec escaped.
+
+    Altair's ``default`` renderer embeds the spec in ``<script>`` as plain JSON, so a run name
+    holding ``</script>`` runs in the notebook. A copy of it writing the spec with
+    :class:`~hylo_analytics._html.ScriptJSONEncoder` is registered as ``hylo`` and enabled
+    when ``default`` is active with no options; a renderer the user chose is left alone.
+    """
+    from altair.utils.display import HTMLRenderer
+    from altair.vegalite.v6.display import html_renderer
+
+    safe = HTMLRenderer(**{**html_renderer.kwargs, "json_kwds": {"cls": ScriptJSONEncoder}})
+    alt.renderers.register("hylo", safe)
+    if alt.renderers.active == "default" and not alt.renderers.options:
+        alt.renderers.enable("hylo")

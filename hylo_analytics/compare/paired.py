@@ -12,7 +12,6 @@ pairs, field for field (a test holds them equal).
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from hylo_analytics._html import text
 from hylo_analytics.compare.engine import CiMethod, compare_scores
 from hylo_analytics.metrics import Direction, default_registry
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
@@ -98,8 +98,8 @@ class PairedComparison:
         vals: list[object] = [self.n_pairs, self.candidate_wins, self.parent_wins, self.ties]
         vals += [f"{self.p_value:.4g}", self.n_dropped, f"{self.mean_diff:.4g}"]
         vals += [f"[{self.ci_low:.4g}, {self.ci_high:.4g}]", f"{self.wilcoxon_p:.4g}"]
-        th = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
-        td = "".join(f"<td>{html.escape(str(v))}</td>" for v in vals)
+        th = "".join(f"<th>{text(h)}</th>" for h in heads)
+        td = "".join(f"<td>{text(str(v))}</td>" for v in vals)
         return f"<table><thead><tr>{th}</tr></thead><tbody><tr>{td}</tr></tbody></table>"
 
 

@@ -17,13 +17,13 @@ overflow would give inf or NaN).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import polars as pl
 
+from hylo_analytics._html import text
 from hylo_analytics.contracts import DerivedMetricOutput
 
 __all__ = [
@@ -82,7 +82,7 @@ class BaselineResult:
         )
 
     def _repr_html_(self) -> str:
-        head = html.escape(str(self).splitlines()[0])
+        head = text(str(self).splitlines()[0])
         diag = self.diagnostics._repr_html_() if self.diagnostics.height else ""
         return f"<p>{head}</p>{self.values._repr_html_()}{diag}"
 

@@ -20,7 +20,6 @@ benchmarks. It is null when the median is 0.
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ import pyarrow as pa
 
 from hylo_analytics import _schema
 from hylo_analytics._config import ConfigError
+from hylo_analytics._html import text
 from hylo_analytics.store import ParquetStore, commit_scores
 
 __all__ = [
@@ -136,7 +136,7 @@ class Measurement:
 
     def _repr_html_(self) -> str:
         cells = "".join(
-            f"<tr><th>{k}</th><td>{html.escape(str(v))}</td></tr>" for k, v in self.stats().items()
+            f"<tr><th>{k}</th><td>{text(str(v))}</td></tr>" for k, v in self.stats().items()
         )
         return f"<table><caption>Measurement ({self.unit})</caption>{cells}</table>"
 

@@ -24,7 +24,6 @@ tombstones that source for every candidate run, so it replaces rather than dupli
 from __future__ import annotations
 
 import hashlib
-import html
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -41,6 +40,7 @@ from hylo_analytics._config import (
     expect_mapping,
     expect_str,
 )
+from hylo_analytics._html import text
 from hylo_analytics._sql import factor_sql
 from hylo_analytics.contracts import DerivedMetricOutput, canonical_json
 from hylo_analytics.derive.baseline import FORMULAS, BaselineResult, PairedBaseline
@@ -165,7 +165,7 @@ class StoreBaselineResult:
 
     def _repr_html_(self) -> str:
         diag = self.diagnostics._repr_html_() if self.diagnostics.height else ""
-        return f"<p>{html.escape(repr(self))}</p>{self.values._repr_html_()}{diag}"
+        return f"<p>{text(repr(self))}</p>{self.values._repr_html_()}{diag}"
 
 
 def run_paired_baseline(

@@ -6,7 +6,6 @@ the page needs no network to be viewed (no scripts, fonts or styles are fetched)
 
 from __future__ import annotations
 
-import html
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ import polars as pl
 import vl_convert as vlc
 
 from hylo_analytics import charts
+from hylo_analytics._html import attr, text
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -74,12 +74,12 @@ def _svg(chart: Any) -> str:
 
 
 def _badge(verdict: str | None) -> str:
-    v = html.escape(verdict or "")
+    v = text(verdict or "")
     return f'<span class="verdict {v}">{v}</span>'
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{text(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return (
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
@@ -111,8 +111,8 @@ def _label(h: dict[str, Any], role: str) -> str:
 
 def _who(h: dict[str, Any], role: str) -> str:
     label = h.get(f"{role}_label")
-    run = html.escape(h[role])
-    return f"<b>{html.escape(label)}</b><br>{run}" if label and label != h[role] else run
+    run = text(h[role])
+    return f"<b>{text(label)}</b><br>{run}" if label and label != h[role] else run
 
 
 def _cards(h: dict[str, Any]) -> str:
@@ -145,7 +145,7 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
     ordered = tasks.sort(["diff", "task_id"], descending=[True, False])
     return [
         [
-            html.escape(r["task_id"]),
+            text(r["task_id"]),
             str(r["n_pairs"]),
             _pct(r["candidate_rate"]),
             _pct(r["parent_rate"]),
@@ -154,7 +154,7 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
             f"{r['candidate_wins']} / {r['parent_wins']} / {r['ties']}",
             _p(r["p_value"]),
             _p(r["p_adjusted"]),
-            f'<span title="{html.escape(r["verdict_note"] or "")}">{_badge(r["verdict"])}</span>',
+            f'<span title="{attr(r["verdict_note"])}">{_badge(r["verdict"])}</span>',
         ]
         for r in ordered.iter_rows(named=True)
     ]
@@ -163,8 +163,8 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
 def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
     return [
         [
-            html.escape(r["run"]) + (f"<br><b>{r['role']}</b>" if r["role"] else ""),
-            html.escape(r["label"]),
+            text(r["run"]) + (f"<br><b>{text(r['role'])}</b>" if r["role"] else ""),
+            text(r["label"]),
             str(r["n_samples"]),
             f"{r['n_scored']} / {r['n_total']}",
             _pct(r["success"]),
@@ -182,7 +182,7 @@ def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
     h = frames["headline"].row(0, named=True)
     return (
         f'<div class="hylo-report"><style>{_scoped_css()}</style>'
-        f'<div class="summary {html.escape(h["verdict"])}">{html.escape(summary_sentence(h))}</div>'
+        f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>'
         f"{_cards(h)}{_table(_TASK_HEADER, _task_rows(frames['tasks']))}</div>"
     )
 
@@ -222,14 +222,14 @@ _TASK_HEADER = [
 def _method_note(h: dict[str, Any]) -> str:
     """How the numbers were made and what a verdict means: the rule and its thresholds."""
     drops = (
-        f" <b>Dropped pairs:</b> {html.escape(h['drop_note'])}"
-        + (f" ({html.escape(h['drop_reasons'])})" if h.get("drop_reasons") else "")
+        f" <b>Dropped pairs:</b> {text(h['drop_note'])}"
+        + (f" ({text(h['drop_reasons'])})" if h.get("drop_reasons") else "")
         + "."
         if h.get("drop_note")
         else ""
     )
     forced = (
-        f" <b>Compared despite the comparability gate (forced):</b> {html.escape(h['gate_note'])}."
+        f" <b>Compared despite the comparability gate (forced):</b> {text(h['gate_note'])}."
         if h.get("forced")
         else ""
     )
@@ -237,11 +237,11 @@ def _method_note(h: dict[str, Any]) -> str:
         '<p class="note">Pairs are episodes both runs scored on the same task and seed (the '
         f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
         "run abstained. Numbers come from <code>Store.compare</code>: differences are candidate "
-        f"\u2212 parent in percentage points with {html.escape(h['ci_text'])}; p is the exact "
+        f"\u2212 parent in percentage points with {text(h['ci_text'])}; p is the exact "
         "one-sided McNemar test that the candidate is better (and, for a regression, worse); "
         "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
-        f"Verdicts: {html.escape(h['rule_text'])}. Overall: "
-        f"{html.escape(h['verdict_note'] or '')}.{drops}{forced}</p>"
+        f"Verdicts: {text(h['rule_text'])}. Overall: "
+        f"{text(h['verdict_note'] or '')}.{drops}{forced}</p>"
     )
 
 
@@ -297,11 +297,11 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
     )
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
-        f"<h1>{html.escape(title)}</h1>",
-        f'<div class="meta">hylo_analytics report · metric <code>{html.escape(h["metric"])}'
-        f"</code> · candidate <code>{html.escape(h['candidate'])}</code> · parent "
-        f"<code>{html.escape(h['parent'])}</code> · generated {now}</div>",
-        f'<div class="summary {html.escape(h["verdict"])}">{html.escape(summary_sentence(h))}</div>',
+        f"<h1>{text(title)}</h1>",
+        f'<div class="meta">hylo_analytics report · metric <code>{text(h["metric"])}'
+        f"</code> · candidate <code>{text(h['candidate'])}</code> · parent "
+        f"<code>{text(h['parent'])}</code> · generated {now}</div>",
+        f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>',
         _cards(h),
         "<h2>Per task</h2>",
         _table(
@@ -353,6 +353,6 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+        f"<title>{text(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>\n{body}\n</main></body></html>\n"
     )

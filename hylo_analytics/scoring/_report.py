@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+
+from hylo_analytics._html import text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -98,12 +99,12 @@ class ScoringReport:
 
     def _repr_html_(self) -> str:
         rows = "".join(
-            f"<tr><td>{html.escape(s.source)}{' (optional)' if s.optional else ''}</td>"
+            f"<tr><td>{text(s.source)}{' (optional)' if s.optional else ''}</td>"
             f"<td>{s.rows}</td><td>{s.valid}</td><td>{s.abstained}</td><td>{s.errors}</td></tr>"
             for s in self.scorers
         )
         failed = "".join(
-            f"<li>run {html.escape(r)} failed: {html.escape(', '.join(s))}</li>"
+            f"<li>run {text(r)} failed: {text(', '.join(s))}</li>"
             for r, s in sorted(self.failed_runs.items())
         )
         return (

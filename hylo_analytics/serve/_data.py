@@ -21,10 +21,31 @@ import polars as pl
 
 from hylo_analytics.api import Store, open_store
 
-__all__ = ["PAGE_SIZE", "SORTS", "DataVersion", "Page", "StoreReader", "UnknownRunError"]
+__all__ = [
+    "EVENT_PAGE",
+    "FIELD_CHARS",
+    "LONG_FIELDS",
+    "MAX_CANDIDATES",
+    "MAX_PAGE",
+    "NAME_CHARS",
+    "PAGE_SIZE",
+    "SORTS",
+    "DataVersion",
+    "Page",
+    "StoreReader",
+    "UnknownRunError",
+]
 
-PAGE_SIZE = 50
-EVENT_LIMIT = 2000  # events shown per side of an episode; a trace longer than that is cut
+# Bounds that keep a page small and the server's work finite whatever the logs hold
+# (docs/security.md lists them).
+PAGE_SIZE = 50  # rows per page of runs, of a task's episodes and of a comparison's tasks
+EVENT_PAGE = 500  # trace events per page and side of an episode
+MAX_PAGE = 100_000  # a larger ?page= is refused (DuckDB's OFFSET overflows on 10**30)
+MAX_CANDIDATES = 50  # candidates per comparison (each is a comparison and a forest plot)
+NAME_CHARS = 256  # a name or value shown in a page is cut here (links carry it whole)
+FIELD_CHARS = 4096  # a trace field (an explanation) is cut here, with a link to the whole
+LONG_FIELDS = ("reason", "status", "grader", "name", "explanation")  # cut and linked
+_CUT = NAME_CHARS + 1  # names read from DuckDB one character past the cut: the page marks it
 _CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
 
 # sort key -> ORDER BY expression; only these reach SQL
@@ -42,8 +63,10 @@ SORTS: dict[str, str] = {
 _STAT_SORTS = {"success": ("success", True), "coverage": ("coverage", False)}
 
 _RUNS_SQL = """
-SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format, n_samples,
-       n_tasks, n_errors, n_traces, ingested_at, count(*) OVER () AS n_matching
+SELECT run_id, left(agent_name, $cut) AS agent_name, left(agent_version, $cut) AS agent_version,
+       left(benchmark_id, $cut) AS benchmark_id, left(split, $cut) AS split,
+       left(source_format, $cut) AS source_format, n_samples, n_tasks, n_errors, n_traces,
+       ingested_at, count(*) OVER () AS n_matching
 FROM mart_runs
 WHERE $q IS NULL OR concat_ws(' ', run_id, agent_name, agent_version, benchmark_id, split,
                               source_format) ILIKE '%' || $q || '%'
@@ -56,23 +79,26 @@ FROM mart_aggregate_run WHERE metric = 'success'
 
 # one run at a time: an equality on run_id is pushed through the resolution views, a list is not
 _SIDE_SQL = """
-SELECT key, seed, metric, value, skip_reason FROM int_key_scores
+SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason FROM int_key_scores
 WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps')
 """
 
 _STATUS_SQL = """
-SELECT key, first(status ORDER BY epoch) AS status FROM samples
+SELECT key, left(first(status ORDER BY epoch), $cut) AS status FROM samples
 WHERE run_id = $run AND task_id = $task GROUP BY key
 """
 
 _OUTCOME_ORDER = {"candidate won": 0, "parent won": 1, "dropped": 2, "tie": 3}
 
-_EVENTS_SQL = """
-SELECT idx, type, t, reward, terminated, truncated, success, latency_ms, reason, status,
-       grader, name, value, explanation
+# long text is cut in DuckDB (a 50 MB explanation never reaches polars or the page); its
+# length says whether the page links to the whole
+_EVENTS_SQL = f"""
+SELECT episode_id, idx, type, t, reward, terminated, truncated, success, latency_ms, value,
+       {", ".join(f"left({c}, $cut) AS {c}, length({c}) AS {c}_chars" for c in LONG_FIELDS)},
+       count(*) OVER () AS n_matching
 FROM events WHERE run_id = $run AND key = $key
 ORDER BY episode_id, idx
-LIMIT $limit
+LIMIT $limit OFFSET $offset
 """
 
 
@@ -205,7 +231,7 @@ class StoreReader:
     def runs_page(self, *, q: str | None, sort: str, page: int, size: int = PAGE_SIZE) -> Page:
         """One page of the runs table, filtered and sorted in DuckDB, with success joined."""
         offset = max(page - 1, 0) * size
-        params: dict[str, Any] = {"q": q or None}
+        params: dict[str, Any] = {"q": q or None, "cut": _CUT}
         stat = _STAT_SORTS.get(sort)
         if stat is None:
             order = SORTS.get(sort, SORTS["ingested"])
@@ -251,8 +277,8 @@ class StoreReader:
         return frame
 
     def _side(self, run: str, task: str, role: str) -> pl.DataFrame:
-        scores = self.sql(_SIDE_SQL, {"run": run, "task": task})
-        status = self.sql(_STATUS_SQL, {"run": run, "task": task})
+        scores = self.sql(_SIDE_SQL, {"run": run, "task": task, "cut": _CUT})
+        status = self.sql(_STATUS_SQL, {"run": run, "task": task, "cut": _CUT})
         value = scores.filter(pl.col("metric") == "success").select(
             "key",
             "seed",
@@ -293,17 +319,38 @@ class StoreReader:
         offset = max(page - 1, 0) * size
         return Page(paired.slice(offset, size), paired.height, page, size)
 
-    def episode(self, run: str, key: str) -> pl.DataFrame:
-        """The trace events of ``run``'s episode at ``key`` (every epoch, in order)."""
-        return self.sql(_EVENTS_SQL, {"run": run, "key": key, "limit": EVENT_LIMIT})
+    def episode(self, run: str, key: str, *, page: int = 1, size: int = EVENT_PAGE) -> Page:
+        """One page of the trace events of ``run``'s episode at ``key`` (every epoch, in
+        order), each of :data:`LONG_FIELDS` cut at :data:`FIELD_CHARS`."""
+        params = {"run": run, "key": key, "cut": FIELD_CHARS, "limit": size}
+        frame = self.sql(_EVENTS_SQL, {**params, "offset": max(page - 1, 0) * size})
+        if frame.height:
+            total = int(frame["n_matching"][0])
+        else:  # no rows on this page: count the whole (0, or a page past the end)
+            count = "SELECT count(*) AS n FROM events WHERE run_id = $run AND key = $key"
+            total = int(self.sql(count, {"run": run, "key": key})["n"][0])
+        return Page(frame.drop("n_matching"), total, page, size)
+
+    def field(self, run: str, key: str, episode: str, idx: int, name: str) -> str | None:
+        """The whole text of one trace field (the link from a cut one), or None."""
+        if name not in LONG_FIELDS:
+            raise ValueError(f"no field {name!r}; one of {', '.join(LONG_FIELDS)}")
+        frame = self.sql(
+            f"SELECT {name} AS v FROM events WHERE run_id = $run AND key = $key "
+            "AND episode_id = $episode AND idx = $idx LIMIT 1",
+            {"run": run, "key": key, "episode": episode, "idx": idx},
+        )
+        value: str | None = frame["v"][0] if frame.height else None
+        return value
 
     def key_scores(self, runs: Sequence[str], key: str) -> pl.DataFrame:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
         frames = [
             self.sql(
-                "SELECT run_id, task_id, metric, value, skip_reason FROM int_key_scores "
-                "WHERE run_id = $run AND key = $key ORDER BY metric",
-                {"run": run, "key": key},
+                "SELECT run_id, task_id, metric, value, left(skip_reason, $cut) AS skip_reason "
+                "FROM int_key_scores WHERE run_id = $run AND key = $key ORDER BY metric "
+                "LIMIT $limit",
+                {"run": run, "key": key, "cut": _CUT, "limit": EVENT_PAGE},
             )
             for run in runs
         ]

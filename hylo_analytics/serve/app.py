@@ -2,47 +2,161 @@
 
 Run ids come only from query parameters and are checked against the runs table; no URL part
 is ever a file path, and a path with ``..`` is refused before routing. Only GET and HEAD are
-served, so the app cannot change the store.
+served, so the app cannot change the store. Every request passes :class:`_Guard` first: the
+``Host`` must be one the server answers to (a web page cannot reach it through a rebinding
+domain), a non-loopback server wants its token, and every response carries a
+Content-Security-Policy that runs only the pages' own script. A bad parameter is a 4xx page
+that says why, never a 500.
 """
 
 from __future__ import annotations
 
 import os
-from html import escape as html_escape
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import polars as pl
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
-from hylo_analytics.compare import StatisticalRule
+from hylo_analytics._html import attr, csp_hash
+from hylo_analytics.compare import ComparabilityError, StatisticalRule
 from hylo_analytics.serve import pages
-from hylo_analytics.serve._data import SORTS, StoreReader, UnknownRunError
+from hylo_analytics.serve._assets import CSS, JS
+from hylo_analytics.serve._data import (
+    LONG_FIELDS,
+    MAX_CANDIDATES,
+    MAX_PAGE,
+    SORTS,
+    StoreReader,
+    UnknownRunError,
+)
 
-__all__ = ["create_app"]
+__all__ = ["LOOPBACK_HOSTS", "TOKEN_COOKIE", "Access", "BadRequestError", "create_app"]
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+TOKEN_COOKIE = "hylo_token"
+
+# the pages' one script and one stylesheet by hash: an injected <script> or inline handler
+# would not run even if some text escaped its escaping
+PAGE_CSP = (
+    f"default-src 'none'; script-src {csp_hash(JS)}; style-src {csp_hash(CSS)}; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+# the forest plot (an SVG drawn by vl-convert, styled inline) and a field's whole text
+SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+TEXT_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
+_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
 
 
-class _Refuse(BaseHTTPMiddleware):
-    """404 for any path that tries to climb (``/episode/../..``), 405 for writes."""
+class BadRequestError(ValueError):
+    """A query parameter the app cannot use; the 400 page shows the message."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may reach the app: the ``Host`` names it answers to and, off loopback, a token.
+
+    ``hosts`` holds bare names (any port); ``token`` is None on a loopback bind.
+    """
+
+    hosts: frozenset[str] = field(default_factory=lambda: frozenset(LOOPBACK_HOSTS))
+    token: str | None = None
+
+    @classmethod
+    def of(cls, allow_hosts: Sequence[str] = (), token: str | None = None) -> Access:
+        """The loopback names plus ``allow_hosts`` (``name``, ``name:port`` or ``[v6]``)."""
+        return cls(frozenset(LOOPBACK_HOSTS) | {_hostname(h) for h in allow_hosts}, token)
+
+    def allows(self, host_header: str | None) -> bool:
+        return bool(host_header) and _hostname(host_header or "") in self.hosts
+
+
+def new_token() -> str:
+    """A fresh random token for a non-loopback server (printed once in its URL)."""
+    return secrets.token_urlsafe(24)
+
+
+def _hostname(host: str) -> str:
+    """``Host`` without its port, lower case: ``[::1]:8765`` -> ``::1``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    if host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    return host.rstrip(".")
+
+
+class _Guard(BaseHTTPMiddleware):
+    """Host allow-list, path climbing, writes and the token, then the security headers."""
+
+    def __init__(self, app: ASGIApp, access: Access, error: Callable[[int, str], Response]):
+        super().__init__(app)
+        self.access = access
+        self.error = error
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await self._checked(request, call_next)
+        for name, value in _HEADERS.items():
+            response.headers.setdefault(name, value)
+        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
+        return response
+
+    async def _checked(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        host = request.headers.get("host")
+        if not self.access.allows(host):
+            return self.error(
+                400,
+                f"this server does not answer to host {host!r} (it answers to "
+                f"{', '.join(sorted(self.access.hosts))}); a name of your own needs "
+                "'hylo-analytics serve --allow-host NAME'",
+            )
         raw = request.scope.get("raw_path", b"").decode("latin-1").lower()
         if ".." in request.url.path or ".." in raw or "%2e%2e" in raw:
-            return HTMLResponse("<h1>404</h1><p>no such page</p>", status_code=404)
+            return self.error(404, "no such page")
         if request.method not in ("GET", "HEAD"):
-            return HTMLResponse("<h1>405</h1><p>this server is read-only</p>", status_code=405)
-        return await call_next(request)
+            return self.error(405, "this server is read-only")
+        token = self.access.token
+        if token is None:
+            return await call_next(request)
+        given = request.query_params.get("token")
+        if given is not None and secrets.compare_digest(given, token):
+            # the token leaves the address bar (and the history) for a cookie
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            path = "/" + request.url.path.lstrip("/")  # never "//host": no open redirect
+            target = path + ("?" + urlencode(rest) if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return response
+        cookie = request.cookies.get(TOKEN_COOKIE)
+        if cookie is not None and secrets.compare_digest(cookie, token):
+            return await call_next(request)
+        return self.error(
+            403,
+            "this server listens beyond this machine and needs its token: open the address "
+            "with ?token=... that 'hylo-analytics serve' printed when it started",
+        )
 
 
 def _page_number(request: Request) -> int:
-    try:
-        return max(1, int(request.query_params.get("page", "1")))
-    except ValueError:
-        return 1
+    raw = request.query_params.get("page", "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise BadRequestError(f"page must be a whole number from 1 to {MAX_PAGE:,}")
+    return int(raw)
 
 
 def _one(request: Request, name: str) -> str:
@@ -52,18 +166,31 @@ def _one(request: Request, name: str) -> str:
     return value
 
 
-def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
-    """The web app over the store at ``store`` (read-only)."""
+def create_app(
+    store: str | os.PathLike[str] | StoreReader,
+    *,
+    allow_hosts: Sequence[str] = (),
+    token: str | None = None,
+) -> Starlette:
+    """The web app over the store at ``store`` (read-only).
+
+    It answers to the loopback names and ``allow_hosts`` only; with ``token`` set every
+    request must carry it (``?token=`` once, then the cookie it sets).
+    """
     reader = store if isinstance(store, StoreReader) else StoreReader(store)
     rule = StatisticalRule().describe()
 
     def html(body: str, status: int = 200) -> HTMLResponse:
-        return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(body, status_code=status, headers=_HEADERS)
+
+    def error(status: int, message: str) -> Response:
+        return html(pages.error_page(status, message, reader.version()), status)
 
     def runs(request: Request) -> Response:
         q = request.query_params.get("q") or None
         sort = request.query_params.get("sort", "ingested")
-        sort = sort if sort in SORTS else "ingested"
+        if sort not in SORTS:
+            raise BadRequestError(f"sort must be one of {', '.join(SORTS)}")
         page = reader.runs_page(q=q, sort=sort, page=_page_number(request))
         return html(pages.runs_page(page, q=q, sort=sort, version=reader.version()))
 
@@ -72,13 +199,21 @@ def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
         candidates = list(dict.fromkeys(request.query_params.getlist("candidate")))
         if not candidates:
             raise UnknownRunError("pick at least one candidate (?candidate=RUN)")
-        candidates = [c for c in candidates if c != parent] or candidates
+        if len(candidates) > MAX_CANDIDATES:
+            raise BadRequestError(
+                f"{len(candidates)} candidates: a comparison takes at most {MAX_CANDIDATES} "
+                "(each is a comparison and a forest plot); pick fewer"
+            )
+        candidates = [c for c in candidates if c != parent]
+        if not candidates:
+            raise BadRequestError("the parent is its only candidate: pick another run")
+        page_number = _page_number(request)
         reader.check_runs([parent, *candidates])
-        frame = reader.compare(candidates, parent)
+        frame = _compared(reader, candidates, parent)
         labels = reader.labels([parent, *candidates])
         # the chart is its own request (vl-convert takes a few hundred ms): the page comes first
         forests = {
-            c: f'<div class="chart"><img alt="forest plot of {html_escape(c)}" '
+            c: f'<div class="chart"><img alt="forest plot of {attr(c)}" '
             f'src="{pages.url("/compare/forest.svg", {"parent": parent, "candidate": c})}">'
             "</div>"
             for c in candidates
@@ -92,25 +227,31 @@ def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
                 rule=rule,
                 forests=forests,
                 version=reader.version(),
+                page=page_number,
             )
         )
 
     def forest(request: Request) -> Response:
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
+        if candidate == parent:
+            raise BadRequestError("the parent is its only candidate: pick another run")
         reader.check_runs([parent, candidate])
         svg: str = reader.memo(
-            ("forest", parent, candidate), lambda: _forest(reader.compare([candidate], parent))
+            ("forest", parent, candidate), lambda: _forest(_compared(reader, [candidate], parent))
         )
-        return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+        return Response(
+            svg,
+            media_type="image/svg+xml",
+            headers={**_HEADERS, "Content-Security-Policy": SVG_CSP},
+        )
 
     def task(request: Request) -> Response:
         parent, candidate, task_id = (_one(request, n) for n in ("parent", "candidate", "task"))
+        page_number = _page_number(request)
         reader.check_runs([parent, candidate])
-        page = reader.task_page(candidate, parent, task_id, page=_page_number(request))
+        page = reader.task_page(candidate, parent, task_id, page=page_number)
         if page.total == 0:
-            return html(
-                pages.error_page(404, f"no episodes of task {task_id!r}", reader.version()), 404
-            )
+            return error(404, f"no episodes of task {task_id!r}")
         # the task's verdict row if its comparison was computed (the usual way here); a task
         # page opened cold does not pay for a whole comparison
         done = reader.compared([candidate], parent)
@@ -129,12 +270,11 @@ def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
 
     def episode(request: Request) -> Response:
         parent, candidate, key = (_one(request, n) for n in ("parent", "candidate", "key"))
+        page_number = _page_number(request)
         reader.check_runs([parent, candidate])
         scores = reader.key_scores([parent, candidate], key)
         if scores.is_empty():
-            return html(
-                pages.error_page(404, f"no episode with key {key!r}", reader.version()), 404
-            )
+            return error(404, f"no episode with key {key!r}")
         tasks = scores["task_id"].drop_nulls()
         return html(
             pages.episode_page(
@@ -142,27 +282,60 @@ def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
                 candidate=candidate,
                 key=key,
                 task=tasks[0] if tasks.len() else None,
-                events={r: reader.episode(r, key) for r in (candidate, parent)},
+                events={r: reader.episode(r, key, page=page_number) for r in (candidate, parent)},
                 scores=scores,
                 labels=reader.labels([parent, candidate]),
                 version=reader.version(),
             )
         )
 
+    def whole_field(request: Request) -> Response:
+        run, key, episode_id = (_one(request, n) for n in ("run", "key", "episode"))
+        name, idx = request.query_params.get("field", ""), request.query_params.get("idx", "")
+        if name not in LONG_FIELDS:
+            raise BadRequestError(f"field must be one of {', '.join(LONG_FIELDS)}")
+        if not idx.isdigit():
+            raise BadRequestError("idx must be a whole number")
+        reader.check_runs([run])
+        value = reader.field(run, key, episode_id, int(idx), name)
+        if value is None:
+            return error(404, f"no {name} at event {idx} of that episode")
+        return Response(
+            value,
+            media_type="text/plain; charset=utf-8",
+            headers={**_HEADERS, "Content-Security-Policy": TEXT_CSP},
+        )
+
     def version(request: Request) -> Response:
         v = reader.version()
         when = v.committed_at.isoformat() if v.committed_at else None
         return JSONResponse(
-            {"version": v.tag, "batch": v.seq, "committed_at": when, "text": v.text()}
+            {"version": v.tag, "batch": v.seq, "committed_at": when, "text": v.text()},
+            headers=_HEADERS,
         )
 
     async def unknown(request: Request, exc: Exception) -> Response:
-        return html(pages.error_page(404, str(exc), reader.version()), 404)
+        return error(404, str(exc))
+
+    async def bad(request: Request, exc: Exception) -> Response:
+        return error(400, str(exc))
+
+    async def incomparable(request: Request, exc: Exception) -> Response:
+        return error(
+            409,
+            f"these runs are not comparable: {exc} (serve never forces a comparison; the "
+            "command line does: hylo-analytics compare --force)",
+        )
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return html(pages.error_page(404, "no such page", reader.version()), 404)
+        return error(404, "no such page")
 
-    handlers: dict[Any, Any] = {UnknownRunError: unknown, 404: not_found}
+    handlers: dict[Any, Any] = {
+        UnknownRunError: unknown,
+        BadRequestError: bad,
+        ComparabilityError: incomparable,
+        404: not_found,
+    }
     return Starlette(
         routes=[
             Route("/", runs),
@@ -170,11 +343,23 @@ def create_app(store: str | os.PathLike[str] | StoreReader) -> Starlette:
             Route("/compare/task", task),
             Route("/compare/forest.svg", forest),
             Route("/episode", episode),
+            Route("/episode/field", whole_field),
             Route("/api/version", version),
         ],
-        middleware=[Middleware(_Refuse)],
+        middleware=[Middleware(_Guard, access=Access.of(allow_hosts, token), error=error)],
         exception_handlers=handlers,
     )
+
+
+def _compared(reader: StoreReader, candidates: Sequence[str], parent: str) -> pl.DataFrame:
+    """``reader.compare``, its refusals as the 4xx they are: the gate's a 409 (its handler),
+    any other (a parent with no scores of the metric) a 400 that quotes it."""
+    try:
+        return reader.compare(candidates, parent)
+    except ComparabilityError:
+        raise
+    except ValueError as exc:
+        raise BadRequestError(f"cannot compare these runs: {exc}") from exc
 
 
 def _forest(frame: pl.DataFrame) -> str:

@@ -6,7 +6,6 @@ link is a stable URL of query parameters, so a page can be shared as it is.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -14,8 +13,16 @@ from urllib.parse import urlencode
 
 import polars as pl
 
+from hylo_analytics._html import attr, shorten, text
 from hylo_analytics.serve._assets import CSS, JS
-from hylo_analytics.serve._data import SORTS, DataVersion, Page
+from hylo_analytics.serve._data import (
+    FIELD_CHARS,
+    NAME_CHARS,
+    PAGE_SIZE,
+    SORTS,
+    DataVersion,
+    Page,
+)
 
 __all__ = [
     "comparison_page",
@@ -33,11 +40,17 @@ def url(path: str, params: Sequence[tuple[str, Any]] | Mapping[str, Any]) -> str
     """``path?query`` with ``None`` values left out (the one way links are built)."""
     items = params.items() if isinstance(params, Mapping) else params
     kept = [(k, str(v)) for k, v in items if v is not None and v != ""]
-    return html.escape(path + ("?" + urlencode(kept) if kept else ""))
+    return attr(path + ("?" + urlencode(kept) if kept else ""))
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+    """A name or value as page text: escaped once, cut at :data:`NAME_CHARS`."""
+    return text(None if value is None else shorten(value, NAME_CHARS))
+
+
+def _prose(value: Any) -> str:
+    """A note or message as page text: escaped once, cut at :data:`FIELD_CHARS`."""
+    return text(None if value is None else shorten(value, FIELD_CHARS))
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -90,16 +103,17 @@ def _table(
     return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _pager(page: Page, base: str, params: dict[str, Any]) -> str:
+def _pager(page: Page, base: str, params: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> str:
+    items = list(params.items() if isinstance(params, Mapping) else params)
+
+    def to(n: int) -> str:
+        return url(base, [*items, ("page", n)])
+
     links = []
     if page.page > 1:
-        links.append(
-            f'<a rel="prev" href="{url(base, {**params, "page": page.page - 1})}">prev</a>'
-        )
+        links.append(f'<a rel="prev" href="{to(min(page.page, page.pages + 1) - 1)}">prev</a>')
     if page.page < page.pages:
-        links.append(
-            f'<a rel="next" href="{url(base, {**params, "page": page.page + 1})}">next</a>'
-        )
+        links.append(f'<a rel="next" href="{to(page.page + 1)}">next</a>')
     return (
         f'<div class="pager">page {page.page} of {page.pages} ({page.total} rows) '
         f"{' '.join(links)}</div>"
@@ -124,8 +138,11 @@ def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> 
 
     rid: Cell = lambda r: _e(r["run_id"])  # noqa: E731
     columns: list[tuple[str, Cell]] = [
-        ("parent", lambda r: f'<input type="radio" name="parent" value="{rid(r)}">'),
-        ("candidate", lambda r: f'<input type="checkbox" name="candidate" value="{rid(r)}">'),
+        ("parent", lambda r: f'<input type="radio" name="parent" value="{attr(r["run_id"])}">'),
+        (
+            "candidate",
+            lambda r: f'<input type="checkbox" name="candidate" value="{attr(r["run_id"])}">',
+        ),
         ("run", rid),
         ("agent", lambda r: _e(r["agent_name"])),
         ("version", lambda r: _e(r["agent_version"])),
@@ -155,8 +172,8 @@ def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> 
     body = (
         f"<h1>Runs</h1>"
         f'<form method="get" action="/"><input type="search" id="filter" name="q" '
-        f'value="{_e(q)}" placeholder="filter runs (/ to focus; Enter searches the store)">'
-        f'<input type="hidden" name="sort" value="{_e(sort)}"> <button>search</button></form>'
+        f'value="{attr(q)}" placeholder="filter runs (/ to focus; Enter searches the store)">'
+        f'<input type="hidden" name="sort" value="{attr(sort)}"> <button>search</button></form>'
         f'<p class="note">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>p</kbd> parent, '
         f"<kbd>c</kbd> candidate, <kbd>Enter</kbd> compare. Success is the mean of the "
         f"scored episodes with its Wilson interval; coverage is the share scored.</p>"
@@ -180,11 +197,13 @@ def comparison_page(
     rule: str,
     forests: Mapping[str, str],
     version: DataVersion,
+    page: int = 1,
 ) -> str:
-    """Headline verdict, rule, forest plot, the per-task table and the dropped pairs."""
+    """Headline verdict, rule, forest plot, the per-task table (a page of it) and the
+    dropped pairs."""
     parts = [
         f"<h1>Comparison against parent {_e(labels.get(parent, parent))}</h1>",
-        f'<p class="note">{_e(rule)}</p>',
+        f'<p class="note">{_prose(rule)}</p>',
     ]
     for cand in candidates:
         rows = frame.filter(pl.col("candidate") == cand)
@@ -202,10 +221,10 @@ def comparison_page(
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
             f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
             f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
-            f'<p class="note">{_e(o["verdict_note"])}</p>'
+            f'<p class="note">{_prose(o["verdict_note"])}</p>'
         )
         if o.get("gate_note"):
-            parts.append(f'<p class="note">{_e(o["gate_note"])}</p>')
+            parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
 
         task_href = _task_link(parent, cand)
@@ -225,10 +244,15 @@ def comparison_page(
             ("verdict", lambda r: _badge(r["verdict"])),
             ("dropped", lambda r: _e(r["n_dropped"])),
         ]
-        parts.append(_table(columns, tasks, href=task_href))
+        shown = Page(tasks.slice((page - 1) * PAGE_SIZE, PAGE_SIZE), tasks.height, page, PAGE_SIZE)
+        params = [("parent", parent), *(("candidate", c) for c in candidates)]
+        pager = _pager(shown, "/compare", params) if shown.pages > 1 else ""
+        parts.append(pager + _table(columns, shown.rows, href=task_href) + pager)
         parts.append("<h2>Dropped pairs</h2>")
         if o["n_dropped"]:
-            parts.append(f"<p>{_e(o['drop_note'])}</p><p class='note'>{_e(o['drop_reasons'])}</p>")
+            parts.append(
+                f"<p>{_prose(o['drop_note'])}</p><p class='note'>{_prose(o['drop_reasons'])}</p>"
+            )
         else:
             parts.append("<p>none: every key was scored on both sides</p>")
     return _layout("comparison", "".join(parts), version)
@@ -344,43 +368,51 @@ def _timeline(events: pl.DataFrame) -> str:
     )
 
 
-def _side(title: str, run: str, events: pl.DataFrame, scores: pl.DataFrame) -> str:
+def _detail(r: dict[str, Any], whole: Callable[[dict[str, Any], str], str]) -> str:
+    """The event's text fields, each escaped once; a cut one links to its whole text."""
+    parts = []
+    for field in ("reason", "status", "grader", "name", "value", "explanation"):
+        value = r[field]
+        if value is None:
+            continue
+        if field == "value":
+            parts.append(f"= {text(value)}")
+            continue
+        shown = text(value)
+        n = r[f"{field}_chars"]
+        if n is not None and n > FIELD_CHARS:
+            shown += f'\u2026 <a href="{whole(r, field)}">(whole {field}: {n:,} characters)</a>'
+        parts.append(shown)
+    return " ".join(parts)
+
+
+def _side(
+    title: str,
+    run: str,
+    events: pl.DataFrame,
+    scores: pl.DataFrame,
+    whole: Callable[[dict[str, Any], str], str],
+) -> str:
     columns: list[tuple[str, Cell]] = [
         ("idx", lambda r: _e(r["idx"])),
         ("type", lambda r: _e(r["type"])),
         ("reward", lambda r: _num(r["reward"])),
         ("success", lambda r: _e(r["success"])),
         ("latency ms", lambda r: _num(r["latency_ms"], 1)),
-        (
-            "detail",
-            lambda r: _e(
-                " ".join(
-                    str(v)
-                    for v in (
-                        r["reason"],
-                        r["status"],
-                        r["grader"],
-                        r["name"],
-                        None if r["value"] is None else f"= {r['value']}",
-                        r["explanation"],
-                    )
-                    if v is not None
-                )
-            ),
-        ),
+        ("detail", lambda r: _detail(r, whole)),
     ]
-    score_line = ", ".join(
-        f"{m}: {_num(v)}" + (f" ({_e(s)})" if s else "")
+    score_line = ", ".join(  # built as markup, each part escaped once
+        f"{_e(m)}: {_num(v)}" + (f" ({_e(s)})" if s else "")
         for m, v, s in scores.select("metric", "value", "skip_reason").iter_rows()
     )
     trace = (
         _timeline(events) + _table(columns, events)
         if events.height
-        else '<p class="note">no trace stored for this episode</p>'
+        else '<p class="note">no trace stored for this episode (or this page)</p>'
     )
     return (
         f"<section><h2>{_e(title)} <small>{_e(run)}</small></h2>"
-        f'<p class="note">{_e(score_line) if score_line else "no scores"}</p>{trace}</section>'
+        f'<p class="note">{score_line or "no scores"}</p>{trace}</section>'
     )
 
 
@@ -390,33 +422,53 @@ def episode_page(
     candidate: str,
     key: str,
     task: str | None,
-    events: Mapping[str, pl.DataFrame],
+    events: Mapping[str, Page],
     scores: pl.DataFrame,
     labels: Mapping[str, str],
     version: DataVersion,
 ) -> str:
-    """Both sides of one pair, side by side."""
+    """Both sides of one pair, side by side, a page of events at a time."""
     back = (
         url("/compare/task", {"parent": parent, "candidate": candidate, "task": task})
         if task
         else url("/compare", [("parent", parent), ("candidate", candidate)])
     )
+
+    def whole(run: str) -> Callable[[dict[str, Any], str], str]:
+        def link(r: dict[str, Any], field: str) -> str:
+            return url(
+                "/episode/field",
+                [
+                    ("run", run),
+                    ("key", key),
+                    ("episode", r["episode_id"]),
+                    ("idx", r["idx"]),
+                    ("field", field),
+                ],
+            )
+
+        return link
+
     sides = "".join(
         _side(
             f"{role}: {labels.get(run, run)}",
             run,
-            events[run],
+            events[run].rows,
             scores.filter(pl.col("run_id") == run),
+            whole(run),
         )
         for role, run in (("candidate", candidate), ("parent", parent))
     )
+    longest = max(events.values(), key=lambda p: p.total)
+    params = [("parent", parent), ("candidate", candidate), ("key", key)]
+    pager = _pager(longest, "/episode", params) if longest.pages > 1 else ""
     body = (
         f'<h1>Episode {_e(key)}</h1><p><a href="{back}">back to the task</a></p>'
-        f'<div class="cols">{sides}</div>'
+        f'{pager}<div class="cols">{sides}</div>{pager}'
     )
     return _layout(f"episode {key}", body, version)
 
 
 def error_page(status: int, message: str, version: DataVersion) -> str:
-    body = f'<h1>{status}</h1><p class="err">{_e(message)}</p><p><a href="/">all runs</a></p>'
+    body = f'<h1>{status}</h1><p class="err">{_prose(message)}</p><p><a href="/">all runs</a></p>'
     return _layout(str(status), body, version)

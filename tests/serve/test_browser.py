@@ -8,6 +8,7 @@ Without Chromium the test skips, unless ``HYLO_REQUIRE_BROWSER=1`` (CI), which f
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import socket
@@ -52,13 +53,15 @@ def _free_port() -> int:
 @pytest.fixture()
 def server(served_store: Path) -> Iterator[str]:
     """A uvicorn server over the store in a background thread; yields its base URL."""
+    yield from _running(served_store)
+
+
+def _running(store: Path) -> Iterator[str]:
     uvicorn = pytest.importorskip("uvicorn")
     from hylo_analytics.serve import create_app
 
     port = _free_port()
-    config = uvicorn.Config(
-        create_app(served_store), host="127.0.0.1", port=port, log_level="warning"
-    )
+    config = uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -154,5 +157,79 @@ def test_the_flow_in_a_real_browser(
         live_row.locator("text=/0\\.\\d{3} \\[/").wait_for(timeout=15_000)
         page.screenshot(path=str(shots / "serve-live.png"), full_page=True)
 
+        assert errors == []
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scored store of runs, agents and tasks named after attacks (tests/hostile_data.py)."""
+    from hostile_data import write_hostile_runs
+
+    root = tmp_path_factory.mktemp("hostile")
+    write_hostile_runs(root / "logs")
+    store = ha.open_store(root / "store")
+    store.ingest(root / "logs", progress=False)
+    store.score()
+    return root
+
+
+@pytest.fixture()
+def hostile_server(hostile_store: Path) -> Iterator[str]:
+    yield from _running(hostile_store / "store")
+
+
+def test_no_script_of_the_corpus_runs_in_a_real_browser(
+    hostile_store: Path, hostile_server: str, tmp_path: Path
+) -> None:
+    """The chart HTML, the report and every served page over hostile names load in Chromium;
+    no payload runs (each would set window.__pwned and the title), no corpus element exists,
+    and the policy blocks nothing of ours."""
+    from hostile_data import CANDIDATE, PARENT, big_key
+
+    from hylo_analytics import charts
+
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    store = ha.open_store(hostile_store / "store", create=False)
+    report = store.report(CANDIDATE, PARENT)
+    chart = charts.save(charts.paired_forest(report.tasks), tmp_path / "forest.html")
+    page_file = report.save(tmp_path / "report.html")
+    key = big_key(hostile_store / "logs")
+    pair = {"parent": PARENT, "candidate": CANDIDATE}
+    from hylo_analytics.serve.pages import url
+
+    served = [
+        url("/", {}),
+        url("/compare", pair),
+        url("/compare/task", {**pair, "task": key.rsplit("#", 1)[0]}),
+        url("/episode", {**pair, "key": key}),
+    ]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        page: Any = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on(
+            "console",
+            lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
+
+        def clean(where: str) -> None:
+            pwned = page.evaluate("[window.__pwned, document.title]")
+            assert pwned[0] is None and pwned[1] != "pwned", where
+            assert page.locator("[data-pwned]").count() == 0, where
+
+        page.goto(chart.as_uri())
+        clean("chart html")
+        page.wait_for_selector(".vega-embed svg, .vega-embed canvas", timeout=20_000)
+        assert "data-pwned" in page.evaluate("JSON.stringify(spec)")  # the names, as data
+        page.goto(page_file.as_uri())
+        page.wait_for_selector("h1")
+        clean("report")
+        for path in served:
+            page.goto(hostile_server + html.unescape(path))
+            page.wait_for_selector("main")
+            clean(path)
         assert errors == []
         browser.close()

@@ -1,0 +1,226 @@
+"""Every HTML the package writes, rendered over runs whose names are attacks, then parsed.
+
+Charts (saved HTML and the notebook output), the report (page and notebook fragment) and every
+serve page must show the names as text: no element or attribute of the corpus may appear,
+and no ``<script>`` beyond the writer's own (``tests/hostile_data.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tracemalloc
+import warnings
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+import pytest
+from hostile_data import (
+    AGENT,
+    BIG,
+    CANDIDATE,
+    CORPUS,
+    PARENT,
+    Elements,
+    assert_nothing_injected,
+    big_key,
+    write_hostile_runs,
+)
+
+import hylo_analytics as ha
+from hylo_analytics import charts
+from hylo_analytics._html import attr, csp_hash, script_json, shorten, text
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[ha.Store, Path]:
+    """A scored store of the two hostile runs, and the folder of their logs."""
+    root = tmp_path_factory.mktemp("hostile")
+    write_hostile_runs(root / "logs")
+    store = ha.open_store(root / "store")
+    store.ingest(root / "logs", progress=False)
+    store.score()
+    return store, root / "logs"
+
+
+@pytest.fixture(scope="module")
+def report(hostile: tuple[ha.Store, Path]) -> ha.ComparisonReport:
+    return hostile[0].report(CANDIDATE, PARENT)
+
+
+# -- the helpers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", CORPUS)
+def test_script_json_cannot_close_its_script_and_round_trips(value: str) -> None:
+    encoded = script_json({"name": value})
+    assert not re.search("[<>&\u2028\u2029]", encoded)
+    assert json.loads(encoded) == {"name": value}
+
+
+def test_text_escapes_markup_and_shows_hidden_characters() -> None:
+    assert text('<b a="1">&') == "&lt;b a=&quot;1&quot;&gt;&amp;"
+    assert text("a\u202eb\x1b[2J") == "a\\u202eb\\u001b[2J"
+    assert text(None) == "" and text("{0} %s") == "{0} %s"
+    assert attr("a\u202e\"'") == "a\u202e&quot;&#x27;"  # exact: a form value round-trips
+    assert shorten("x" * 10, 4) == "xxx\u2026" and shorten("abc", 4) == "abc"
+
+
+def test_csp_hash_is_the_sha256_a_browser_computes() -> None:
+    # the example of the CSP spec: <script>alert('Hello, world.');</script>
+    assert csp_hash("alert('Hello, world.');") == (
+        "'sha256-qznLcsROx4GACP2dm0UCKCzCG+HiZ1guq6ZZDob/Tng='"
+    )
+
+
+# -- charts ---------------------------------------------------------------------------------
+
+
+def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
+    frames = report.frames
+    tasks = frames["tasks"]
+    return {
+        "paired_forest": charts.paired_forest(tasks, title=f"{CANDIDATE} vs {PARENT}"),
+        "win_loss_bars": charts.win_loss_bars(tasks),
+        "success_rate_by_task": charts.success_rate_by_task(
+            frames["task_success"].drop("run").rename({"label": "run"}), run_label="run"
+        ),
+        "coverage_breakdown": charts.coverage_breakdown(
+            frames["coverage"].with_columns(run=pl.col("label"))
+        ),
+        "metric_trend": charts.metric_trend(
+            pl.DataFrame(
+                {
+                    "agent_version": CORPUS,
+                    "value": [0.5] * 9,
+                    "ci_low": [0.4] * 9,
+                    "ci_high": [0.6] * 9,
+                    "n": [10] * 9,
+                }
+            )
+        ),
+        "cost_vs_success": charts.cost_vs_success(
+            pl.DataFrame(
+                {
+                    "run": [BIG, AGENT],
+                    "cost": [1.0, 2.0],
+                    "success": [0.5, 0.6],
+                    "ci_low": [0.4, 0.5],
+                    "ci_high": [0.6, 0.7],
+                }
+            )
+        ),
+    }
+
+
+def test_chart_html_embeds_every_name_as_data(report: ha.ComparisonReport, tmp_path: Path) -> None:
+    for name, chart in _charts(report).items():
+        page = charts.save(chart, tmp_path / f"{name}.html").read_text()
+        assert_nothing_injected(page, scripts=2)  # the vega bundle and the embed call
+        assert "\\u003c/script\\u003e" in page or name in ("metric_trend", "cost_vs_success")
+        assert len(page) < 3_000_000, f"{name}: {len(page):,} characters"  # BIG is cut
+
+
+def test_notebook_output_of_charts_is_escaped(report: ha.ComparisonReport) -> None:
+    assert alt.renderers.active == "hylo"
+    plain = alt.Chart(alt.Data(values=[{"a": "x"}])).mark_point()._repr_mimebundle_()
+    benign = Elements((plain[0] if isinstance(plain, tuple) else plain)["text/html"])
+    for chart in _charts(report).values():
+        bundle = chart._repr_mimebundle_()
+        page = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/html"]
+        assert_nothing_injected(page, scripts=benign.count("script"))
+        assert "\\u003c/script\\u003e" in page or "</script><script" not in page
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def test_report_page_and_fragment(report: ha.ComparisonReport) -> None:
+    page = report.to_html()
+    assert_nothing_injected(page, scripts=0)
+    assert_nothing_injected(report._repr_html_(), scripts=0)
+    assert text(CANDIDATE) in page  # shown, as text
+
+
+# -- serve ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client(hostile: tuple[ha.Store, Path]) -> Iterator[Any]:
+    pytest.importorskip("starlette")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx`")
+        from starlette.testclient import TestClient
+    from hylo_analytics.serve import create_app
+
+    with TestClient(create_app(hostile[0].root), base_url="http://localhost") as c:
+        yield c
+
+
+def test_every_serve_page(client: Any, hostile: tuple[ha.Store, Path]) -> None:
+    key = big_key(hostile[1])
+    task = key.rsplit("#", 1)[0]
+    pair = {"parent": PARENT, "candidate": CANDIDATE}
+    for path, params in [
+        ("/", {}),
+        ("/", {"q": CORPUS[0]}),
+        ("/compare", pair),
+        ("/compare/task", {**pair, "task": task}),
+        ("/episode", {**pair, "key": key}),
+        ("/compare", {"parent": CORPUS[1], "candidate": CORPUS[0]}),  # 404 page quotes them
+        ("/compare/task", {**pair, "task": CORPUS[2]}),
+        ("/episode", {**pair, "key": CORPUS[0]}),
+    ]:
+        r = client.get(path, params=params)
+        assert r.status_code in (200, 404), (path, r.status_code)
+        images = "/compare/forest.svg" if path == "/compare" else None
+        assert_nothing_injected(r.text, scripts=1, images=images)
+        assert "Content-Security-Policy" in r.headers
+
+
+def test_a_50_mb_field_is_cut_on_the_page_and_linked_whole(
+    client: Any, hostile: tuple[ha.Store, Path]
+) -> None:
+    key = big_key(hostile[1])
+    tracemalloc.start()
+    r = client.get("/episode", params={"parent": PARENT, "candidate": CANDIDATE, "key": key})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert r.status_code == 200
+    assert len(r.content) < 1_000_000, f"{len(r.content):,} bytes"
+    assert peak < 50_000_000, f"{peak:,} bytes traced for one page"  # the field is 10 MB
+    links = re.findall(r'href="(/episode/field\?[^"]+)"', r.text)
+    assert len(links) == 1 and "10,000,000 characters" in r.text
+    whole = client.get(unescape(links[0]))
+    assert whole.status_code == 200 and whole.text == BIG
+    assert whole.headers["content-type"].startswith("text/plain")
+    assert "sandbox" in whole.headers["Content-Security-Policy"]
+    assert whole.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_episode_page_escapes_once() -> None:
+    from hylo_analytics.serve import pages
+    from hylo_analytics.serve._data import DataVersion, Page
+
+    odd = "a<b & c"  # a skip reason and a metric name from a log
+    scores = pl.DataFrame(
+        {"run_id": ["c", "p"], "metric": [odd, "success"], "value": [None, 1.0],
+         "skip_reason": [odd, None]}
+    )  # fmt: skip
+    none = Page(pl.DataFrame(), 0, 1, 500)
+    page = pages.episode_page(
+        parent="p",
+        candidate="c",
+        key=odd,
+        task=None,
+        events={"c": none, "p": none},
+        scores=scores,
+        labels={},
+        version=DataVersion(1, None),
+    )
+    assert page.count("a&lt;b &amp; c") == 4  # title, heading, metric and its skip reason
+    assert "&amp;lt;" not in page and "&amp;amp;" not in page
