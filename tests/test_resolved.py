@@ -214,3 +214,23 @@ def _scan_rows(plan: str) -> list[str]:
         if "TABLE_SCAN" in block or "READ_PARQUET" in block:
             out += re.findall(r"(\d[\d,]*) [Rr]ows", block)
     return out
+
+
+def test_a_run_filter_of_every_run_is_no_filter(tmp_path: Path) -> None:
+    """``run_filter``: every run of the store (a long list costs more than the scan) reads
+    the store unfiltered; fewer runs stay a filter; the answers are the same either way."""
+    from hylo_analytics.resolution import run_filter
+
+    logs = tmp_path / "logs"
+    write_dataset(logs, SynthConfig(runs=70, tasks=2, seeds=3, traces_per_run=0, seed=4))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(logs, progress=False)
+    every = sorted(store.sql("select run_id from runs")["run_id"].to_list())
+    assert run_filter(store, every) is None
+    assert run_filter(store, every[1:]) == every[1:]
+    assert run_filter(store, every[:3]) == every[:3]
+    assert run_filter(store, None) is None
+    closed = {"success": "wilson", "steps": "normal"}
+    assert store.aggregate(runs=every, ci=closed).equals(store.aggregate(ci=closed))
+    whole = store.compare(every[1:], every[0], metrics=["success"])
+    assert whole.height == len(every) - 1

@@ -38,7 +38,7 @@ import polars as pl
 
 from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
-from hylo_analytics.resolution import EPISODE_VIEW, preferred_query
+from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
 from hylo_analytics.stats import intervals
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_ci
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
@@ -276,6 +276,7 @@ def _store_rows(
     reduced here, and the reduced rows registered.
     """
     metrics = _names_of(keep, reg)
+    runs = run_filter(store, runs)
     params: dict[str, object] = {}
     if source is not None:
         params["sources"] = [source] if isinstance(source, str) else list(source)

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.resolution import preferred_query, registered, success_metric
+from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "compare_runs"]
@@ -135,12 +135,13 @@ class _Reader:
         by: Sequence[str],
     ) -> None:
         self.store, self.runs, self.source, self.pending = store, runs, source, pending
+        self.filter = run_filter(store, runs)  # None: the runs are the whole store
         self.options, self.by = options, list(by)
         self._have: list[str] | None = None
 
     def _query(self, metrics: Sequence[str] | None, select: str) -> str:
         query = preferred_query(
-            runs=True,
+            runs=self.filter is not None,
             metrics=metrics is not None,
             sources=self.source is not None,
             pending=self.pending,
@@ -148,7 +149,7 @@ class _Reader:
         return select.format(scores=f"({query})")
 
     def _params(self, metrics: Sequence[str] | None) -> dict[str, object]:
-        params: dict[str, object] = {"runs": self.runs}
+        params: dict[str, object] = {} if self.filter is None else {"runs": self.filter}
         if metrics is not None:
             params["metrics"] = list(metrics)
         if self.source is not None:
