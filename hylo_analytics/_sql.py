@@ -70,6 +70,31 @@ def view_names() -> tuple[str, ...]:
 
 
 @cache
+def view_order() -> tuple[str, ...]:
+    """Every view name, each after the views it reads (layer order within that), so creating
+    them in this order binds each once: a view created before one it reads fails to bind
+    and is retried, and a failed bind costs as much as a good one (opening a store: 0.26 s,
+    three quarters of it in those retries)."""
+    names = view_names()
+    word = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    reads = {n: {m for m in word.findall(view_sql(n)) if m != n} for n in names}
+    done: list[str] = []
+    placed: set[str] = set()
+
+    def place(name: str, seen: tuple[str, ...] = ()) -> None:
+        if name in placed or name in seen:  # a cycle: left to the retries to report
+            return
+        for dep in sorted(reads[name], key=names.index):
+            place(dep, (*seen, name))
+        placed.add(name)
+        done.append(name)
+
+    for name in names:
+        place(name)
+    return tuple(done)
+
+
+@cache
 def view_sql(name: str) -> str:
     """The SELECT body of view ``name`` (its ``.sql`` file without a trailing semicolon)."""
     path = sql_dir() / f"{name}.sql"
@@ -194,7 +219,7 @@ def load_views(con: duckdb.DuckDBPyConnection, prelude: list[str] | None = None)
     done = list(macro_sql())
     for stmt in [*done, *(prelude or [])]:
         con.execute(stmt)
-    pending = list(view_names())
+    pending = list(view_order())
     while pending:
         failed: list[str] = []
         errors: dict[str, str] = {}
