@@ -370,7 +370,7 @@ class ParquetStore:
         matches the split, the name a suite usually goes by). No match or several are errors
         that list what the store holds.
         """
-        return _resolve(spec, self._run_fields())
+        return self.resolve_runs([spec])[0]
 
     def resolve_runs(self, specs: Sequence[str]) -> list[str]:
         """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats.
@@ -378,6 +378,13 @@ class ParquetStore:
         One read of the runs table for all of them (a compare of 1,000 candidates names
         1,000 runs).
         """
+        if len(specs) < 64:  # a few run ids (the usual case): read those rows, not the table
+            found = self.sql(
+                "SELECT run_id FROM stg_runs WHERE list_contains($ids, run_id)",
+                {"ids": list(specs)},
+            )["run_id"]
+            if found.n_unique() == len(set(specs)):
+                return list(dict.fromkeys(specs))
         runs = self._run_fields()
         ids = frozenset(runs["run_id"].to_list())
         return list(dict.fromkeys(_resolve(spec, runs, ids) for spec in specs))
