@@ -80,6 +80,12 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    missing = [str(p) for p in args.paths if not Path(p).exists()]
+    if missing:  # before opening: a typo in a path must not leave a new, empty store behind
+        raise FileNotFoundError(
+            f"no such file or folder: {', '.join(missing)} "
+            "(nothing was ingested, no store was created)"
+        )
     store = store_from(args)
     report = store.ingest(
         args.paths,
