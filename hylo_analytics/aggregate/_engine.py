@@ -217,9 +217,12 @@ def _check_present(
     """Every asked metric has scores; the message lists ``listed`` (default ``present``)."""
     absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
     if absent:
+        held = sorted(present if listed is None else listed)
+        near = {m: difflib.get_close_matches(m, held, n=1) for m in absent}
+        hint = "".join(f"; did you mean {c[0]!r} for {m!r}?" for m, c in near.items() if c)
         raise ValueError(
-            f"aggregate: no scores of metric(s) {absent}; the scores hold "
-            f"{', '.join(sorted(present if listed is None else listed)) or 'none'}"
+            f"aggregate: no scores of metric(s) {absent}{hint}; the scores hold "
+            f"{', '.join(held) or 'none'}"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 
 import polars as pl
@@ -88,10 +89,16 @@ def _compare(
             read = _Reader(store, runs, source, None, options, by)
             kinds = read.kinds(metrics)
     if kinds.filter(pl.col("run_id") == parent).is_empty():
+        held = store.sql(
+            "select distinct metric from int_scores_preferred where run_id = $p order by 1",
+            {"p": parent},
+        )["metric"].to_list()
         raise ValueError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"
+            + (_did_you_mean(metrics or [], held) if held else "")
+            + (f"; it has scores of {', '.join(held)}" if held else "")
         )
     problems = _gate(meta, kinds.filter(pl.col("valid")), cands, parent)
     if problems and not force:
@@ -263,3 +270,9 @@ def _gate(
     problems = pl.concat(found).sort("run_id", "why").group_by("run_id", maintain_order=True)
     rows = problems.agg(pl.col("why").str.join(", ")).rows()
     return {str(r): str(w) for r, w in rows}
+
+
+def _did_you_mean(asked: Sequence[str], known: Sequence[str]) -> str:
+    """``; did you mean 'x' for 'y'?`` for each asked name with a close known one."""
+    near = {m: difflib.get_close_matches(m, known, n=1) for m in asked if m not in known}
+    return "".join(f"; did you mean {c[0]!r} for {m!r}?" for m, c in near.items() if c)

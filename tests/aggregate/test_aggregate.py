@@ -178,6 +178,8 @@ def test_metrics_filter_resolves_aliases_and_rejects_unknown_names():
     assert out["metric"].unique().to_list() == ["success"]
     with pytest.raises(ValueError, match=r"no scores of metric\(s\) \['sucess'\]; .* success"):
         aggregate_scores(SCORES, metrics=["sucess"])
+    with pytest.raises(ValueError, match=r"did you mean 'success' for 'sucess'\?"):
+        aggregate_scores(SCORES, metrics=["sucess"])
 
 
 def test_errors_name_the_problem():

@@ -309,3 +309,9 @@ def test_directions_come_from_one_place() -> None:
 def test_errors_as_failures_needs_the_errored_column() -> None:
     with pytest.raises(ValueError, match="errors_as_failures needs an 'errored' column"):
         compare_scores(_frame(), candidates="A", parent=PARENT, errors_as_failures=True)
+
+
+def test_a_metric_typo_gets_a_did_you_mean(sample_store: ha.Store) -> None:
+    runs = sorted(sample_store.runs()["run_id"])
+    with pytest.raises(ValueError, match=r"did you mean 'success' for 'sucess'\?.*has scores of"):
+        sample_store.compare(runs[1:], runs[0], metrics=["sucess"])
