@@ -20,8 +20,8 @@ their reasons and the range the difference would span had they counted. Each row
 n_pairs, candidate_wins, parent_wins, ties, the one-sided exact McNemar p that the candidate
 is better (p_value) and worse (p_worse), Holm / BH adjusted within the row's family (the
 overall row is its own family; the per-task rows of one candidate and metric another), the
-mean difference with its CI (Tango's score interval for 0/1 metrics, BCa bootstrap
-otherwise), a Wilcoxon p, and a verdict with the p that decided it (p_verdict) and why
+mean difference with its CI (Tango's score interval for 0/1 metrics, the percentile
+bootstrap of the paired differences otherwise; the method is in ci_method), a Wilcoxon p, and a verdict with the p that decided it (p_verdict) and why
 (verdict_note): improved / regressed when the test in the metric's direction rejects at
 --alpha; unchanged when the 1-2*alpha CI lies inside +-margin (needs --margin); otherwise
 inconclusive. Runs whose benchmark digest, split or scorer version differ are refused unless
@@ -110,7 +110,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=("auto", "score", "newcombe", "bootstrap", "bca", "normal", "none"),
         default="auto",
         help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
-        "seeded BCa bootstrap otherwise; bootstrap = percentile; normal = Wald)",
+        "seeded percentile bootstrap of the paired differences otherwise; bootstrap = "
+        "percentile; normal = Wald)",
     )
     add_interval_args(p, what="CI")
     add_verdict_args(p)

@@ -109,3 +109,17 @@ def test_unknown_run_is_an_error(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no run matches 'nope'" in err and "hylo-analytics runs" in err
+
+
+def test_help_names_the_methods_the_engine_uses(sample_store: ha.Store) -> None:
+    """The help's default intervals are the ``ci_method`` the engine writes (issue 27)."""
+    from hylo_analytics.cli import compare as cli_compare
+
+    runs = sorted(sample_store.runs()["run_id"])
+    out = sample_store.compare(runs[1:], runs[0], metrics=["success", "steps"])
+    used = dict(zip(out["metric"].to_list(), out["ci_method"].to_list(), strict=False))
+    help_text = " ".join(cli_compare.HELP.split()).lower()
+    assert used == {"success": "tango", "steps": "percentile"}
+    assert "tango's score interval for 0/1 metrics" in help_text
+    assert "percentile bootstrap of the paired differences otherwise" in help_text
+    assert "bca bootstrap otherwise" not in help_text
