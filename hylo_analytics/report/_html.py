@@ -95,13 +95,20 @@ def summary_sentence(headline: dict[str, Any]) -> str:
         f"Candidate {cand} succeeded on {_pct(h['candidate_rate'])} of "
         f"{h['n_pairs']} paired episodes versus {_pct(h['parent_rate'])} for parent "
         f"{par}: a difference of {_pct(h['diff'], True)} points "
-        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; one-sided "
-        f"McNemar p = {_p(h['p_value'])} that the candidate is better), {h['verdict']} "
+        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
+        f"{_mcnemar_p(h)}), {h['verdict']} "
         "overall. Per task: "
         f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
         f"{h['tasks_unchanged']} unchanged, {h['tasks_inconclusive']} inconclusive "
         f"of {h['n_tasks']}."
     )
+
+
+def _mcnemar_p(h: dict[str, Any]) -> str:
+    """The McNemar p with its sidedness as the engine computed it."""
+    if h.get("p_sides") == "two-sided":
+        return f"two-sided McNemar p = {_p(h['p_value'])} (the metric's direction is unknown)"
+    return f"one-sided McNemar p = {_p(h['p_value'])} that the candidate is better"
 
 
 def _label(h: dict[str, Any], role: str) -> str:
@@ -238,8 +245,13 @@ def _method_note(h: dict[str, Any]) -> str:
         f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
         "run abstained. Numbers come from <code>Store.compare</code>: differences are candidate "
         f"\u2212 parent in percentage points with {text(h['ci_text'])}; p is the exact "
-        "one-sided McNemar test that the candidate is better (and, for a regression, worse); "
-        "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
+        + (
+            "two-sided McNemar test (the metric's direction is unknown); "
+            if h.get("p_sides") == "two-sided"
+            else "one-sided McNemar test that the candidate is better (and, for a regression, "
+            "worse); "
+        )
+        + "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
         f"Verdicts: {text(h['rule_text'])}. Overall: "
         f"{text(h['verdict_note'] or '')}.{drops}{forced}</p>"
     )

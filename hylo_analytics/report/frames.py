@@ -296,6 +296,17 @@ def run_labels(runs: pl.DataFrame, *, id_column: str = "run_id") -> dict[str, st
     return {run: f"{label} ({run})" if run in shared else label for run, label in frame.iter_rows()}
 
 
+# what each interval method of ``compare`` is, in words (the report names the one used)
+_CI_TEXT = {
+    "tango": "Tango's score 95% interval for paired proportions",
+    "newcombe": "Newcombe's hybrid score 95% interval for paired proportions",
+    "percentile": "a percentile bootstrap 95% interval of the paired differences",
+    "bca": "a BCa bootstrap 95% interval of the paired differences",
+    "studentized": "a studentized bootstrap 95% interval of the paired differences",
+    "normal": "a normal (Wald) 95% interval of the paired differences",
+}
+
+
 def _headline(
     overall: pl.DataFrame, tasks: pl.DataFrame, rule: Rule, n_resamples: int, seed: int
 ) -> pl.DataFrame:
@@ -315,7 +326,12 @@ def _headline(
         "forced",
         "gate_note",
         pl.lit(describe_rule(rule)).alias("rule_text"),
-        pl.lit("Tango's score 95% interval for paired proportions").alias("ci_text"),
+        pl.col("ci_method").replace_strict(_CI_TEXT, default=pl.col("ci_method")).alias("ci_text"),
+        # a metric whose direction is unknown is tested both ways: its p is two-sided
+        pl.when(pl.col("direction") == "unknown")
+        .then(pl.lit("two-sided"))
+        .otherwise(pl.lit("one-sided"))
+        .alias("p_sides"),
     )
     return pl.concat([head, counts], how="horizontal")
 

@@ -263,3 +263,20 @@ def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> N
     assert fragment.count('class="verdict ') == rep.tasks.height
     path = rep.save(tmp_path / "r.html")
     assert path.read_text().count("<svg") == 7
+
+
+def test_the_page_names_the_interval_and_the_sidedness_it_used(
+    frames: dict[str, pl.DataFrame],
+) -> None:
+    """The words match the numbers (issue 27): the interval named is the ``ci_method`` the
+    comparison used, and a p computed two-sided (unknown direction) is called two-sided."""
+    h = frames["headline"].row(0, named=True)
+    assert h["ci_method"] == "tango" and h["ci_text"].startswith("Tango's score")
+    assert h["p_sides"] == "one-sided"
+    assert "one-sided McNemar p" in report.summary_sentence(h)
+    both = {**h, "p_sides": "two-sided", "ci_text": "a percentile bootstrap 95% interval"}
+    sentence = report.summary_sentence(both)
+    assert "two-sided McNemar p" in sentence and "one-sided" not in sentence
+    assert "two-sided McNemar test" in report.render_report(
+        {**frames, "headline": pl.DataFrame([both])}
+    )
