@@ -100,8 +100,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--reducer",
-        choices=("mean", "max", "min"),
-        help="reduce several epochs of one key (default: refuse duplicates)",
+        choices=("mean", "max", "min", "none"),
+        default="mean",
+        help="how several epochs of one key are reduced before pairing (default mean, as "
+        "Store.compare; none: refuse keys with several epochs)",
+    )
+    p.add_argument(
+        "--pair-on-epoch",
+        action="store_true",
+        help="pair on (key, epoch) instead of reducing the epochs of a key",
     )
     p.add_argument("--two-sided", action="store_true", help="two-sided McNemar p")
     p.add_argument("--mid-p", action="store_true", help="mid-p McNemar (less conservative)")
@@ -131,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         by=args.by,
         source=args.source,
         force=args.force,
-        reducer=args.reducer,
+        reducer=None if args.reducer == "none" else args.reducer,
+        pair_on_epoch=args.pair_on_epoch,
         alternative="two-sided" if args.two_sided else "greater",
         mid_p=args.mid_p,
         ci=args.ci,

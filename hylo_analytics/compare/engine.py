@@ -355,7 +355,8 @@ def _reduce(
         raise ValueError(
             f"{counts.height} (run, key, metric) combination(s) have several rows (epochs), "
             f"e.g. run {ex['run_id']!r} key {ex['key']!r} metric {ex['metric']!r}: "
-            f"{ex['len']} rows. Choose reducer='mean'|'max'|'min', or pair_on_epoch=True."
+            f"{ex['len']} rows. Choose reducer='mean'|'max'|'min' (CLI: --reducer), or pair_on_epoch=True "
+            "(CLI: --pair-on-epoch)."
         )
     value = getattr(pl.col("value"), reducer)()
     extra = [pl.col(b).first() for b in by if b not in pk]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import polars as pl
 import pytest
 
 import hylo_analytics as ha
@@ -123,3 +125,75 @@ def test_help_names_the_methods_the_engine_uses(sample_store: ha.Store) -> None:
     assert "tango's score interval for 0/1 metrics" in help_text
     assert "percentile bootstrap of the paired differences otherwise" in help_text
     assert "bca bootstrap otherwise" not in help_text
+
+
+def _two_epoch_store(root: Path) -> ha.Store:
+    """Two runs of one task, 4 seeds, 2 epochs a key: success per epoch."""
+    import pyarrow as pa
+
+    runs, samples, scores = [], [], []
+    values = {"P": [0, 0, 1, 0, 1, 0, 0, 0], "C": [1, 1, 1, 0, 1, 1, 0, 1]}
+    for run, vals in values.items():
+        runs.append(
+            {
+                "run_id": run,
+                "source_format": "hylo.evallog/v0.1",
+                "benchmark_id": "b",
+                "split": "test",
+                "agent_name": run,
+                "agent_version": "1",
+                "status": "success",
+            }
+        )
+        for i, v in enumerate(vals):
+            seed, epoch = i // 2, i % 2
+            row = {
+                "run_id": run,
+                "key": f"t#{seed}",
+                "task_id": "t",
+                "seed": seed,
+                "epoch": epoch,
+                "episode_id": f"{run}-{i}",
+            }
+            samples.append({**row, "status": "success", "trace_status": "none"})
+            scores.append(
+                {
+                    **row,
+                    "metric": "success",
+                    "value": float(v),
+                    "valid": True,
+                    "source": "evallog",
+                    "source_kind": "imported",
+                    "scorer_version": "",
+                }
+            )
+    store = ha.open_store(root)
+    with store.lock():
+        store.commit(
+            {
+                "runs": pa.Table.from_pylist(runs),
+                "samples": pa.Table.from_pylist(samples),
+                "scores": pa.Table.from_pylist(scores),
+            }
+        )
+    return store
+
+
+def test_epochs_reduce_by_mean_as_python_does_or_pair_on_the_epoch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CLI parity (issue 27): several epochs of a key are averaged by default, as
+    ``Store.compare`` does; ``--pair-on-epoch`` pairs them; ``--reducer none`` refuses with
+    the CLI's own flags named."""
+    store = _two_epoch_store(tmp_path / "s")
+    base = ["compare", "--store", str(store.root), "--candidate", "C", "--parent", "P"]
+    assert main([*base, "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    py = store.compare(["C"], "P").filter(pl.col("level") == "overall").row(0, named=True)
+    assert cli[0]["n_pairs"] == py["n_pairs"] == 4
+    assert cli[0]["mean_diff"] == pytest.approx(py["mean_diff"])
+    assert main([*base, "--pair-on-epoch", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["n_pairs"] == 8
+    assert main([*base, "--reducer", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "--reducer" in err and "--pair-on-epoch" in err
