@@ -169,7 +169,8 @@ def ingest_paths(
     with store.lock():
         store.clean_staging()
         skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
-        candidates = discover(list(paths), skipped=skipped)
+        roots: dict[Path, Path] = {}  # each file found in a folder: that folder, to stay in
+        candidates = discover(list(paths), skipped=skipped, roots=roots)
         known_logs, known_traces = _known_files(store)
         stored = _stored_runs(store)
         recorded = _recorded_problems(store)
@@ -196,7 +197,8 @@ def ingest_paths(
 
         try:
             for chunk in _chunks(todo, chunk_bytes) or ([[]] if skipped else []):
-                files = list(read_files(chunk, on_done=bar.update))
+                tops = [roots.get(p) for p in chunk]
+                files = list(read_files(chunk, roots=tops, on_done=bar.update))
                 part = _ingest_chunk(
                     con,
                     files,
