@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -210,6 +211,38 @@ def test_nul_byte_in_trace_path_is_a_problem_on_that_sample(data: Path, tmp_path
     assert (p.path, p.field) == (str(log_path), "samples[3].trace")
     assert p.error == "trace path 'ep\\x00.jsonl' contains a NUL byte"
     assert store.sql("SELECT count(*) AS n FROM stg_samples")["n"][0] == GOOD_SAMPLES
+
+
+@pytest.mark.parametrize(
+    ("bad", "field", "error"),
+    [
+        ('"success": NaN', "samples[0].scores.success", "non-finite number NaN"),
+        ('"success": 0.0, "success": 1.0', "samples[0].scores.success", "duplicate key 'success'"),
+    ],
+)
+def test_bad_field_beside_nesting_deeper_than_python_recurses_is_quarantined(
+    data: Path, tmp_path: Path, sample_dir: Path, bad: str, field: str, error: str
+) -> None:
+    """With the depth limit raised to 5,000, a value nested 2,000 deep (beyond Python's
+    recursion) sits beside a bad field: the file is quarantined naming file, line and field
+    (the walk that finds it used to give up on RecursionError, and the value was stored)."""
+    log = _small_log(sample_dir, "deep-beside-bad")
+    log["samples"][1]["nest"] = "@NEST"  # type: ignore[index]
+    text = json.dumps(log, indent=1).replace('"@NEST"', _nest(2_000))
+    text = re.sub(r'"success": [0-9.]+', bad, text, count=1)
+    bad_log = data / "deep" / "evallog.json"
+    bad_log.parent.mkdir()
+    bad_log.write_text(text)
+    res = _ingest_in_child(data, tmp_path / "s", HYLO_INGEST_MAX_JSON_DEPTH="5000")
+    assert res["runs"] == 1  # the good run beside it
+    [problem] = res["problems"]
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith(bad[:9]))
+    assert isinstance(problem, str) and problem.startswith(f"{bad_log}:{line}: {field}: {error}")
+    store = ha.open_store(tmp_path / "s")
+    assert (
+        store.sql("SELECT count(*) AS n FROM stg_runs WHERE run_id = 'deep-beside-bad'")["n"][0]
+        == 0
+    )
 
 
 # -- symlinked folders ---------------------------------------------------------------------
