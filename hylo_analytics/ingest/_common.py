@@ -180,7 +180,7 @@ def load_json_docs(
     return good, problems
 
 
-def release_memory(above_mib: int = 256) -> None:
+def release_memory(above_mib: int = 512) -> None:
     """Give freed memory back to the system when the process holds more than ``above_mib``.
 
     Arrow's allocator and the C heap keep freed pages for reuse: after a huge file is parsed
