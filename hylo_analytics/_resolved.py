@@ -14,6 +14,7 @@ deletion: a run with nothing left gets no rows, and its tombstone hides the old 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
-from hylo_analytics._sql import RULE_VIEW, macro_sql, view_sql
+from hylo_analytics._sql import RULE_VIEW, duckdb_memory_limit, macro_sql, view_sql
 
 __all__ = ["TABLE", "connection", "every_run", "touched_runs", "write_resolved"]
 
@@ -33,6 +34,14 @@ _INPUTS = ("scores", "samples")
 # a literal IN list prunes row groups by their run_id statistics; past this many runs the
 # publish resolves a large part of the store anyway and reads it whole
 _LITERAL_RUNS = 2_000
+
+
+def _mb(size: str) -> float:
+    """``4GB``, ``512MB``, ``2GiB`` in MB."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)I?B\s*", size.upper())
+    if m is None:
+        return 1024.0
+    return float(m.group(1)) * {"": 2**-20, "K": 2**-10, "M": 1, "G": 2**10, "T": 2**20}[m.group(2)]
 
 
 def touched_runs(folders: Sequence[Path]) -> set[str]:
@@ -52,6 +61,22 @@ def touched_runs(folders: Sequence[Path]) -> set[str]:
             )
             runs.update(v for v in pc.unique(hit.column("run_id")).to_pylist() if v is not None)
     return runs
+
+
+# DuckDB's memory for one resolution, tried in turn: a budget that keeps the ingest of one
+# 100 MB log (1.2M score rows of one run) under 1 GB of RSS, then more for larger runs
+# (DuckDB cannot spill every operator of the rule: it fails at 640 MB there), where the
+# store's own limit caps it
+_FIRST_LIMIT_MB = 700
+_BASE_LIMIT = "1GB"  # the connection's other (small) queries
+
+
+def _limits_mb() -> tuple[int, ...]:
+    return (
+        _FIRST_LIMIT_MB,
+        2 * _FIRST_LIMIT_MB,
+        max(4 * _FIRST_LIMIT_MB, int(_mb(duckdb_memory_limit()))),
+    )
 
 
 def write_resolved(
@@ -79,15 +104,26 @@ def write_resolved(
         names = [f.name for f in _schema.SCHEMAS[TABLE] if f.name != "batch_seq"]
         select = ", ".join(f'"{n}"' for n in names)
         target = out / f"{TABLE}.parquet"
-        con.execute(
+        copy = (
             f"COPY (SELECT {select}, CAST({int(seq)} AS BIGINT) AS batch_seq "
             f"FROM {RULE_VIEW} ORDER BY run_id, metric, key, epoch) "
             f"TO {_literal(target.as_posix())} (FORMAT parquet, COMPRESSION zstd, "
             f"COMPRESSION_LEVEL 1, ROW_GROUP_SIZE {int(row_group_rows)})"
         )
+        limits = _limits_mb()
+        for limit in limits:
+            con.execute(f"SET memory_limit = '{limit}MB'")
+            try:
+                con.execute(copy)
+                break
+            except duckdb.OutOfMemoryException:
+                target.unlink(missing_ok=True)
+                if limit == limits[-1]:
+                    raise
         if pq.read_metadata(target).num_rows == 0:
             target.unlink()
     finally:
+        con.execute(f"SET memory_limit = '{_BASE_LIMIT}'")
         con.execute("DROP TABLE IF EXISTS _touched")
 
 
@@ -136,7 +172,7 @@ def connection(threads: int, spill: Path) -> duckdb.DuckDBPyConnection:
     Parquet footers (a writer publishing many commits reads the same files again)."""
     con = duckdb.connect(":memory:")
     con.execute(f"SET threads TO {int(threads)}")
-    con.execute("SET memory_limit = '1GB'")
+    con.execute(f"SET memory_limit = '{_BASE_LIMIT}'")
     con.execute(f"SET temp_directory = '{_quote(spill.as_posix())}'")
     con.execute("SET parquet_metadata_cache = true")
     for stmt in macro_sql():

@@ -48,6 +48,7 @@ class HyloTestModel(ModelAPI):
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
+        self.model_args = {"api_key": api_key, **model_args}
 
     async def generate(
         self,
@@ -60,6 +61,10 @@ class HyloTestModel(ModelAPI):
         n = int(text.split()[-1])
         if self.model_name.startswith("crash") and n == 5:
             raise RuntimeError("hylotest model crashed on purpose at n=5")
+        if self.model_name.startswith("leaky") and n == 5:  # an error quoting its config
+            raise RuntimeError(
+                f"bad config {self.model_args!r} read from {Path.cwd() / 'cfg.json'}"
+            )
         answer = str(n) if n % 2 == 0 else "wrong"
         out = ModelOutput.from_content(model=self.model_name, content=answer)
         out.usage = ModelUsage(
@@ -170,7 +175,30 @@ def generate_all(root: Path) -> dict[str, Path]:
     }
 
 
-def generate_in_subprocess(root: Path) -> dict[str, Path]:
+def generate_leaky(root: Path) -> dict[str, Path]:
+    """A clean run and one whose sample q5 fails with an error quoting the model's config (an
+    API key and a token, given as model args) and an absolute path: what a shared report
+    must not show."""
+    secrets = {"api_key": "sk-LEAKED-KEY-123", "token": "tok-LEAKED-456"}
+    out: dict[str, Path] = {}
+    for name in ("det-1", "leaky-1"):
+        [lg] = eval(
+            arith(n=12),
+            model=f"hylotest/{name}",
+            model_args=secrets,
+            log_dir=str(root / "logs"),
+            log_format="json",
+            display="none",
+            log_samples=True,
+            max_connections=1,
+            max_samples=1,
+            fail_on_error=False,
+        )
+        out[name] = Path(lg.location)
+    return out
+
+
+def generate_in_subprocess(root: Path, which: str = "generate_all") -> dict[str, Path]:
     """Run Inspect in a child process: its event loop leaves ResourceWarnings behind, which
     the test suite (filterwarnings = error) must not inherit, and its registry stays out."""
     import json
@@ -179,11 +207,11 @@ def generate_in_subprocess(root: Path) -> dict[str, Path]:
 
     code = (
         "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]);"
-        "from _inspect_logs import generate_all;"
-        "print(json.dumps({k: str(v) for k, v in generate_all(Path(sys.argv[2])).items()}))"
+        "import _inspect_logs; make = getattr(_inspect_logs, sys.argv[3]);"
+        "print(json.dumps({k: str(v) for k, v in make(Path(sys.argv[2])).items()}))"
     )
     out = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code, str(Path(__file__).parent), str(root)],
+        [sys.executable, "-W", "ignore", "-c", code, str(Path(__file__).parent), str(root), which],
         check=True,
         capture_output=True,
         text=True,

@@ -234,3 +234,41 @@ def test_a_run_filter_of_every_run_is_no_filter(tmp_path: Path) -> None:
     assert store.aggregate(runs=every, ci=closed).equals(store.aggregate(ci=closed))
     whole = store.compare(every[1:], every[0], metrics=["success"])
     assert whole.height == len(every) - 1
+
+
+def test_a_resolution_over_its_first_memory_budget_is_retried_with_more(
+    tmp_path: Path, logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first budget keeps one huge log's ingest under 1 GB (benchmarks/
+    bench_huge_line.py); a run that needs more gets it: DuckDB's out-of-memory error at
+    1 MB is retried at 2 MB, then at the store's limit, and the table equals the rule."""
+    from hylo_analytics import _resolved
+
+    tried: list[str] = []
+    monkeypatch.setattr(_resolved, "_FIRST_LIMIT_MB", 1)
+
+    def spy(con: Any, sql: str, *args: Any) -> Any:
+        if sql.startswith("SET memory_limit"):
+            tried.append(sql)
+        return con.execute(sql, *args)
+
+    class Recording:
+        """The resolver's connection, recording the memory limits it is given."""
+
+        def __init__(self, con: Any) -> None:
+            self.con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            return spy(self.con, sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.con, name)
+
+    real = _resolved.connection
+    monkeypatch.setattr(_resolved, "connection", lambda *a: Recording(real(*a)))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(logs, progress=False)
+    _same(store)
+    budgets = [t for t in tried if "MB'" in t]
+    assert budgets[:2] == ["SET memory_limit = '1MB'", "SET memory_limit = '2MB'"]
+    assert len(budgets) >= 3  # 1 MB and 2 MB were not enough: the store's limit did it

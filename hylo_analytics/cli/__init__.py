@@ -60,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except (ValueError, KeyError, FileNotFoundError, duckdb.Error, StoreError) as exc:
-        print(f"hylo-analytics {args.command}: error: {exc}", file=sys.stderr)
+        from hylo_analytics.cli._common import say
+
+        say(f"hylo-analytics {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return code
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+from hylo_analytics._text import (
+    FORMULA_START,
+    json_printable,
+    printable,
+    printable_lines,
+    spreadsheet_safe,
+)
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when parsers are built
     import polars as pl
@@ -20,6 +30,8 @@ __all__ = [
     "add_store_arg",
     "add_verdict_args",
     "emit",
+    "say",
+    "spreadsheet_cells",
     "store_from",
     "table_text",
     "verdict_options",
@@ -170,11 +182,20 @@ def store_from(args: argparse.Namespace) -> Store:
     )
 
 
+def say(*parts: object, file: TextIO | None = None, end: str = "\n") -> None:
+    """``print`` for the CLI: every line shown with control characters escaped
+    (:func:`hylo_analytics._text.printable`), since names and paths come from the logs."""
+    text = " ".join(str(p) for p in parts) + end
+    (file or sys.stdout).write(printable_lines(text))
+
+
 def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False) -> None:
     """Print or write ``df`` in ``fmt``; parquet needs an output file.
 
     Tables never cut an identifier (a run id is what the next command needs); other long text
-    is cut at :data:`TEXT_WIDTH` characters unless ``wide``.
+    is cut at :data:`TEXT_WIDTH` characters unless ``wide``. CSV string cells a spreadsheet
+    would run as a formula get a leading ``'``. What goes to the terminal has its control
+    characters escaped: JSON as JSON escapes (the same data), CSV and tables as ``\x1b``.
     """
     if fmt == "parquet":
         if output is None:
@@ -182,15 +203,44 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         df.write_parquet(output)
         return
     if fmt == "csv":
-        text = _json_nested(df).write_csv()
+        text = spreadsheet_cells(_json_nested(df)).write_csv()
+        text = text if output is not None else printable_lines(text)
     elif fmt == "json":
-        text = df.write_json()
+        text = json_printable(df.write_json())
     else:
         text = table_text(df, wide=wide)
     if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def spreadsheet_cells(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its string cells and column names made inert for a spreadsheet
+    (:func:`hylo_analytics._text.spreadsheet_safe`); numbers are left as they are."""
+
+    starts = "^[" + re.escape("".join(FORMULA_START)) + "]"
+    return _map_text(df, starts, spreadsheet_safe)
+
+
+# a superset of what ``str.isprintable`` refuses (categories C and Z, but the space), so the
+# Python rule runs only on cells that may need it
+_HIDDEN = r"[\p{C}\p{Z}&&[^ ]]"
+
+
+def _map_text(df: pl.DataFrame, pattern: str, fix: Callable[[str], str]) -> pl.DataFrame:
+    """``df`` with ``fix`` applied to its column names and to the string cells matching
+    ``pattern`` (found vectorized; ``fix`` runs on those only)."""
+    import polars as pl
+
+    out = []
+    for column in df.iter_columns():
+        if column.dtype == pl.String:
+            at = column.str.contains(pattern).fill_null(False).arg_true()
+            if len(at):
+                column = column.scatter(at, [fix(v) for v in column.gather(at).to_list()])
+        out.append(column.alias(fix(column.name)))
+    return pl.DataFrame(out) if out else df
 
 
 def _json_nested(df: pl.DataFrame) -> pl.DataFrame:
@@ -224,6 +274,7 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
     """``df`` as a terminal table: ids whole, other text cut at TEXT_WIDTH unless ``wide``."""
     import polars as pl
 
+    df = _map_text(df, _HIDDEN, printable)  # escaped before widths are measured: aligned
     text_cols = [c for c, t in df.schema.items() if t == pl.String and not is_identifier(c)]
     if not wide and text_cols:
         cut = pl.col(text_cols)
@@ -246,7 +297,7 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
         tbl_hide_column_data_types=True,
         float_precision=4,
     ):
-        return str(df) + "\n"
+        return printable_lines(str(df)) + "\n"  # names of columns, nested values
 
 
 def _longest(column: pl.Series) -> int:

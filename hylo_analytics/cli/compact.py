@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, say, store_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,5 +27,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run_compact(args: argparse.Namespace) -> int:
     store = store_from(args)
     with store.lock():
-        print(store.compact())
+        say(store.compact())
     return 0

@@ -10,6 +10,7 @@ from hylo_analytics.cli._common import (
     add_store_arg,
     add_verdict_args,
     emit,
+    say,
     store_from,
     verdict_options,
 )
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     text = "".join(f"* {n}\n" for n in notes)
     if args.output is None:
-        print(text, end="")
+        say(text, end="")
     else:
         with args.output.open("a") as fh:
             fh.write(text)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hylo_analytics._resources import sample_data_dir
-from hylo_analytics.cli._common import emit
+from hylo_analytics.cli._common import emit, say
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _title(text: str) -> None:
-    print(f"\n{text}\n{'-' * len(text)}")
+    say(f"\n{text}\n{'-' * len(text)}")
 
 
 _METRICS = ("success", "steps", "latency_p95")
@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
     data = args.data if args.data is not None else sample_data_dir()
     store = open_store(args.out / "store")
-    print(store.ingest(data, progress=False))
-    print(store.score())
+    say(store.ingest(data, progress=False))
+    say(store.score())
     runs = store.runs()
     if runs.is_empty():
         raise ValueError(f"no run was ingested from {data}: nothing to analyse")
@@ -84,16 +84,16 @@ def run(args: argparse.Namespace) -> int:
         "table", None,
     )  # fmt: skip
     if "success" not in present:
-        print("\nno success scores: nothing to compare")
+        say("\nno success scores: nothing to compare")
         return 0
 
     # only runs of one benchmark and split are paired: one comparison per group
     groups = _groups(runs)
     if not groups:
-        print("\nno two runs share a benchmark and split: nothing to compare")
+        say("\nno two runs share a benchmark and split: nothing to compare")
         return 0
     rule = StatisticalRule()
-    print(f"\nVerdicts: {rule.describe()}.")
+    say(f"\nVerdicts: {rule.describe()}.")
     for (benchmark, split), (parent, candidates) in groups.items():
         _title(
             f"Paired comparison on success, {benchmark} · {split}: every run against "
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         overall = store.compare(candidates, parent, metrics=["success"], rule=rule)
         emit(overall.select(_COMPARE_COLUMNS), "table", None)
         for row in overall.filter(pl.col("drop_note").is_not_null()).iter_rows(named=True):
-            print(f"* {row['candidate']}: {row['drop_note']} ({row['drop_reasons']})")
+            say(f"* {row['candidate']}: {row['drop_note']} ({row['drop_reasons']})")
 
     # the detail, the charts and the report: the first group's newest run against its parent
     (benchmark, split), (parent, candidates) = next(iter(groups.items()))
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     for chart, name in outputs:
         for suffix in (".png", ".html"):
-            print(f"wrote {charts.save(chart, args.out / f'{name}{suffix}')}")
-    print(f"wrote {write_report(store, newest, parent, args.out / 'report.html')}")
+            say(f"wrote {charts.save(chart, args.out / f'{name}{suffix}')}")
+    say(f"wrote {write_report(store, newest, parent, args.out / 'report.html')}")
     return 0
 
 

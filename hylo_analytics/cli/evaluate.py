@@ -11,6 +11,7 @@ from hylo_analytics.cli._common import (
     add_lock_arg,
     add_store_arg,
     emit,
+    say,
     store_from,
 )
 
@@ -60,14 +61,14 @@ def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     report = run_analysis(store, spec, runs=args.runs, write=not args.dry_run)
     if report.scoring is not None:
-        print(report.scoring, file=sys.stderr)
+        say(report.scoring, file=sys.stderr)
     for d in (*report.derived, *report.post_derived):
-        print(repr(d), file=sys.stderr)
+        say(repr(d), file=sys.stderr)
     shown = ("candidate", "parent", "metric", "level", "task_id", "n_pairs", "mean_diff",
              "verdict", "p_verdict", "verdict_note")  # fmt: skip
     for v in report.verdicts:  # the verdict: blocks (not stored: printed, like the derivations)
         with pl.Config(tbl_rows=50, tbl_cols=-1, tbl_hide_dataframe_shape=True):
-            print(v.select(c for c in shown if c in v.columns), file=sys.stderr)
+            say(v.select(c for c in shown if c in v.columns), file=sys.stderr)
     status = report.run_status()
     if "failed_policies" in status.columns:
         status = status.with_columns(pl.col("failed_policies").list.join(", "))

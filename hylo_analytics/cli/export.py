@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_store_arg, say, store_from
 
 HELP = """Write a stored run back out as a hylo EvalLog. v0.1 is the layout 'ingest' reads
 (a v0.1 run round-trips losslessly); v0.2 follows Inspect's top level (eval / results /
@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
     out = export_evallog(
         store, args.run, args.output, version=args.version, traces=not args.no_traces
     )
-    print(f"wrote {out} ({args.version})")
+    say(f"wrote {out} ({args.version})")
     return 0

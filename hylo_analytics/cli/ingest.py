@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, say, store_from
 
 HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
 Folders are searched recursively. Each file's format is detected from its content (hylo
@@ -95,11 +95,11 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         shard=args.shard,
     )
-    print(report.summary() if args.quiet else report)
+    say(report.summary() if args.quiet else report)
     if not args.quiet and report.file_formats:
         shown = report.file_formats if args.verbose else report.file_formats[:_LIST_LIMIT]
         for path, fmt in shown:
-            print(f"  {fmt or 'unknown (quarantined)'}: {path}")
+            say(f"  {fmt or 'unknown (quarantined)'}: {path}")
         if len(shown) < len(report.file_formats):
-            print(f"  ... and {len(report.file_formats) - len(shown)} more (--verbose lists all)")
+            say(f"  ... and {len(report.file_formats) - len(shown)} more (--verbose lists all)")
     return 1 if report.quarantined and args.strict else 0

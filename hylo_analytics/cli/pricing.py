@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hylo_analytics.cli._common import say
+
 _SOURCES = ("static", "llm-prices", "genai-prices")  # price_import.SOURCES, without its import
 
 
@@ -54,13 +56,13 @@ def run_import(args: argparse.Namespace) -> int:
 
     result = import_prices(args.source, args.file, models=args.models)
     for problem in result.problems:
-        print(f"{args.file}: not imported: {problem}", file=sys.stderr)
+        say(f"{args.file}: not imported: {problem}", file=sys.stderr)
     if args.strict and result.problems:
-        print(f"{len(result.problems)} problem(s); nothing written (--strict)", file=sys.stderr)
+        say(f"{len(result.problems)} problem(s); nothing written (--strict)", file=sys.stderr)
         return 1
     result.write(args.output)
     n = len(result.pricing["models"])
-    print(
+    say(
         f"wrote {args.output}: {n} model(s) from {args.source} ({result.provenance['sha256'][:12]})"
     )
     return 0

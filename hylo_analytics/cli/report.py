@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_store_arg, add_verdict_args, store_from, verdict_options
+from hylo_analytics.cli._common import (
+    add_store_arg,
+    add_verdict_args,
+    say,
+    store_from,
+    verdict_options,
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +48,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="compare even if benchmark digest, split or scorer version differ (noted on the page)",
     )
     p.add_argument(
+        "--redact",
+        action="store_true",
+        help="for a page to share: show paths relative to the run folder (or as file names) and "
+        "leave out the home folder and host name. Values under secret-looking keys (api_key, "
+        "token, secret, password, authorization, credentials) are always left out",
+    )
+    p.add_argument(
         "-o",
         "--output",
         type=Path,
@@ -62,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         metric=args.metric,
         force=args.force,
+        redact=args.redact,
         **verdict_options(args),
     )
-    print(f"wrote {path}")
+    say(f"wrote {path}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hylo_analytics.cli._common import add_lock_arg, add_store_arg, store_from
+from hylo_analytics.cli._common import add_lock_arg, add_store_arg, say, store_from
 from hylo_analytics.cli._defaults import BUILTIN_SCORERS
 
 HELP = f"""Re-score stored runs from their stored events (source files are not read again).
@@ -54,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
     if args.scorers is not None:
         scorers.extend(load_scorers(args.scorers))
     report = store_from(args).score(scorers, runs=args.runs)
-    print(report)
+    say(report)
     return 0 if report.ok else 1

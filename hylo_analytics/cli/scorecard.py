@@ -10,6 +10,7 @@ from hylo_analytics.cli._common import (
     add_interval_args,
     add_store_arg,
     emit,
+    say,
     store_from,
 )
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(card.to_dict(), indent=2, default=str) + "\n"
         if args.output is None:
-            print(text, end="")
+            say(text, end="")
         else:
             args.output.write_text(text)
         return 0
@@ -106,5 +107,5 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     emit(shown, "table", args.output, wide=args.wide)
     if args.output is None:
-        print(f"primary metric: {card.primary}")
+        say(f"primary metric: {card.primary}")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from hylo_analytics.cli._common import add_format_args, emit
+from hylo_analytics.cli._common import add_format_args, emit, say
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +66,7 @@ def run_spark_sql(args: argparse.Namespace) -> int:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
     except ImportError:
-        print(
+        say(
             "hylo-analytics spark-sql: error: pyspark is not installed "
             "(pip install 'hylo_analytics[spark]'; it needs Java 17)",
             file=sys.stderr,
@@ -93,7 +93,7 @@ def run_spark_sql(args: argparse.Namespace) -> int:
         register(session, args.store)
         frame = spark_sql(session, args.query)
     except (PySparkException, Py4JError, StoreError, UntranslatableSQL) as exc:
-        print(f"hylo-analytics spark-sql: error: {one_line(exc)}", file=sys.stderr)
+        say(f"hylo-analytics spark-sql: error: {one_line(exc)}", file=sys.stderr)
         return 2
     emit(frame, args.format, args.output, wide=args.wide)
     return 0

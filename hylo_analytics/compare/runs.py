@@ -248,10 +248,15 @@ def _gate(
     for f in _GATE_FIELDS:  # a handful of fields, each checked for all candidates at once
         pv = par[f].item()
         bad = cand.filter(pl.col(f).ne_missing(pl.lit(pv, pl.String)))
-        found.append(
+        found.append(  # the values are log text: arguments of the format, never part of it
             bad.select(
                 "run_id",
-                why=pl.format(f"{f} '{{}}' != parent's {pv!r}", pl.col(f).fill_null("None")),
+                why=pl.format(
+                    "{} '{}' != parent's {}",
+                    pl.lit(f),
+                    pl.col(f).fill_null("None"),
+                    pl.lit(repr(pv)),
+                ),
             )
         )
     versions = versions.group_by("run_id", "metric", "source").agg(

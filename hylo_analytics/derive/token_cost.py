@@ -437,7 +437,7 @@ def _flag_exprs(
                 tokens.is_null() | (tokens < 0),
                 pl.when(tokens.is_null())
                 .then(pl.lit(f"no {col} value"))
-                .otherwise(pl.format(f"{col} is negative ({{}})", _int(f"_t_{kind}"))),
+                .otherwise(pl.format("{} is negative ({})", pl.lit(col), _int(f"_t_{kind}"))),
             )
         )
     for kind in kinds:

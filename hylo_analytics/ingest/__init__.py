@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
+from hylo_analytics.ingest._common import release_memory
 from hylo_analytics.ingest._files import (
     MAX_DOC_BYTES,
     SourceFile,
@@ -169,7 +170,8 @@ def ingest_paths(
     with store.lock():
         store.clean_staging()
         skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
-        candidates = discover(list(paths), skipped=skipped)
+        roots: dict[Path, Path] = {}  # each file found in a folder: that folder, to stay in
+        candidates = discover(list(paths), skipped=skipped, roots=roots)
         known_logs, known_traces = _known_files(store)
         stored = _stored_runs(store)
         recorded = _recorded_problems(store)
@@ -187,16 +189,19 @@ def ingest_paths(
         def submit(tables: dict[str, pa.Table], tombstones: list[Tombstone]) -> None:
             if pending:
                 pending.pop().result()
+            release_memory()  # the parse's freed buffers, before the Parquet writer's own
             pending.append(writer.submit(store.commit, tables, tombstones, publish=False))
 
         def publish() -> None:  # a chunk's commits are seen together, after its last one
             if pending:
                 pending.pop().result()
+            release_memory()  # the chunk's buffers, before the publish's own query takes memory
             pending.append(writer.submit(store.publish))
 
         try:
             for chunk in _chunks(todo, chunk_bytes) or ([[]] if skipped else []):
-                files = list(read_files(chunk, on_done=bar.update))
+                tops = [roots.get(p) for p in chunk]
+                files = list(read_files(chunk, roots=tops, on_done=bar.update))
                 part = _ingest_chunk(
                     con,
                     files,
@@ -997,9 +1002,9 @@ class _Chunk:
         ``started`` (written by the caller's writer thread)."""
         tombstones = [t for i in sorted(started) for t in self.stones_of.get(i, [])]
         sel = pa.array(sorted(done), pa.int32())
-        runs = self.runs.filter(pc.is_in(self.runs["file_idx"], sel))
-        samples = self._samples(self.samples.filter(pc.is_in(self.samples["file_idx"], sel)))
-        scores = self.scores.filter(pc.is_in(self.scores["file_idx"], sel))
+        runs = _rows_of(self.runs, sel)
+        samples = self._samples(_rows_of(self.samples, sel))
+        scores = _rows_of(self.scores, sel)
         rows = list(file_rows)
         for i in sorted(done):
             rid = self.run_of_file.get(i)
@@ -1056,6 +1061,15 @@ class _Chunk:
             samples.column_names.index("trace_status"), "trace_status", pc.fill_null(status, "none")
         )
         return samples.set_column(samples.column_names.index("trace_path"), "trace_path", path)
+
+
+def _rows_of(table: pa.Table, files: pa.Array) -> pa.Table:
+    """The rows of ``table`` from ``files`` (by ``file_idx``); the table itself, not a copy,
+    when that is every row (a chunk without traces: one huge log must not be held twice)."""
+    mask = pc.is_in(table["file_idx"], files)
+    if pc.sum(mask).as_py() == table.num_rows:  # no nulls: file_idx is never null
+        return table
+    return table.filter(mask)
 
 
 def _merge_batches(batches: list[TraceBatch]) -> TraceBatch:

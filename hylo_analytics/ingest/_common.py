@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -13,7 +17,14 @@ from hylo_analytics.ingest._reader import json_strings
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.traces import lone_surrogate
 
-__all__ = ["json_problem", "load_json_docs", "shape_error", "syntax_problem"]
+__all__ = [
+    "json_problem",
+    "load_json_docs",
+    "loads_deep",
+    "release_memory",
+    "shape_error",
+    "syntax_problem",
+]
 
 
 def json_problem(sf: SourceFile, data: bytes | None = None, *, line: int | None = 1) -> Problem:
@@ -167,3 +178,75 @@ def load_json_docs(
         cols[k] = arr.take(pa.array(good, pa.int32()))
     con.register(name, pa.table(cols))
     return good, problems
+
+
+def release_memory(above_mib: int = 512) -> None:
+    """Give freed memory back to the system when the process holds more than ``above_mib``.
+
+    Arrow's allocator and the C heap keep freed pages for reuse: after a huge file is parsed
+    (hundreds of MB of buffers, all freed) the process would hold them while the commit
+    writes Parquet and the publish's DuckDB query takes memory of its own. Below the
+    threshold (every ordinary batch) this costs one read of ``/proc/self/statm``.
+    """
+    import contextlib
+    import ctypes
+    import ctypes.util
+    import gc
+
+    try:
+        resident = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        resident = None  # no /proc: release anyway
+    if resident is not None and resident < above_mib * 2**20:
+        return
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    libc = ctypes.util.find_library("c")
+    if libc:
+        with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+            ctypes.CDLL(libc).malloc_trim(0)
+
+
+def loads_deep(data: bytes, **hooks: Any) -> Any:
+    """``json.loads(data, **hooks)`` for a document of any depth up to ``MAX_JSON_DEPTH``.
+
+    Python's parser recurses per level and stops near 1,000 (RecursionError), while the depth
+    limit (checked before any parser) may be set higher: a document 2,000 deep must still be
+    walked, or a non-finite number beside the nesting would reach the store as a null. Such
+    a document is parsed again in a thread with a stack sized for the limit and the
+    recursion limit raised for that while.
+    """
+    import sys
+
+    from hylo_analytics.ingest._files import MAX_JSON_DEPTH
+
+    try:
+        return json.loads(data, **hooks)
+    except RecursionError:
+        pass
+    out: list[Any] = []
+    errors: list[BaseException] = []
+
+    def parse() -> None:
+        try:
+            out.append(json.loads(data, **hooks))
+        except BaseException as exc:  # handed to the caller's thread
+            errors.append(exc)
+
+    with _DEEP_PARSE:
+        old_limit, old_stack = sys.getrecursionlimit(), threading.stack_size()
+        sys.setrecursionlimit(max(old_limit, 2 * MAX_JSON_DEPTH + 1_000))
+        threading.stack_size(min(max(MAX_JSON_DEPTH * 4096, 32 << 20), 1 << 30))
+        try:
+            worker = threading.Thread(target=parse, name="deep-json")
+            worker.start()
+            worker.join()
+        finally:
+            threading.stack_size(old_stack)
+            sys.setrecursionlimit(old_limit)
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
+_DEEP_PARSE = threading.Lock()  # the recursion limit is the process's: one deep parse at a time

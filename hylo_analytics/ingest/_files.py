@@ -6,6 +6,7 @@ that looks *inside* the bytes happens later, vectorized, in DuckDB.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import stat
@@ -69,6 +70,7 @@ def discover(
     *,
     traces_dirname: str = "episodes",
     skipped: list[Problem] | None = None,
+    roots: dict[Path, Path] | None = None,
 ) -> list[Path]:
     """Files named directly, plus log-like files below folders, sorted, without duplicates.
 
@@ -76,12 +78,15 @@ def discover(
     symlinked folder is followed when it leads inside the folder being walked to a place the
     walk would not reach itself (a hidden or traces folder); one whose target the walk reaches
     anyway is left to the walk (no file twice); one leading outside is refused and, like a
-    cycle, recorded in ``skipped``.
+    cycle, recorded in ``skipped``. So is a symlinked *file* leading outside (a link to
+    ``/proc/self/environ`` or a private file is never read). ``roots`` receives, for each
+    file found in a folder, that folder's real path, for :func:`read_files` to check again
+    when it opens the file (the link may change in between).
     """
     found: set[Path] = set()
     for p in paths:
         if not p.is_dir():
-            found.add(p.absolute())
+            found.add(p.absolute())  # named by the user: read wherever it leads
             continue
         top = os.path.realpath(p)
         visited: set[str] = set()
@@ -108,19 +113,34 @@ def discover(
                     elif why and skipped is not None:
                         skipped.append(Problem(str(link), None, None, why))
                 dirs[:] = keep
-                found.update(
-                    Path(root, f).absolute()
-                    for f in files
-                    if f.endswith(LOG_SUFFIXES) and not f.startswith(".")
-                )
+                for f in files:
+                    if not f.endswith(LOG_SUFFIXES) or f.startswith("."):
+                        continue
+                    file = Path(root, f).absolute()
+                    if os.path.islink(file) and (why := _leaves(file, top, "file")):
+                        if skipped is not None:
+                            skipped.append(Problem(str(file), None, None, why))
+                        continue
+                    found.add(file)
+                    if roots is not None:
+                        roots[file] = Path(top)
     return sorted(found)
+
+
+def _leaves(link: Path, top: str, kind: str) -> str | None:
+    """Why ``link`` (a symlinked file or folder) is not followed: its target is outside
+    ``top``; ``None`` when it stays inside."""
+    real = os.path.realpath(link)
+    if real == top or real.startswith(top.rstrip("/") + "/"):
+        return None
+    return f"symlinked {kind} leads to {real!r}, outside {top!r}: skipped"
 
 
 def _link_verdict(link: Path, top: str, traces_dirname: str, visited: set[str]) -> str | None:
     """``"follow"``, ``None`` (the walk reaches its target itself) or why it is skipped."""
+    if why := _leaves(link, top, "folder"):
+        return why
     real = os.path.realpath(link)
-    if not (real == top or real.startswith(top.rstrip("/") + "/")):
-        return f"symlinked folder leads to {real!r}, outside {top!r}: skipped"
     if real in visited:
         return None
     parts = Path(os.path.relpath(real, top)).parts
@@ -161,7 +181,8 @@ def _read_checked(path: Path, root: Path | None) -> SourceFile:
             if not real.is_relative_to(root):
                 why = f"{str(path)!r} is a link to {str(real)!r}, outside {str(root)!r}"
                 return SourceFile(path, 0, 0, b"", "", error=why, refused=True)
-            return _read_one(path)  # a link that stays inside: follow it
+            # a link that stays inside: read its target, refused if it moved out meanwhile
+            return dataclasses.replace(_read_one(real, root), path=path)
         return SourceFile(path, 0, 0, b"", "", error=f"cannot read: {exc.strerror or exc}")
     try:
         st = os.fstat(fd)
@@ -187,7 +208,7 @@ def _read_group(paths: Sequence[Path], roots: Sequence[Path | None]) -> list[Sou
 def read_files(
     paths: Sequence[Path],
     *,
-    roots: Sequence[Path] | None = None,
+    roots: Sequence[Path | None] | None = None,
     on_done: Callable[[int], object] | None = None,
     threads: int = 4,
     ahead: int = 256,

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hylo_analytics.ingest._common import json_problem
+from hylo_analytics.ingest._common import json_problem, loads_deep
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._locate import field_line
 from hylo_analytics.ingest._reader import Parsed, Reader, drop_duplicate_runs, json_strings
@@ -200,7 +200,7 @@ def _json_problem(sf: SourceFile) -> Problem:
     if surrogate is not None:
         return Problem(path, surrogate[0], None, surrogate[1])
     try:
-        json.loads(sf.data, object_pairs_hook=_no_duplicates)
+        loads_deep(sf.data, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         return Problem(path, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})")
     except _DuplicateKey as exc:
@@ -641,10 +641,10 @@ def _finite_or_marked(text: str) -> object:
 def _tree_problems(data: bytes) -> list[tuple[str, str]]:
     """``(field, error)`` of each repeated key and non-finite number, in document order."""
     try:
-        doc = json.loads(
+        doc = loads_deep(
             data, object_pairs_hook=_Pairs, parse_constant=_NonFinite, parse_float=_finite_or_marked
         )
-    except (ValueError, RecursionError):
+    except ValueError:
         return []  # DuckDB parsed it: what Python refuses here is reported by the caller's checks
     found: list[tuple[str, str]] = []
     stack: list[tuple[str, object]] = [("", doc)]

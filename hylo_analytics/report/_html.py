@@ -14,6 +14,7 @@ import vl_convert as vlc
 
 from hylo_analytics import charts
 from hylo_analytics._html import attr, text
+from hylo_analytics._text import printable_spec
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -69,7 +70,7 @@ def _p(x: float | None) -> str:
 
 
 def _svg(chart: Any) -> str:
-    svg: str = vlc.vegalite_to_svg(chart.to_dict())
+    svg: str = vlc.vegalite_to_svg(printable_spec(chart.to_dict()))
     return f'<div class="chart">{svg}</div>'
 
 

@@ -14,13 +14,14 @@ thresholds its verdicts used.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from hylo_analytics._redact import Redactor, redact_secrets
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
 from hylo_analytics.compare.engine import Family
@@ -385,13 +386,41 @@ class ComparisonReport:
 
 
 def build_report(
-    store: ParquetStore, candidate: str, parent: str, *, metric: str = "success", **options: Any
+    store: ParquetStore,
+    candidate: str,
+    parent: str,
+    *,
+    metric: str = "success",
+    redact: bool = False,
+    **options: Any,
 ) -> ComparisonReport:
     """Compare ``candidate`` with ``parent`` in ``store`` and keep the frames for display.
 
     ``options`` go to :func:`report_frames` (``rule``, ``n_resamples``, ``seed``, ``force``).
+    Values under secret-looking keys in any JSON text shown are always replaced by
+    ``[redacted]``; ``redact=True`` (for a page to share) also turns absolute paths into
+    paths relative to the run's folder or file names and removes the home folder and host
+    name (:class:`hylo_analytics._redact.Redactor`).
     """
-    return ComparisonReport(report_frames(store, candidate, parent, metric=metric, **options))
+    frames = report_frames(store, candidate, parent, metric=metric, **options)
+    return ComparisonReport(redact_frames(frames, store, redact=redact))
+
+
+def redact_frames(
+    frames: Mapping[str, pl.DataFrame], store: ParquetStore, *, redact: bool
+) -> dict[str, pl.DataFrame]:
+    """``frames`` with every string cell passed through the redaction: the
+    secrets always, paths and host names with ``redact`` (the run folders of the store's
+    sources are the roots paths are made relative to)."""
+    fix: Callable[[str], Any] = redact_secrets
+    if redact:
+        sources = store.sql("SELECT DISTINCT source_path FROM stg_runs")["source_path"]
+        fix = Redactor.for_roots(str(Path(s).parent) for s in sources.drop_nulls()).text
+    out = {}
+    for name, frame in frames.items():
+        text = [c for c, t in frame.schema.items() if t == pl.String]
+        out[name] = frame.with_columns(pl.col(text).map_elements(fix, return_dtype=pl.String))
+    return out
 
 
 def write_report(
@@ -401,7 +430,10 @@ def write_report(
     path: str | Path,
     *,
     metric: str = "success",
+    redact: bool = False,
     **options: Any,
 ) -> Path:
-    """Compute the frames, render the page and write it to ``path``."""
-    return build_report(store, candidate, parent, metric=metric, **options).save(path)
+    """Compute the frames, render the page and write it to ``path`` (``redact``: as
+    :func:`build_report`)."""
+    report = build_report(store, candidate, parent, metric=metric, redact=redact, **options)
+    return report.save(path)

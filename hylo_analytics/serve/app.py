@@ -370,6 +370,7 @@ def _forest(frame: pl.DataFrame) -> str:
     import vl_convert as vlc
 
     from hylo_analytics import charts
+    from hylo_analytics._text import printable_spec
 
-    svg: str = vlc.vegalite_to_svg(charts.paired_forest(tasks).to_dict())
+    svg: str = vlc.vegalite_to_svg(printable_spec(charts.paired_forest(tasks).to_dict()))
     return svg

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hylo_analytics._text import printable
+
 __all__ = ["LIMIT", "one_line"]
 
 LIMIT = 400  # characters of the error's own message; the fix is never cut
@@ -102,4 +104,4 @@ def one_line(exc: BaseException, limit: int = LIMIT) -> str:
     line = f"{line}. Fix: {fix}" if fix else line
     # a message may quote the store's text (a run id Spark failed to parse): escape control
     # characters, so a name holding ESC sequences cannot drive the user's terminal
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in line)
+    return printable(line)

@@ -615,3 +615,16 @@ def test_strict_checks_every_trace_before_committing_a_batch(
         store.ingest(sample_copy, strict=True, progress=False)
     assert str(trace) in str(err.value) and "malformed JSON line" in str(err.value)
     assert _count(store, "runs") == 0 and _count(store, "events") == 0
+
+
+def test_a_commit_of_every_row_holds_no_second_copy() -> None:
+    """One huge log is one chunk committed whole: its tables go to the writer as they are, not
+    as filtered copies (benchmarks/bench_huge_line.py measures the peak: under 1 GB for a
+    100 MB one-line log)."""
+    import pyarrow as pa
+
+    from hylo_analytics.ingest import _rows_of
+
+    t = pa.table({"file_idx": pa.array([0, 0, 1], pa.int32()), "v": [1, 2, 3]})
+    assert _rows_of(t, pa.array([0, 1], pa.int32())) is t
+    assert _rows_of(t, pa.array([1], pa.int32())).column("v").to_pylist() == [3]

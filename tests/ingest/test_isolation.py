@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,12 +176,13 @@ def test_fifo_log_and_fifo_trace_are_refused_not_waited_on(data: Path, tmp_path:
 
 
 def test_device_file_is_refused(data: Path, tmp_path: Path) -> None:
-    os.symlink("/dev/zero", data / "zero.json")  # endless if read
-    store, rep = _ingest(data, tmp_path / "s")
+    """Named directly (in a folder, a link to /dev is refused as leading outside)."""
+    zero = tmp_path / "zero.json"
+    os.symlink("/dev/zero", zero)  # endless if read
+    store = ha.open_store(tmp_path / "s")
+    rep = store.ingest([data, zero], progress=False)
     _good_run_intact(store)
-    assert [str(p) for p in rep.problems] == [
-        f"{data / 'zero.json'}: not a regular file (character device)"
-    ]
+    assert [str(p) for p in rep.problems] == [f"{zero}: not a regular file (character device)"]
 
 
 def test_unreadable_file_is_a_problem(data: Path, tmp_path: Path, sample_dir: Path) -> None:
@@ -211,6 +213,38 @@ def test_nul_byte_in_trace_path_is_a_problem_on_that_sample(data: Path, tmp_path
     assert store.sql("SELECT count(*) AS n FROM stg_samples")["n"][0] == GOOD_SAMPLES
 
 
+@pytest.mark.parametrize(
+    ("bad", "field", "error"),
+    [
+        ('"success": NaN', "samples[0].scores.success", "non-finite number NaN"),
+        ('"success": 0.0, "success": 1.0', "samples[0].scores.success", "duplicate key 'success'"),
+    ],
+)
+def test_bad_field_beside_nesting_deeper_than_python_recurses_is_quarantined(
+    data: Path, tmp_path: Path, sample_dir: Path, bad: str, field: str, error: str
+) -> None:
+    """With the depth limit raised to 5,000, a value nested 2,000 deep (beyond Python's
+    recursion) sits beside a bad field: the file is quarantined naming file, line and field
+    (the walk that finds it used to give up on RecursionError, and the value was stored)."""
+    log = _small_log(sample_dir, "deep-beside-bad")
+    log["samples"][1]["nest"] = "@NEST"  # type: ignore[index]
+    text = json.dumps(log, indent=1).replace('"@NEST"', _nest(2_000))
+    text = re.sub(r'"success": [0-9.]+', bad, text, count=1)
+    bad_log = data / "deep" / "evallog.json"
+    bad_log.parent.mkdir()
+    bad_log.write_text(text)
+    res = _ingest_in_child(data, tmp_path / "s", HYLO_INGEST_MAX_JSON_DEPTH="5000")
+    assert res["runs"] == 1  # the good run beside it
+    [problem] = res["problems"]
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith(bad[:9]))
+    assert isinstance(problem, str) and problem.startswith(f"{bad_log}:{line}: {field}: {error}")
+    store = ha.open_store(tmp_path / "s")
+    assert (
+        store.sql("SELECT count(*) AS n FROM stg_runs WHERE run_id = 'deep-beside-bad'")["n"][0]
+        == 0
+    )
+
+
 # -- symlinked folders ---------------------------------------------------------------------
 
 
@@ -236,6 +270,67 @@ def test_symlinked_folder_outside_is_recorded_inside_is_followed(
         ("run-octo-ft-1.2.0-rc1-0002", str(data / "linked-in" / "evallog.json")),
     ]
     assert _quarantined(store)[0]["path"] == str(data / "linked-out")
+
+
+def test_symlinked_file_outside_is_quarantined_unread_inside_is_read(
+    data: Path, tmp_path: Path, sample_dir: Path
+) -> None:
+    """A log file linking out of the folder given (a private file, /proc/self/environ) is a
+    quarantine row naming the link and its target; it is never read nor hashed. A link to a
+    log inside the folder is read as the log."""
+    secret = tmp_path / "private" / "evallog.json"
+    secret.parent.mkdir()
+    secret.write_text(json.dumps(_small_log(sample_dir, "private-run")))
+    (data / "leak").mkdir()
+    (data / "leak" / "evallog.json").symlink_to(secret)
+    environ = "/proc/self/environ"  # resolved as /proc/<pid>/environ
+    (data / "env.json").symlink_to(environ)
+    hidden = data / ".kept" / "evallog.json"
+    hidden.parent.mkdir()
+    hidden.write_text(json.dumps(_small_log(sample_dir, "linked-inside")))
+    (data / "inside").mkdir()
+    (data / "inside" / "evallog.json").symlink_to(hidden)
+    store, rep = _ingest(data, tmp_path / "s")
+    top = str(data)
+    assert sorted(str(p) for p in rep.problems) == [
+        f"{data / 'env.json'}: symlinked file leads to {os.path.realpath(environ)!r}, "
+        f"outside {top!r}: skipped",
+        f"{data / 'leak' / 'evallog.json'}: symlinked file leads to {str(secret)!r}, "
+        f"outside {top!r}: skipped",
+    ]
+    runs = dict(store.sql("SELECT run_id, source_path FROM stg_runs").rows())
+    assert runs == {
+        GOOD: str(data / GOOD / "evallog.json"),
+        "linked-inside": str(data / "inside" / "evallog.json"),
+    }
+    assert [q["path"] for q in _quarantined(store)] == [
+        str(data / "env.json"),
+        str(data / "leak" / "evallog.json"),
+    ]
+    hashed = store.sql("SELECT path, sha256 FROM stg_ingested_files").rows()
+    assert not [p for p, _ in hashed if "leak" in p or "env.json" in p]
+    _good_run_intact(store)
+
+
+def test_link_swapped_out_after_the_walk_is_refused_when_read(tmp_path: Path) -> None:
+    """The walk's verdict is checked again when the file is opened: a link that leads out
+    by then is refused unread (``read_files`` with the folder as root)."""
+    from hylo_analytics.ingest._files import discover, read_files
+
+    folder, secret = tmp_path / "logs", tmp_path / "secret.json"
+    folder.mkdir()
+    secret.write_text('{"token": "s3cret"}')
+    (folder / "ok.json").write_text("{}")
+    link = folder / "a.json"
+    link.symlink_to(folder / "ok.json")
+    roots: dict[Path, Path] = {}
+    found = discover([folder], roots=roots)
+    assert found == [link, folder / "ok.json"]
+    link.unlink()
+    link.symlink_to(secret)  # swapped between the walk and the read
+    first = next(read_files([link], roots=[roots[link]]))
+    assert first.refused and first.data == b"" and first.sha256 == ""
+    assert first.error == f"{str(link)!r} is a link to {str(secret)!r}, outside {str(folder)!r}"
 
 
 # -- a reader that raises ------------------------------------------------------------------
@@ -296,8 +391,6 @@ def test_strict_raises_on_the_first_such_file_and_stores_nothing(
 ) -> None:
     os.symlink("/dev/zero", data / "zero.json")
     store = ha.open_store(tmp_path / "s")
-    with pytest.raises(
-        ha.IngestError, match=r"zero\.json: not a regular file \(character device\)"
-    ):
+    with pytest.raises(ha.IngestError, match=r"zero\.json: symlinked file leads to '/dev/zero'"):
         store.ingest(data, strict=True, progress=False)
     assert store.sql("SELECT count(*) AS n FROM stg_runs")["n"][0] == 0
