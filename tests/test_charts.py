@@ -366,3 +366,14 @@ def test_a_missing_label_is_drawn_not_a_crash() -> None:
     spec = charts.success_rate_by_task(frame).to_dict()
     assert {r["run"] for r in spec["data"]["values"]} == {"a", "(none)"}
     charts.save(charts.success_rate_by_task(frame), Path(tempfile.mkdtemp()) / "x.svg")
+
+
+def test_png_and_svg_of_a_label_holding_terminal_escapes(tmp_path: Path) -> None:
+    """vl-convert aborts the process on a label holding ESC or BEL: saving escapes them."""
+    frame = pl.DataFrame({"run": ["a\x1b[2Jb\x07", "plain"], "rate": [0.5, 0.7]})
+    chart = alt.Chart(frame.to_pandas()).mark_bar().encode(x="run:N", y="rate:Q")
+    png = charts.save(chart, tmp_path / "c.png")
+    svg = charts.save(chart, tmp_path / "c.svg")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = svg.read_text()
+    assert "\x1b" not in text and "\x07" not in text and "<svg" in text

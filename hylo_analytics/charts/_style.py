@@ -11,6 +11,7 @@ import altair as alt
 import polars as pl
 
 from hylo_analytics._html import HIDDEN, ScriptJSONEncoder, shorten
+from hylo_analytics._text import printable_spec
 
 __all__ = ["LABEL_CHARS", "VERDICT_COLORS", "save", "use_safe_renderer"]
 
@@ -132,13 +133,24 @@ def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:
         # altair's template puts the spec in <script> as plain JSON: a name holding
         # "</script>" would end it, so the spec is written with < > & escaped
         chart.save(str(path), inline=True, json_kwds={"cls": ScriptJSONEncoder})
-    elif path.suffix == ".png":
-        chart.save(str(path), scale_factor=2)
-    elif path.suffix == ".svg":
-        chart.save(str(path))
+    elif path.suffix in (".png", ".svg"):
+        # vl-convert aborts the process on a label holding ESC or BEL: every string printable
+        import vl_convert as vlc
+
+        spec = printable_spec(chart.to_dict())
+        if path.suffix == ".png":
+            _atomic_bytes(path, vlc.vegalite_to_png(spec, scale=2))
+        else:
+            _atomic_bytes(path, vlc.vegalite_to_svg(spec).encode())
     else:
         raise ValueError(f"cannot save a chart as {path.suffix!r}; use .html, .png or .svg")
     return path
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def use_safe_renderer() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hylo_analytics.cli._common import add_store_arg, store_from
+from hylo_analytics.cli._common import add_store_arg, say, store_from
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(StoreReader(store), allow_hosts=hosts, token=token)
     shown = f"[{bind}]" if ":" in bind else bind
     address = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
-    print(f"serving {store.root} at {address} (Ctrl-C stops)", flush=True)
+    say(f"serving {store.root} at {address} (Ctrl-C stops)")  # a path may hold ESC
+    sys.stdout.flush()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
