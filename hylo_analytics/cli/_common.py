@@ -285,12 +285,14 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
             .name.keep()
         )
     longest = max([_longest(df[c]) for c, t in df.schema.items() if t == pl.String], default=0)
+    # polars cuts a column's name at the same length as its text: names are shown whole
+    longest = max([longest, *(len(c) for c in df.columns)])
     # wide enough that every cell is shown on one line, never wrapped
     need = sum(max(len(c), _longest(df[c])) + 3 for c in df.columns) + 1
     width = max(shutil.get_terminal_size((240, 40)).columns, 240, need)
     with pl.Config(
         tbl_rows=200,
-        tbl_cols=30,
+        tbl_cols=-1 if wide else 30,
         fmt_str_lengths=max(longest, 8),
         tbl_width_chars=width,
         tbl_hide_dataframe_shape=True,

@@ -26,3 +26,14 @@ def test_aggregate_command_reports_bad_options(sample_store, capsys):
     code = main(["aggregate", "--store", str(sample_store.root), "--metric", "nope"])
     assert code == 2
     assert "no scores of metric(s) ['nope']" in capsys.readouterr().err
+
+
+def test_the_table_shows_every_header_whole(sample_store, capsys):
+    """Headers are never cut (issue 27): polars cut a name at the width of its column's
+    text; ``--wide`` shows every column, past polars' 30."""
+    long = "success_rate_errors_as_failures_of_the_run"
+    cols = ", ".join([f"1 as {long}", *(f"{i} as c{i}" for i in range(40))])
+    assert main(["sql", f"select {cols}", "--store", str(sample_store.root), "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert long in out and "c39" in out
+    assert "…" not in out
