@@ -82,7 +82,25 @@ EVENTS = pa.schema(
         ("name", _str),  # grade
         ("value", _f64),  # grade (null = abstain)
         ("explanation", _str),  # grade
-        ("raw", _str),  # the event line as written: unknown types and fields are never lost
+        # the event line as written, for the lines no trace file holds (a grader's grade
+        # event); null for a trace's line, which ``trace_files`` holds once with its file (an
+        # older store holds every line here): read it through ``hylo_analytics._traces``
+        ("raw", _str),
+        ("batch_seq", _i64),
+    ]
+)
+
+# Each trace file read at ingest, its bytes kept once (the file's text; Parquet compresses it
+# with zstd): an event's line is line ``idx`` of the file of its sample's ``trace_path``, so
+# every raw line is recoverable and an export writes the file's lines back byte for byte.
+TRACE_FILES = pa.schema(
+    [
+        ("run_id", _str),
+        ("path", _str),  # the trace's resolved path: samples.trace_path of its samples
+        ("sha256", _str),
+        ("size", _i64),  # bytes
+        ("n_lines", _i64),
+        ("content", _str),  # the file's text, as read (UTF-8)
         ("batch_seq", _i64),
     ]
 )
@@ -213,6 +231,7 @@ SCHEMAS: Mapping[str, pa.Schema] = {
     "runs": RUNS,
     "samples": SAMPLES,
     "events": EVENTS,
+    "trace_files": TRACE_FILES,
     "scores": SCORES,
     "quarantine": QUARANTINE,
     "ingested_files": INGESTED_FILES,

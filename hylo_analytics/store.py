@@ -87,7 +87,7 @@ __all__ = [
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
 FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
-    "comparisons", "resolved_scores",
+    "comparisons", "resolved_scores", "trace_files",
 )  # fmt: skip
 
 
@@ -1007,7 +1007,16 @@ def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
 
 
 # Free text and JSON: a dictionary would only be built to be thrown away.
-_NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_components", "error"}
+_NO_DICTIONARY = {
+    "raw",
+    "content",
+    "extra",
+    "results",
+    "metadata",
+    "explanation",
+    "agent_components",
+    "error",
+}
 
 
 # Small enough that a run's rows span few groups, large enough that a group's footer is cheap.

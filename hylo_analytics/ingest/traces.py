@@ -4,7 +4,8 @@ Traces are many small files, so nothing here costs a parser call per file: the f
 batch (about ``batch_bytes`` of them, cut between runs when a run fits) are joined into one
 buffer, split into lines with numpy (a zero-copy Arrow string array), and DuckDB parses every
 line of the batch in one query (``try(json_transform)``). Only a batch with a bad line looks
-at its bad lines again, to name the file, line and field. Peak memory follows the batch size,
+at its bad lines again, to name the file, line and field. Each file's text is kept once
+(``trace_files``), not a copy of each line per event: an event's raw line is its file's line. Peak memory follows the batch size,
 not the input: :func:`iter_traces` yields one batch's events at a time. A trace path must stay
 inside its run folder: absolute paths, ``..`` that climbs out and symlinks leading out are
 refused. Format: ``docs/trace-format.md``.
@@ -160,6 +161,9 @@ class TraceBatch:
     problems: list[Problem]
     status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
     files: list[tuple[int, SourceFile]]  # (ref index, file read without its bytes)
+    # the files whose lines are events, each once: (run_id, path, sha256, size, n_lines,
+    # content); an event's raw line is line ``idx`` of its file (``hylo_analytics._traces``)
+    trace_files: pa.Table | None = None
 
 
 @dataclass
@@ -168,6 +172,7 @@ class ParsedTraces:
     problems: list[Problem]
     trace_status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
     files: list[SourceFile]  # the trace files read (for ingested_files)
+    trace_files: pa.Table | None = None  # their text, once each (see TraceBatch)
 
 
 def parse_traces(
@@ -180,6 +185,7 @@ def parse_traces(
         [q for p in parts for q in p.problems],
         {i: st for p in parts for i, st in p.status.items()},
         [f for p in parts for _, f in p.files],
+        _concat_files([p.trace_files for p in parts]),
     )
 
 
@@ -262,6 +268,38 @@ def _parse_isolated(
         [q for p in parts for q in p.problems] + failed,
         {**{i: st for p in parts for i, st in p.status.items()}, **status},
         [f for p in parts for f in p.files],
+        _concat_files([p.trace_files for p in parts]),
+    )
+
+
+def _concat_files(tables: Sequence[pa.Table | None]) -> pa.Table:
+    found = [t for t in tables if t is not None]
+    return pa.concat_tables(found) if found else _empty_trace_files()
+
+
+def _empty_trace_files() -> pa.Table:
+    from hylo_analytics._schema import TRACE_FILES
+
+    return pa.schema([f for f in TRACE_FILES if f.name != "batch_seq"]).empty_table()
+
+
+def _trace_files(
+    refs: Sequence[TraceRef],
+    owners: list[int],
+    chunks: list[bytes],
+    shas: list[str],
+    file_index: np.ndarray,
+) -> pa.Table:
+    """The trace files of a batch whose lines were parsed, each with its text (one copy)."""
+    return pa.table(
+        {
+            "run_id": pa.array([refs[i].run_id for i in owners], pa.string()),
+            "path": pa.array([str(refs[i].log_path.parent / refs[i].rel) for i in owners]),
+            "sha256": pa.array(shas, pa.string()),
+            "size": pa.array([len(c) for c in chunks], pa.int64()),
+            "n_lines": pa.array(np.bincount(file_index, minlength=len(owners)), pa.int64()),
+            "content": pa.array(chunks, pa.binary()).cast(pa.string()),
+        }
     )
 
 
@@ -281,6 +319,7 @@ def _parse_batch(
     files: list[tuple[int, SourceFile]] = []
     chunks: list[bytes] = []
     owners: list[int] = []
+    shas: list[str] = []
     for i, sf, refused in items:
         ref = refs[i]
         where = f"samples[{ref.sample_idx}].trace"
@@ -308,6 +347,7 @@ def _parse_batch(
             files.append((i, replace(sf, data=b"")))
             chunks.append(sf.data)
             owners.append(i)
+            shas.append(sf.sha256)
     lines, file_index, line_number = split_lines(chunks)
     try:
         lines.validate(full=True)  # UTF-8 of the whole batch at once
@@ -323,6 +363,7 @@ def _parse_batch(
             problems.append(Problem(path, pos[0], None, f"not UTF-8 (column {pos[1]})"))
         chunks = [chunks[k] for k in keep]
         owners = [owners[k] for k in keep]
+        shas = [shas[k] for k in keep]
         lines, file_index, line_number = split_lines(chunks)
     line_ref = np.asarray(owners, dtype=np.int32)[file_index]
     deep = deep_lines(lines)  # no line too deep for a recursive parser reaches the store
@@ -333,7 +374,7 @@ def _parse_batch(
         con.unregister("_trace_lines")
     valid = typed["valid"].combine_chunks()
     typed = typed.drop_columns(["valid"])
-    raw = pc.utf8_rtrim(lines, characters="\r\n")
+    files_table = _trace_files(refs, owners, chunks, shas, file_index)
     if deep:
         at = np.fromiter(deep, dtype=np.int64, count=len(deep))
         mask = valid.to_numpy(zero_copy_only=False).copy()
@@ -356,7 +397,6 @@ def _parse_batch(
             _line_problems(con, refs, lines, bad, line_ref, line_number, file_index, last, status)
         )
         typed = typed.filter(valid)
-        raw = raw.filter(valid)
         file_index = file_index[keep_mask]
         line_number = line_number[keep_mask]
     per_ref = {
@@ -369,10 +409,11 @@ def _parse_batch(
     events = typed.add_column(0, "idx", pa.array(line_number))
     for k, (col, values) in enumerate(per_ref.items()):
         events = events.add_column(k, col, values.take(local))
-    events = events.append_column("raw", raw)
+    # no copy of the line: trace_files holds the file once, the line is (its file, idx)
+    events = events.append_column("raw", pa.nulls(events.num_rows, pa.string()))
     for i in owners:
         status.setdefault(i, "ok")
-    return TraceBatch(start, start + len(items), events, problems, status, files)
+    return TraceBatch(start, start + len(items), events, problems, status, files, files_table)
 
 
 # A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after
