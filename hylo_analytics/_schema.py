@@ -82,9 +82,10 @@ EVENTS = pa.schema(
         ("name", _str),  # grade
         ("value", _f64),  # grade (null = abstain)
         ("explanation", _str),  # grade
-        # the event line as written, for the lines no trace file holds (a grader's grade
-        # event); null for a trace's line, which ``trace_files`` holds once with its file (an
-        # older store holds every line here): read it through ``hylo_analytics._traces``
+        # the event line as written, for a grade event only (a trace's grade line, read by
+        # the grades scorer in SQL; a grader's event, which no file holds); null for every
+        # other line, which ``trace_files`` holds once with its file (an older store holds
+        # every line here): read lines through ``hylo_analytics._traces``
         ("raw", _str),
         ("batch_seq", _i64),
     ]

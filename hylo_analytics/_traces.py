@@ -3,9 +3,10 @@
 A trace's events carry no copy of their line (``events.raw`` is null): the file's text is in
 ``trace_files`` once, and an event's line is line ``idx`` of the file its sample names
 (``samples.trace_path = trace_files.path``), with its line break (and any ``\\r`` before it)
-trimmed, exactly as ingest used to copy it. ``events.raw`` still holds the lines no file holds:
-the grade events a grader wrote, and every line of a store written before ``trace_files``
-existed; those are read as they are, so an older store reads (and exports) as before.
+trimmed, exactly as ingest used to copy it. ``events.raw`` still holds the grade events' lines
+(a trace's, which the grades scorer reads in SQL, and a grader's, which no file holds), and
+every line of a store written before ``trace_files`` existed; those are read as they are, so
+an older store reads (and exports) as before.
 
 :func:`with_raw_sql` wraps any selection of event rows: only the files of the events asked
 for are split into lines (by DuckDB, in one query, no Python loop over lines).
@@ -42,10 +43,10 @@ _want as (
     join _smp as m on m.run_id = e.run_id and m.key = e.key and m.episode_id = e.episode_id
 ),
 _files as (
+    -- a join, not IN: the files asked are the build side, and their keys filter the scan
     select f.run_id, f.path, string_split(f.content, chr(10)) as lines
     from stg_trace_files as f
-    where f.run_id in (select run_id from _want)
-      and (f.run_id, f.path) in (select (run_id, path) from _want)
+    join _want as w on w.run_id = f.run_id and w.path = f.path
 ),
 _lines as (
     select run_id, path, unnest(lines) as line, generate_subscripts(lines, 1) as line_no

@@ -303,6 +303,22 @@ def _trace_files(
     )
 
 
+def _grade_lines(lines: pa.LargeStringArray, valid: pa.Array, kind: pa.ChunkedArray) -> pa.Array:
+    """``raw`` of a batch's lines: the line of a grade event, null for every other.
+
+    A grade line keeps its copy: the ``grades`` scorer, one of the defaults, reads its value's
+    JSON type in SQL at every score, and grade lines are few (about one per graded episode);
+    every other line is read from its file (``hylo_analytics._traces``)."""
+    is_grade = pc.fill_null(pc.equal(kind, "grade"), False).combine_chunks()
+    mask = pc.and_(valid, is_grade)
+    at = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    empty = pa.nulls(len(lines), pa.string())
+    if not len(at):
+        return empty
+    got = pc.utf8_rtrim(lines.take(pa.array(at)), characters="\r\n").cast(pa.string())
+    return pc.replace_with_mask(empty, mask, got)
+
+
 def _empty_events() -> pa.Table:
     from hylo_analytics._schema import EVENTS
 
@@ -386,6 +402,7 @@ def _parse_batch(
             idx = int(line_number[k])
             problems.append(Problem(path, idx, None, too_deep(idx, deep[k])))
             status[ref_i] = "bad"
+    raw = _grade_lines(lines, valid, typed["type"])
     if valid.false_count:
         keep_mask = valid.to_numpy(zero_copy_only=False)
         not_deep = keep_mask.copy()
@@ -397,6 +414,7 @@ def _parse_batch(
             _line_problems(con, refs, lines, bad, line_ref, line_number, file_index, last, status)
         )
         typed = typed.filter(valid)
+        raw = raw.filter(valid)
         file_index = file_index[keep_mask]
         line_number = line_number[keep_mask]
     per_ref = {
@@ -409,8 +427,9 @@ def _parse_batch(
     events = typed.add_column(0, "idx", pa.array(line_number))
     for k, (col, values) in enumerate(per_ref.items()):
         events = events.add_column(k, col, values.take(local))
-    # no copy of the line: trace_files holds the file once, the line is (its file, idx)
-    events = events.append_column("raw", pa.nulls(events.num_rows, pa.string()))
+    # no copy of the line (but a grade's): trace_files holds the file once, a line is
+    # (its file, idx)
+    events = events.append_column("raw", raw)
     for i in owners:
         status.setdefault(i, "ok")
     return TraceBatch(start, start + len(items), events, problems, status, files, files_table)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 
 __all__ = [
@@ -137,18 +136,17 @@ def grades_sql(some_runs: bool) -> str:
 
     The metric is the grade's ``name``, the source ``grade:<grader>``; a grader that graded the
     same name twice in one episode counts with its last grade. Values are read from the raw
-    event (its line in the trace file, ``hylo_analytics._traces``) so booleans count as 1/0
-    and a non-numeric value is an explicit skip reason.
+    event so booleans count as 1/0 and a non-numeric value is an explicit skip reason: a grade
+    event is the one kind whose line ``events.raw`` keeps (a trace's grade lines at ingest,
+    a grader's events when written; every line in an older store), so this query reads no
+    trace file (``hylo_analytics.ingest.traces._grade_lines``).
     """
-    grades = with_raw_sql(
-        "select run_id, key, episode_id, idx, grader, name, explanation, raw from stg_events "
-        f"where type = 'grade' and {'list_contains($runs, run_id)' if some_runs else 'true'}"
-    )
     return f"""
     with g as (
         select e.run_id, e.episode_id, e.idx, e.grader, e.name, e.explanation,
                json_extract(e.raw, '$.value') as v
-        from ({grades}) as e
+        from stg_events as e
+        where e.type = 'grade' and {"list_contains($runs, e.run_id)" if some_runs else "true"}
     ),
     last as (
         select * from g
