@@ -91,17 +91,18 @@ EVENTS = pa.schema(
     ]
 )
 
-# Each trace file read at ingest, its bytes kept once (the file's text; Parquet compresses it
-# with zstd): an event's line is line ``idx`` of the file of its sample's ``trace_path``, so
-# every raw line is recoverable and an export writes the file's lines back byte for byte.
+# Each trace file read at ingest, its bytes kept once (one zstd frame per file, so a merge of
+# batches moves compressed bytes): an event's line is line ``idx`` of the file of its sample's
+# ``trace_path``, so every raw line is recoverable and an export writes the lines back byte for
+# byte (``hylo_analytics._traces``).
 TRACE_FILES = pa.schema(
     [
         ("run_id", _str),
         ("path", _str),  # the trace's resolved path: samples.trace_path of its samples
         ("sha256", _str),
-        ("size", _i64),  # bytes
+        ("size", _i64),  # bytes (uncompressed)
         ("n_lines", _i64),
-        ("content", _str),  # the file's text, as read (UTF-8)
+        ("data", pa.binary()),  # the file's bytes (UTF-8 text), one zstd frame
         ("batch_seq", _i64),
     ]
 )
@@ -274,6 +275,7 @@ _DUCKDB_TYPES = {
     _f64: "DOUBLE",
     _bool: "BOOLEAN",
     _ts: "TIMESTAMPTZ",
+    pa.binary(): "BLOB",
 }
 
 

@@ -1,7 +1,8 @@
 """An event's raw line, read from the trace file the store keeps once.
 
-A trace's events carry no copy of their line (``events.raw`` is null): the file's text is in
-``trace_files`` once, and an event's line is line ``idx`` of the file its sample names
+A trace's events carry no copy of their line (``events.raw`` is null): the file's bytes are in
+``trace_files`` once (one zstd frame, ``data``; its text through :func:`trace_text`, or
+``hylo_trace_text(data, size)`` on a store's DuckDB connection), and an event's line is line ``idx`` of the file its sample names
 (``samples.trace_path = trace_files.path``), with its line break (and any ``\\r`` before it)
 trimmed, exactly as ingest used to copy it. ``events.raw`` still holds the grade events' lines
 (a trace's, which the grades scorer reads in SQL, and a grader's, which no file holds), and
@@ -16,12 +17,56 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+import pyarrow as pa
+from duckdb.func import FunctionNullHandling, PythonUDFType
+from duckdb.sqltypes import BIGINT, BLOB, VARCHAR
+
 if TYPE_CHECKING:
     import polars as pl
 
     from hylo_analytics.store import ParquetStore
 
-__all__ = ["event_lines", "with_raw_sql"]
+__all__ = [
+    "compress_trace",
+    "event_lines",
+    "register_trace_text",
+    "trace_text",
+    "with_raw_sql",
+]
+
+_CODEC = pa.Codec("zstd", compression_level=1)
+
+
+def compress_trace(data: bytes) -> bytes:
+    """A trace file's bytes as stored in ``trace_files.data``: one zstd frame."""
+    return bytes(_CODEC.compress(data, asbytes=True))
+
+
+def trace_text(data: bytes, size: int) -> str:
+    """The text of a trace file stored as ``(data, size)`` (``trace_files``)."""
+    return bytes(_CODEC.decompress(data, decompressed_size=size, asbytes=True)).decode()
+
+
+def _trace_texts(data: pa.Array, size: pa.Array) -> pa.Array:
+    out = [
+        None if d is None else _CODEC.decompress(d, decompressed_size=n, asbytes=True)
+        for d, n in zip(data.to_pylist(), size.to_pylist(), strict=True)
+    ]
+    return pa.array(out, pa.binary()).cast(pa.string())  # validated as UTF-8
+
+
+def register_trace_text(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``hylo_trace_text(data, size)`` on ``con``: a ``trace_files`` row's text."""
+    con.create_function(
+        "hylo_trace_text",
+        _trace_texts,
+        [BLOB, BIGINT],
+        VARCHAR,
+        type=PythonUDFType.ARROW,
+        null_handling=FunctionNullHandling.SPECIAL,
+        side_effects=False,
+    )
 
 
 def with_raw_sql(events: str) -> str:
@@ -44,7 +89,7 @@ _want as (
 ),
 _files as (
     -- a join, not IN: the files asked are the build side, and their keys filter the scan
-    select f.run_id, f.path, string_split(f.content, chr(10)) as lines
+    select f.run_id, f.path, string_split(hylo_trace_text(f.data, f.size), chr(10)) as lines
     from stg_trace_files as f
     join _want as w on w.run_id = f.run_id and w.path = f.path
 ),

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics._traces import event_lines
+from hylo_analytics._traces import event_lines, trace_text
 from hylo_analytics.scoring import EpisodeScorer, ScoringCall
 from hylo_analytics.scoring.graders import EpisodeTask, EpisodeTrace, GradeEvent
 from hylo_analytics.testing.older import inline_trace_lines
@@ -85,7 +85,7 @@ def test_every_raw_line_is_recoverable(hostile: Path, tmp_path: Path) -> None:
     assert sorted(files["path"].to_list()) == sorted(traced["trace_path"].to_list())
     for row in files.iter_rows(named=True):
         data = Path(row["path"]).read_bytes()
-        assert row["content"].encode() == data
+        assert trace_text(row["data"], row["size"]).encode() == data
         assert (row["sha256"], row["size"]) == (hashlib.sha256(data).hexdigest(), len(data))
         last = 0 if not data or data.endswith(b"\n") else 1  # a last line with no newline
         assert row["n_lines"] == data.count(b"\n") + last

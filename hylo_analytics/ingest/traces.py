@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hylo_analytics._traces import compress_trace
 from hylo_analytics.ingest._files import (
     SourceFile,
     bad_utf8,
@@ -162,7 +163,7 @@ class TraceBatch:
     status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
     files: list[tuple[int, SourceFile]]  # (ref index, file read without its bytes)
     # the files whose lines are events, each once: (run_id, path, sha256, size, n_lines,
-    # content); an event's raw line is line ``idx`` of its file (``hylo_analytics._traces``)
+    # data); an event's raw line is line ``idx`` of its file (``hylo_analytics._traces``)
     trace_files: pa.Table | None = None
 
 
@@ -298,7 +299,7 @@ def _trace_files(
             "sha256": pa.array(shas, pa.string()),
             "size": pa.array([len(c) for c in chunks], pa.int64()),
             "n_lines": pa.array(np.bincount(file_index, minlength=len(owners)), pa.int64()),
-            "content": pa.array(chunks, pa.binary()).cast(pa.string()),
+            "data": pa.array([compress_trace(c) for c in chunks], pa.binary()),
         }
     )
 
