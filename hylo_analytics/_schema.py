@@ -82,7 +82,27 @@ EVENTS = pa.schema(
         ("name", _str),  # grade
         ("value", _f64),  # grade (null = abstain)
         ("explanation", _str),  # grade
-        ("raw", _str),  # the event line as written: unknown types and fields are never lost
+        # the event line as written, for a grade event only (a trace's grade line, read by
+        # the grades scorer in SQL; a grader's event, which no file holds); null for every
+        # other line, which ``trace_files`` holds once with its file (an older store holds
+        # every line here): read lines through ``hylo_analytics._traces``
+        ("raw", _str),
+        ("batch_seq", _i64),
+    ]
+)
+
+# Each trace file read at ingest, its bytes kept once (one zstd frame per file, so a merge of
+# batches moves compressed bytes): an event's line is line ``idx`` of the file of its sample's
+# ``trace_path``, so every raw line is recoverable and an export writes the lines back byte for
+# byte (``hylo_analytics._traces``).
+TRACE_FILES = pa.schema(
+    [
+        ("run_id", _str),
+        ("path", _str),  # the trace's resolved path: samples.trace_path of its samples
+        ("sha256", _str),
+        ("size", _i64),  # bytes (uncompressed)
+        ("n_lines", _i64),
+        ("data", pa.binary()),  # the file's bytes (UTF-8 text), one zstd frame
         ("batch_seq", _i64),
     ]
 )
@@ -213,6 +233,7 @@ SCHEMAS: Mapping[str, pa.Schema] = {
     "runs": RUNS,
     "samples": SAMPLES,
     "events": EVENTS,
+    "trace_files": TRACE_FILES,
     "scores": SCORES,
     "quarantine": QUARANTINE,
     "ingested_files": INGESTED_FILES,
@@ -254,6 +275,7 @@ _DUCKDB_TYPES = {
     _f64: "DOUBLE",
     _bool: "BOOLEAN",
     _ts: "TIMESTAMPTZ",
+    pa.binary(): "BLOB",
 }
 
 

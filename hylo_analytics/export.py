@@ -1,8 +1,10 @@
 """Write a stored run back out as a hylo EvalLog: v0.1, or the v0.2 layout.
 
 v0.1 is the layout the hylo reader ingests; a run that came from a v0.1 log round-trips
-losslessly (same JSON up to key and sample order), and its traces are written back from
-``events.raw``, line by line in their original order, at their original relative paths.
+losslessly (same JSON up to key and sample order), and its traces are written back line by
+line in their original order, at their original relative paths: each event's line as read
+from the trace file the store keeps once (``trace_files``; ``events.raw`` for a grader's grade
+events and in a store written before that table), byte for byte.
 What cannot come back: a non-numeric score value (stored as an abstention with its
 ``skip_reason``), a trace that was refused or missing at ingest (its path was not stored), and
 the order of samples (exported sorted by key, then epoch), the difference between an
@@ -38,6 +40,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.resolution import preferred_query
 
 if TYPE_CHECKING:
@@ -256,15 +259,18 @@ def _run_means(store: ParquetStore, run_id: str) -> dict[str, float | None]:
 
 
 def _write_traces(store: ParquetStore, run_id: str, folder: Path, prefix: str) -> None:
+    events = with_raw_sql(
+        "SELECT run_id, key, episode_id, idx, raw FROM stg_events WHERE run_id = $run"
+    )
     rows = store.con.execute(
-        """
+        f"""
         SELECT s.trace_path, string_agg(e.raw, chr(10) ORDER BY e.idx) || chr(10)
-        FROM stg_samples AS s JOIN stg_events AS e
+        FROM stg_samples AS s JOIN ({events}) AS e
           ON e.run_id = s.run_id AND e.key = s.key AND e.episode_id = s.episode_id
-        WHERE s.run_id = ? AND s.trace_path IS NOT NULL
+        WHERE s.run_id = $run AND s.trace_path IS NOT NULL
         GROUP BY s.trace_path
         """,
-        [run_id],
+        {"run": run_id},
     ).fetchall()
     for trace_path, text in rows:
         rel = trace_path[len(prefix) :] if trace_path.startswith(prefix) else Path(trace_path).name

@@ -65,6 +65,7 @@ from hylo_analytics._sql import (
     load_views,
     view_sql,
 )
+from hylo_analytics._traces import register_trace_text
 from hylo_analytics.metrics import default_registry
 
 __all__ = [
@@ -87,7 +88,7 @@ __all__ = [
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
 FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
-    "comparisons", "resolved_scores",
+    "comparisons", "resolved_scores", "trace_files",
 )  # fmt: skip
 
 
@@ -268,6 +269,7 @@ class ParquetStore:
         if created:
             self._ensure_empty_batch()  # a new store: made whole now
         self._con = duckdb.connect(":memory:")
+        register_trace_text(self._con)  # a trace file's text, for the readers of raw lines
         self.threads = threads or duckdb_threads()
         self._con.execute(f"SET threads TO {int(self.threads)}")
         self._con.execute("SET parquet_metadata_cache = true")
@@ -1014,7 +1016,15 @@ def _tombstone_table(tombstones: Sequence[Tombstone]) -> pa.Table:
 
 
 # Free text and JSON: a dictionary would only be built to be thrown away.
-_NO_DICTIONARY = {"raw", "extra", "results", "metadata", "explanation", "agent_components", "error"}
+_NO_DICTIONARY = {
+    "raw",
+    "extra",
+    "results",
+    "metadata",
+    "explanation",
+    "agent_components",
+    "error",
+}
 
 
 # Small enough that a run's rows span few groups, large enough that a group's footer is cheap.
@@ -1055,8 +1065,9 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     pq.write_table(
         _runs_in_order(table),
         path,
-        compression="zstd",
-        compression_level=1,
+        # a trace file's bytes are one zstd frame already (trace_files.data)
+        compression={f.name: "none" if f.name == "data" else "zstd" for f in table.schema},
+        compression_level={f.name: 1 for f in table.schema if f.name != "data"},
         use_dictionary=dictionary,
         row_group_size=ROW_GROUP_ROWS,
     )

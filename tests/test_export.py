@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import hylo_analytics as ha
+from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.cli import main
 
 
@@ -135,7 +136,10 @@ _TABLES = {
     " FROM stg_samples WHERE run_id = ?",
     "scores": "SELECT key, task_id, seed, epoch, episode_id, metric, value, valid, explanation"
     " FROM stg_scores WHERE run_id = ?",
-    "events": "SELECT key, episode_id, idx, raw FROM stg_events WHERE run_id = ?",
+    # each event's line as written (from the trace file kept once: hylo_analytics._traces)
+    "events": "SELECT key, episode_id, idx, raw FROM ("
+    + with_raw_sql("SELECT * FROM stg_events")
+    + ") WHERE run_id = ?",
 }
 
 

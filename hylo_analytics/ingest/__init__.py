@@ -810,7 +810,11 @@ def _ingest_chunk(
                 started |= untraced
                 batch_problems, rows = problems + batch.problems, file_rows
                 first = False
-            submit(*chunk.commit_tables(ev, batch_problems, rows, done=done, started=started))
+            submit(
+                *chunk.commit_tables(
+                    ev, batch_problems, rows, done=done, started=started, files=batch.trace_files
+                )
+            )
     return IngestReport(
         files_read=len(files),
         files_unchanged=unchanged,
@@ -829,7 +833,7 @@ def _ingest_chunk(
     )
 
 
-_RUN_TABLES = ("runs", "samples", "events", "scores")
+_RUN_TABLES = ("runs", "samples", "events", "scores", "trace_files")
 
 
 def _parse_isolated(
@@ -973,6 +977,7 @@ class _Chunk:
         self.problems: list[Problem] = []
         self.log_rows: list[dict[str, object]] = []
         self.events_added = 0
+        self.files_kept: set[tuple[str, str]] = set()  # (run_id, path) in trace_files
 
     def take(self, batch: TraceBatch) -> None:
         """Remember a parsed batch's statuses and trace files (committed with their runs)."""
@@ -997,6 +1002,7 @@ class _Chunk:
         *,
         done: set[int],
         started: set[int],
+        files: pa.Table | None = None,
     ) -> tuple[dict[str, pa.Table], list[Tombstone]]:
         """The commit of ``events`` with the runs of the files ``done`` and the tombstones of
         ``started`` (written by the caller's writer thread)."""
@@ -1040,10 +1046,22 @@ class _Chunk:
             "scores": scores.drop_columns(["file_idx"]),
             "quarantine": quarantine,
             "ingested_files": pa.Table.from_pylist(rows, schema=_file_schema()) if rows else None,
+            "trace_files": self._new_files(files),
         }
         self.problems += problems
         self.events_added += events.num_rows
         return {k: v for k, v in tables.items() if v is not None}, tombstones
+
+    def _new_files(self, files: pa.Table | None) -> pa.Table | None:
+        """The trace files not kept yet for their run (two samples may name one file)."""
+        if files is None or not files.num_rows:
+            return None
+        keys = list(zip(files["run_id"].to_pylist(), files["path"].to_pylist(), strict=True))
+        keep = []
+        for k in keys:
+            keep.append(k not in self.files_kept)
+            self.files_kept.add(k)
+        return files if all(keep) else files.filter(pa.array(keep))
 
     def _samples(self, samples: pa.Table) -> pa.Table:
         """Samples with the status and path of their trace, once it has been read."""
@@ -1080,6 +1098,9 @@ def _merge_batches(batches: list[TraceBatch]) -> TraceBatch:
         [q for b in batches for q in b.problems],
         {i: st for b in batches for i, st in b.status.items()},
         [f for b in batches for f in b.files],
+        pa.concat_tables([b.trace_files for b in batches if b.trace_files is not None])
+        if any(b.trace_files is not None for b in batches)
+        else None,
     )
 
 

@@ -4,7 +4,8 @@ Traces are many small files, so nothing here costs a parser call per file: the f
 batch (about ``batch_bytes`` of them, cut between runs when a run fits) are joined into one
 buffer, split into lines with numpy (a zero-copy Arrow string array), and DuckDB parses every
 line of the batch in one query (``try(json_transform)``). Only a batch with a bad line looks
-at its bad lines again, to name the file, line and field. Peak memory follows the batch size,
+at its bad lines again, to name the file, line and field. Each file's text is kept once
+(``trace_files``), not a copy of each line per event: an event's raw line is its file's line. Peak memory follows the batch size,
 not the input: :func:`iter_traces` yields one batch's events at a time. A trace path must stay
 inside its run folder: absolute paths, ``..`` that climbs out and symlinks leading out are
 refused. Format: ``docs/trace-format.md``.
@@ -23,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hylo_analytics._traces import compress_trace
 from hylo_analytics.ingest._files import (
     SourceFile,
     bad_utf8,
@@ -160,6 +162,9 @@ class TraceBatch:
     problems: list[Problem]
     status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
     files: list[tuple[int, SourceFile]]  # (ref index, file read without its bytes)
+    # the files whose lines are events, each once: (run_id, path, sha256, size, n_lines,
+    # data); an event's raw line is line ``idx`` of its file (``hylo_analytics._traces``)
+    trace_files: pa.Table | None = None
 
 
 @dataclass
@@ -168,6 +173,7 @@ class ParsedTraces:
     problems: list[Problem]
     trace_status: dict[int, str]  # ref index -> ok | partial | bad | missing | refused
     files: list[SourceFile]  # the trace files read (for ingested_files)
+    trace_files: pa.Table | None = None  # their text, once each (see TraceBatch)
 
 
 def parse_traces(
@@ -180,6 +186,7 @@ def parse_traces(
         [q for p in parts for q in p.problems],
         {i: st for p in parts for i, st in p.status.items()},
         [f for p in parts for _, f in p.files],
+        _concat_files([p.trace_files for p in parts]),
     )
 
 
@@ -262,7 +269,55 @@ def _parse_isolated(
         [q for p in parts for q in p.problems] + failed,
         {**{i: st for p in parts for i, st in p.status.items()}, **status},
         [f for p in parts for f in p.files],
+        _concat_files([p.trace_files for p in parts]),
     )
+
+
+def _concat_files(tables: Sequence[pa.Table | None]) -> pa.Table:
+    found = [t for t in tables if t is not None]
+    return pa.concat_tables(found) if found else _empty_trace_files()
+
+
+def _empty_trace_files() -> pa.Table:
+    from hylo_analytics._schema import TRACE_FILES
+
+    return pa.schema([f for f in TRACE_FILES if f.name != "batch_seq"]).empty_table()
+
+
+def _trace_files(
+    refs: Sequence[TraceRef],
+    owners: list[int],
+    chunks: list[bytes],
+    shas: list[str],
+    file_index: np.ndarray,
+) -> pa.Table:
+    """The trace files of a batch whose lines were parsed, each with its text (one copy)."""
+    return pa.table(
+        {
+            "run_id": pa.array([refs[i].run_id for i in owners], pa.string()),
+            "path": pa.array([str(refs[i].log_path.parent / refs[i].rel) for i in owners]),
+            "sha256": pa.array(shas, pa.string()),
+            "size": pa.array([len(c) for c in chunks], pa.int64()),
+            "n_lines": pa.array(np.bincount(file_index, minlength=len(owners)), pa.int64()),
+            "data": pa.array([compress_trace(c) for c in chunks], pa.binary()),
+        }
+    )
+
+
+def _grade_lines(lines: pa.LargeStringArray, valid: pa.Array, kind: pa.ChunkedArray) -> pa.Array:
+    """``raw`` of a batch's lines: the line of a grade event, null for every other.
+
+    A grade line keeps its copy: the ``grades`` scorer, one of the defaults, reads its value's
+    JSON type in SQL at every score, and grade lines are few (about one per graded episode);
+    every other line is read from its file (``hylo_analytics._traces``)."""
+    is_grade = pc.fill_null(pc.equal(kind, "grade"), False).combine_chunks()
+    mask = pc.and_(valid, is_grade)
+    at = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    empty = pa.nulls(len(lines), pa.string())
+    if not len(at):
+        return empty
+    got = pc.utf8_rtrim(lines.take(pa.array(at)), characters="\r\n").cast(pa.string())
+    return pc.replace_with_mask(empty, mask, got)
 
 
 def _empty_events() -> pa.Table:
@@ -281,6 +336,7 @@ def _parse_batch(
     files: list[tuple[int, SourceFile]] = []
     chunks: list[bytes] = []
     owners: list[int] = []
+    shas: list[str] = []
     for i, sf, refused in items:
         ref = refs[i]
         where = f"samples[{ref.sample_idx}].trace"
@@ -308,6 +364,7 @@ def _parse_batch(
             files.append((i, replace(sf, data=b"")))
             chunks.append(sf.data)
             owners.append(i)
+            shas.append(sf.sha256)
     lines, file_index, line_number = split_lines(chunks)
     try:
         lines.validate(full=True)  # UTF-8 of the whole batch at once
@@ -323,6 +380,7 @@ def _parse_batch(
             problems.append(Problem(path, pos[0], None, f"not UTF-8 (column {pos[1]})"))
         chunks = [chunks[k] for k in keep]
         owners = [owners[k] for k in keep]
+        shas = [shas[k] for k in keep]
         lines, file_index, line_number = split_lines(chunks)
     line_ref = np.asarray(owners, dtype=np.int32)[file_index]
     deep = deep_lines(lines)  # no line too deep for a recursive parser reaches the store
@@ -333,7 +391,7 @@ def _parse_batch(
         con.unregister("_trace_lines")
     valid = typed["valid"].combine_chunks()
     typed = typed.drop_columns(["valid"])
-    raw = pc.utf8_rtrim(lines, characters="\r\n")
+    files_table = _trace_files(refs, owners, chunks, shas, file_index)
     if deep:
         at = np.fromiter(deep, dtype=np.int64, count=len(deep))
         mask = valid.to_numpy(zero_copy_only=False).copy()
@@ -345,6 +403,7 @@ def _parse_batch(
             idx = int(line_number[k])
             problems.append(Problem(path, idx, None, too_deep(idx, deep[k])))
             status[ref_i] = "bad"
+    raw = _grade_lines(lines, valid, typed["type"])
     if valid.false_count:
         keep_mask = valid.to_numpy(zero_copy_only=False)
         not_deep = keep_mask.copy()
@@ -369,10 +428,12 @@ def _parse_batch(
     events = typed.add_column(0, "idx", pa.array(line_number))
     for k, (col, values) in enumerate(per_ref.items()):
         events = events.add_column(k, col, values.take(local))
+    # no copy of the line (but a grade's): trace_files holds the file once, a line is
+    # (its file, idx)
     events = events.append_column("raw", raw)
     for i in owners:
         status.setdefault(i, "ok")
-    return TraceBatch(start, start + len(items), events, problems, status, files)
+    return TraceBatch(start, start + len(items), events, problems, status, files, files_table)
 
 
 # A high surrogate escape (\uD800-\uDBFF) not followed by a low one, or a low one not after

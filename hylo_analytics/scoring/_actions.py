@@ -43,6 +43,7 @@ import duckdb
 import pyarrow as pa
 
 from hylo_analytics._config import ConfigError, check_keys, expect_list, expect_mapping, expect_str
+from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 from hylo_analytics.scoring._declarative import _canon as canon
 from hylo_analytics.scoring._declarative import extract_sql, path_sql
@@ -167,6 +168,11 @@ def expected_action_rows(
     ev = f"json({src})" if src is not None else extract_sql(scorer.expected)
     where = sql_str(scorer.expected) if src is None else "'actions'"
     kind = "" if scorer.span_kind is None else f"and raw ->> '$.kind' = {sql_str(scorer.span_kind)}"
+    # the span events' lines, from the trace files kept once (hylo_analytics._traces)
+    spans = with_raw_sql(
+        "select run_id, key, episode_id, idx, raw from stg_events "
+        f"where run_id in (select run_id from {runs}) and type = 'span'"
+    )
     try:
         # one row per episode: the expected list, whether the trace has spans, why it abstains
         con.execute(f"""
@@ -212,8 +218,8 @@ def expected_action_rows(
             select run_id, episode_id,
                 row_number() over (partition by run_id, episode_id order by idx) as cpos,
                 raw ->> '$.name' as cname, raw -> '$.attributes.arguments' as cargs
-            from stg_events
-            where run_id in (select run_id from {runs}) and type = 'span' {kind}""")
+            from ({spans})
+            where true {kind}""")
         # every (expected position, call) pair with the same name
         con.execute(f"""
             create temp table {cand} as

@@ -136,7 +136,10 @@ def grades_sql(some_runs: bool) -> str:
 
     The metric is the grade's ``name``, the source ``grade:<grader>``; a grader that graded the
     same name twice in one episode counts with its last grade. Values are read from the raw
-    event so booleans count as 1/0 and a non-numeric value is an explicit skip reason.
+    event so booleans count as 1/0 and a non-numeric value is an explicit skip reason: a grade
+    event is the one kind whose line ``events.raw`` keeps (a trace's grade lines at ingest,
+    a grader's events when written; every line in an older store), so this query reads no
+    trace file (``hylo_analytics.ingest.traces._grade_lines``).
     """
     return f"""
     with g as (

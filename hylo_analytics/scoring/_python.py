@@ -28,6 +28,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.contracts import Score
 from hylo_analytics.scoring._common import ScorerDeclaration
 
@@ -204,12 +205,16 @@ def _check(result: Any) -> tuple[float | None, str | None, str | None]:
     return float(result), None, explanation
 
 
-_EVENTS_SQL = """
-select e.run_id, e.episode_id, list(e.raw order by e.idx) as raws
-from stg_events as e
-where e.run_id in (select run_id from {runs})
-group by e.run_id, e.episode_id
-"""
+# each event's line as written: from the trace file kept once (hylo_analytics._traces);
+# ``{runs}`` is filled by str.format (the SQL holds no other brace)
+_EVENTS_SQL = (
+    "select e.run_id, e.episode_id, list(e.raw order by e.idx) as raws\nfrom ("
+    + with_raw_sql(
+        "select run_id, key, episode_id, idx, raw from stg_events "
+        "where run_id in (select run_id from {runs})"
+    )
+    + ") as e\ngroup by e.run_id, e.episode_id\n"
+)
 
 _SAMPLES_SQL = """
 select s.run_id, s.episode_id, s.extra, s.status, r.agent_name || '@' || r.agent_version as agent,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import pyarrow as pa
 
 from hylo_analytics import _schema
+from hylo_analytics._traces import with_raw_sql
 
 if TYPE_CHECKING:
     from hylo_analytics.scoring._report import ScoringReport
@@ -125,11 +126,16 @@ select s.run_id, s.key, s.task_id, s.seed, s.epoch, s.episode_id, s.status, s.tr
 from stg_samples as s
 left join (
     select run_id, episode_id, list(raw order by idx) as raws, max(idx) as last_idx
-    from stg_events where list_contains($runs, run_id) group by run_id, episode_id
+    from ($events) group by run_id, episode_id
 ) as e on e.run_id = s.run_id and e.episode_id = s.episode_id
 where list_contains($runs, s.run_id)
 order by s.run_id, s.key, s.epoch, s.episode_id
-"""
+""".replace(
+    "$events",
+    with_raw_sql(
+        "select run_id, key, episode_id, idx, raw from stg_events where list_contains($runs, run_id)"
+    ),
+)
 
 _GRADER_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 

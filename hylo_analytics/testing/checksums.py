@@ -30,6 +30,8 @@ def frame_checksum(frame: pl.DataFrame) -> str:
         dtype = frame.schema[c]
         if dtype.is_nested():  # lists and structs: their Python form (small frames only)
             as_text.append(pl.Series(c, [repr(v) for v in frame[c].to_list()]))
+        elif dtype == pl.Binary:  # bytes (trace_files.data): as hex
+            as_text.append(frame[c].bin.encode("hex"))
         elif dtype.is_float():
             as_text.append(frame[c].round_sig_figs(10).cast(pl.String))
         else:

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 import hylo_analytics as ha
+from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.store import ParquetStore
 
 N_RUNS, N_SAMPLES = 3, 200
+# events with their raw lines (read from the trace files the store keeps once)
+EVENTS = f"({with_raw_sql('SELECT * FROM stg_events')})"
 
 
 def _log(run_dir: Path) -> dict:
@@ -87,7 +90,7 @@ def test_sample_fields_round_trip(sample_store: ha.Store, sample_dir: Path) -> N
     assert row["trace_status"] == "ok"
     first = (run_dir / s0["trace"]).read_text().splitlines()
     ev = sample_store.sql(
-        "SELECT idx, type, raw FROM stg_events WHERE run_id = ? AND episode_id = ? ORDER BY idx",
+        f"SELECT idx, type, raw FROM {EVENTS} WHERE run_id = ? AND episode_id = ? ORDER BY idx",
         [log["run_id"], s0["episode_id"]],
     )
     assert ev["raw"].to_list() == first
@@ -103,7 +106,7 @@ def test_unknown_event_types_and_fields_are_kept(tmp_path: Path, sample_copy: Pa
     trace.write_text(trace.read_text() + json.dumps(odd) + "\n")
     store = ha.open_store(tmp_path / "s")
     store.ingest(run_dir, progress=False)
-    got = store.sql("SELECT raw FROM stg_events WHERE type = 'camera_frame'")
+    got = store.sql(f"SELECT raw FROM {EVENTS} WHERE type = 'camera_frame'")
     assert [json.loads(r) for r in got["raw"]] == [odd]
 
 
@@ -341,7 +344,7 @@ def test_trace_path_escaping_the_run_folder_is_refused(
         store.sql("SELECT trace_status FROM stg_samples WHERE trace_status <> 'ok'").item()
         == "refused"
     )
-    assert store.sql("SELECT count(*) FROM stg_events WHERE raw LIKE '%\"t\": 1}'").item() == 0
+    assert store.sql(f"SELECT count(*) FROM {EVENTS} WHERE raw LIKE '%\"t\": 1}}'").item() == 0
 
 
 def test_unknown_format_is_quarantined(tmp_path: Path, sample_copy: Path) -> None:
@@ -488,7 +491,7 @@ def test_traces_parsed_in_batches_give_the_same_rows(
     assert {runs for _, runs in seen} == {0}  # one chunk: nothing visible until it is whole
     assert reader.sql("SELECT count(*) FROM runs").item() == 3
     for q in (
-        "SELECT run_id, episode_id, idx, type, raw FROM stg_events ORDER BY ALL",
+        f"SELECT run_id, episode_id, idx, type, raw FROM {EVENTS} ORDER BY ALL",
         "SELECT run_id, key, trace_status FROM stg_samples ORDER BY ALL",
         "SELECT path, line, field, error FROM stg_quarantine ORDER BY ALL",
     ):
