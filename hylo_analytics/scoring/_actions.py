@@ -274,8 +274,9 @@ def _walk(con: duckdb.DuckDBPyConnection, exp: str, matched: str, t: str) -> str
         f"create temp table {walk} as select run_id, episode_id, 0 as pos, 0 as at "
         f"from {exp} group by run_id, episode_id"
     )
-    n = con.execute(f"select coalesce(max(pos), 0) from {exp}").fetchone()
-    for p in range(1, (n[0] if n else 0) + 1):
+    # fetchall, not fetchone: a half-read result stays open and blocks the next statement
+    (n,) = con.execute(f"select coalesce(max(pos), 0) from {exp}").fetchall()[0]
+    for p in range(1, int(n) + 1):
         con.execute(f"""
             insert into {walk}
             select w.run_id, w.episode_id, {p}, min(m.cpos)
