@@ -202,6 +202,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
             raise ValueError("--format parquet needs -o FILE")
         df.write_parquet(output)
         return
+    df = _binary_as_base64(df)
     if fmt == "csv":
         text = spreadsheet_cells(_json_nested(df)).write_csv()
         text = text if output is not None else printable_lines(text)
@@ -213,6 +214,15 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def _binary_as_base64(df: pl.DataFrame) -> pl.DataFrame:
+    """Binary columns (``trace_files.data``: compressed bytes) as base64 text: text formats
+    cannot hold bytes, and base64 gives them back whole (parquet keeps the bytes)."""
+    import polars as pl
+
+    binary = [c for c, t in df.schema.items() if t == pl.Binary]
+    return df.with_columns(pl.col(binary).bin.encode("base64")) if binary else df
 
 
 def spreadsheet_cells(df: pl.DataFrame) -> pl.DataFrame:

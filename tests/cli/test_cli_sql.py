@@ -69,3 +69,15 @@ def test_every_view_in_every_format(
             assert _bag(cells) == _bag(expected[c].to_list()), (view, c)
             nested_values += sum(v is not None for v in cells)
     assert nested_values > 0  # the JSON encoding was exercised on real values
+
+
+def test_bytes_are_written_as_base64_in_text_formats(sample_store, capsys) -> None:
+    """``trace_files.data`` (compressed bytes) prints as base64 that gives the bytes back."""
+    import base64
+    import json
+
+    q = "select path, data from trace_files order by path limit 1"
+    assert main(["sql", q, "--store", str(sample_store.root), "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    stored = sample_store.sql(q)["data"][0]
+    assert base64.b64decode(row["data"]) == stored
