@@ -87,8 +87,9 @@ def test_no_module_imports_a_later_stage() -> None:
 
 def test_the_store_is_persistence_only() -> None:
     deps = _imports("hylo_analytics.store", PACKAGE / "store.py", set(_modules()))
-    # _resolved: the score resolution the store writes at publish (SQL of the rule, no stage)
-    allowed = {"_atomic", "_manifest", "_resolved", "_schema", "_sql", "metrics"}
+    # _resolved: the score resolution the store writes at publish (SQL of the rule, no stage);
+    # _traces: the trace files the store keeps once, and the lines read back from them
+    allowed = {"_atomic", "_manifest", "_resolved", "_schema", "_sql", "_traces", "metrics"}
     assert {_top(d) for d in deps} <= allowed
 
 
