@@ -110,6 +110,7 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
     :mod:`hylo_analytics.spark`) inline the same bodies into each view when they transpile it.
     """
     z = z_value(DEFAULT_LEVEL)
+    from hylo_analytics._harness import errors_sql
     from hylo_analytics.metrics import BUILTIN_METRICS  # the registry: the one source of kinds
 
     kinds = " ".join(
@@ -124,6 +125,9 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
         # declared binary or undeclared, and every valid value of the group is 0 or 1)
         "declared_kind": (("metric",), f"CASE metric {kinds} END"),
         "ci_z": ((), f"CAST({z!r} AS DOUBLE)"),
+        # the errors policy of a run's harness (hylo_analytics._harness: vla-eval counts an
+        # errored episode as a failure, the other formats leave it out)
+        "errors_default": (("source_format",), errors_sql("source_format")),
         # a score counts when it is a real number not flagged invalid (NaN is an abstention)
         "score_is_valid": (
             ("value", "valid"),

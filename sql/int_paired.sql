@@ -7,6 +7,10 @@
 -- metric_specs): for metrics to minimize (steps, safety_interventions, latency_p95) a lower
 -- value wins. Pairs where either side abstained are kept with outcome 'dropped'. The
 -- comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
+-- Each side is read under its run's errors policy (errors_default: the convention of the
+-- harness that wrote it; hylo_analytics._harness): under 'failure' an errored key of a 0/1
+-- metric (declared binary, or declared nothing and every valid value of the run 0 or 1) is
+-- a failure (0), as Store.compare pairs it; under 'exclude' it is a drop.
 -- Grain: one row per (candidate, parent, key, metric).
 with directions as (
     -- the MetricSpec registry, exposed by the store as a view
@@ -16,11 +20,34 @@ with directions as (
 pairs as (
     -- each side is read from int_key_scores on its own (no shared CTE, which DuckDB would
     -- materialize for every run): a query of one pair then resolves only that pair's scores
-    select cp.candidate, cp.parent, rc.benchmark_id, rc.split
+    select
+        cp.candidate,
+        cp.parent,
+        rc.benchmark_id,
+        rc.split,
+        errors_default(rc.source_format) as candidate_errors,
+        errors_default(rp.source_format) as parent_errors
     from int_comparisons as cp
     inner join stg_runs as rc on rc.run_id = cp.candidate
     inner join stg_runs as rp on rp.run_id = cp.parent
     where rc.benchmark_id = rp.benchmark_id and rc.split is not distinct from rp.split
+),
+
+failing as (
+    -- the runs of a pair whose harness counts an error as a failure
+    select candidate as run_id from pairs where candidate_errors = 'failure'
+    union
+    select parent as run_id from pairs where parent_errors = 'failure'
+),
+
+zero_one as (
+    -- the undeclared metrics of those runs whose every valid value is 0 or 1
+    select k.run_id, k.metric
+    from int_key_scores as k
+    inner join failing as f on f.run_id = k.run_id
+    where declared_kind(k.metric) is null
+    group by k.run_id, k.metric
+    having bool_and(k.value in (0, 1) or k.value is null)
 ),
 
 paired as (
@@ -29,17 +56,31 @@ paired as (
         pr.parent,
         pr.benchmark_id,
         pr.split,
+        case when pr.candidate_errors = pr.parent_errors then pr.candidate_errors else 'mixed' end
+            as errors,
         c.key,
         c.task_id,
         c.metric,
-        c.value as candidate_value,
-        p.value as parent_value
+        case
+            when c.value is null and c.errored and pr.candidate_errors = 'failure'
+                and (declared_kind(c.metric) = 'binary' or zc.metric is not null)
+                then 0.0
+            else c.value
+        end as candidate_value,
+        case
+            when p.value is null and p.errored and pr.parent_errors = 'failure'
+                and (declared_kind(p.metric) = 'binary' or zp.metric is not null)
+                then 0.0
+            else p.value
+        end as parent_value
     from pairs as pr
     inner join int_key_scores as c on c.run_id = pr.candidate
     inner join int_key_scores as p
         on p.run_id = pr.parent
         and p.key = c.key
         and p.metric = c.metric
+    left join zero_one as zc on zc.run_id = c.run_id and zc.metric = c.metric
+    left join zero_one as zp on zp.run_id = p.run_id and zp.metric = p.metric
 ),
 
 oriented as (
@@ -60,6 +101,7 @@ final as (
         parent,
         benchmark_id,
         split,
+        errors,
         key,
         task_id,
         metric,

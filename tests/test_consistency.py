@@ -174,6 +174,8 @@ def test_run_figures_agree_everywhere(store: ha.Store) -> None:
     sql = store.sql("select * from mart_aggregate_run where metric in ('success', 'steps')")
     rates = store.sql("select * from mart_success_rates")
     report = report_frames(store, C, P, n_resamples=500)["runs"]
+    failures = store.aggregate(by=["run_id"], metrics=["success"], errors="failure")
+    failures_report = report_frames(store, C, P, n_resamples=500, errors="failure")["runs"]
     for run in (P, C):
         keys = _key_values(run)
         valid = [v for v in keys.values() if v is not None]
@@ -187,16 +189,25 @@ def test_run_figures_agree_everywhere(store: ha.Store) -> None:
         assert a["n_total"] == m["n_total"] == r["n_total"] == h["n_total"] == len(keys)
         assert a["n_valid"] == m["n_valid"] == r["n_valid"] == h["n_scored"] == len(valid)
         assert a["n_errors"] == m["n_errors"] == r["n_errors"] == n_errors
+        # a hylo EvalLog's convention: errors are left out (one policy, named everywhere)
+        assert a["errors"] == m["errors"] == r["errors"] == h["errors"] == "exclude"
         mean = sum(valid) / len(valid)
-        for got in (a["mean"], m["mean"], r["success_rate_errors_excluded"], h["success"]):
+        for got in (a["mean"], m["mean"], r["success_rate"], r["success_rate_errors_excluded"],
+                    h["success"]):  # fmt: skip
             assert got == pytest.approx(mean, rel=1e-12)
+        # errors as failures: one rate, with its interval on its own denominator, everywhere
         rate = sum(valid) / (len(valid) + n_errors)
-        for got in (
-            a["success_rate_errors_as_failures"],
-            m["success_rate_errors_as_failures"],
-            r["success_rate_errors_as_failures"],
-        ):
+        fa = failures.filter(pl.col("run_id") == run, pl.col("metric") == "success")
+        fh = failures_report.filter(pl.col("run") == run).row(0, named=True)
+        assert fa["errors"].item() == fh["errors"] == "failure"
+        assert fa["n_valid"].item() == fh["n_scored"] == len(valid) + n_errors
+        for got in (fa["mean"].item(), r["success_rate_errors_as_failures"], fh["success"]):
             assert got == pytest.approx(rate, rel=1e-12)
+        flo, fhi = wilson([sum(valid)], [len(valid) + n_errors])
+        for low, high in ((fa["ci_low"].item(), fa["ci_high"].item()),
+                          (r["errors_as_failures_ci_low"], r["errors_as_failures_ci_high"]),
+                          (fh["ci_low"], fh["ci_high"])):  # fmt: skip
+            assert (low, high) == pytest.approx((flo[0], fhi[0]), rel=1e-12)
         assert r["successes"] == h["successes"] == sum(valid)
         lo, hi = wilson([sum(valid)], [len(valid)])
         for low, high in ((a["ci_low"], a["ci_high"]), (m["wilson_low"], m["wilson_high"]),
@@ -347,11 +358,8 @@ def test_the_sample_store_numbers_of_the_issue(tmp_path: Path, sample_copy: Path
     for col in (agg["mean"], mart["mean"]):
         assert (col - rates["success_rate_errors_excluded"]).abs().max() < 1e-12
     # errors as failures was 0.786 (harness errors only) vs 0.770 (every abstention)
-    for col in (
-        rates["success_rate_errors_as_failures"],
-        agg["success_rate_errors_as_failures"],
-        mart["success_rate_errors_as_failures"],
-    ):
+    failures = s.aggregate(metrics=["success"], ci="none", errors="failure").sort("run_id")
+    for col in (rates["success_rate_errors_as_failures"], failures["mean"]):
         assert col[2] == pytest.approx(0.77, abs=1e-12)
     # the report's mean steps is the steps metric's mean
     frames = report_frames(s, "run-octo-ft-1.2.0-rc1-0002", "run-octo-ft-1.0.0-0000",
@@ -414,7 +422,10 @@ def test_an_inspect_robots_pair_has_one_success(robots: tuple[ha.Store, str, str
         assert r["n_total"] == m["n_total"] == row["n_total"]
         assert r["n_valid"] == m["n_valid"] == row["n_valid"]
         assert r["n_errors"] == m["n_errors"] == row["n_errors"]
-        rate = row["success_rate_errors_as_failures"]
+        # an Inspect log: errored samples are left out, as inspect_ai's metrics do
+        assert row["errors"] == r["errors"] == m["errors"] == "exclude"
+        failed = store.aggregate(metrics=["success_at_end"], errors="failure", runs=[row["run_id"]])
+        rate = failed["mean"].item()
         assert r["success_rate_errors_as_failures"] == pytest.approx(rate, rel=1e-12)
         if row["n_valid"]:
             assert r["success_rate_errors_excluded"] == pytest.approx(row["mean"], rel=1e-12)

@@ -6,11 +6,13 @@ per-row object view of the same data (``result.py``). Abstentions (null ``value`
 are never averaged as 0: they are counted in ``n_skipped`` and broken down by reason in
 ``skip_breakdown``, a ``List[Struct{reason: str, count: i64}]`` sorted by reason (a list, not a
 struct, because each group has its own set of reasons). ``n_total == n_valid + sum(count)``
-holds in every row. For binary metrics ``success_rate_errors_as_failures`` is shown next to
-``mean`` (abstentions excluded), never instead of it: errored keys (``errored``: the episode's
-sample status is ``error``) count as 0, over ``n_valid + n_errors``; other abstentions stay out.
-A frame without an ``errored`` column has no known errors, so that rate and ``n_errors`` are
-null there.
+holds in every row. Errored keys (``errored``: the episode's sample status is ``error``, e.g. a
+timeout) follow the errors policy (:mod:`hylo_analytics._harness`), named in the ``errors``
+column: under ``failure`` an errored key of a 0/1 metric is a valid 0, under ``exclude`` an
+abstention; ``n_errors`` counts them either way, and the mean and its interval are on the
+same denominator. The default is each run's harness's convention (vla-eval: failure; Inspect
+and hylo: exclude); a frame without ``source_format`` is taken as hylo's (exclude). A frame
+without an ``errored`` column has no known errors: ``n_errors`` is null there.
 
 From a store the scores are the one score resolution (:mod:`hylo_analytics.resolution`: one
 score per run, key, epoch and metric); ``source=`` reads one source through the same view. The
@@ -36,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from hylo_analytics._harness import Errors, check_errors, policy_column
 from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
 from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
@@ -87,6 +90,7 @@ def aggregate_scores(
     source: str | Sequence[str] | None = None,
     registry: MetricRegistry | None = None,
     runs: Sequence[str] | None = None,
+    errors: Errors | None = None,
 ) -> pl.DataFrame:
     """Aggregate ``scores`` per ``by`` group and metric.
 
@@ -121,11 +125,17 @@ def aggregate_scores(
     cluster
         Column (usually ``task_id``) for the clustered standard error (Miller 2024): adds
         ``n_clusters``, ``stderr_clustered`` and ``stderr_clustered_corrected`` (x G/(G-1)).
+    errors
+        ``failure``: an errored key of a 0/1 metric counts as 0; ``exclude``: it abstains;
+        None (default): each run's harness convention (vla-eval counts failures, Inspect and
+        hylo exclude). Named per row in ``errors``; ``n_errors`` counts them either way.
     optimality_threshold
         rliable's optimality gap ``mean(max(threshold - x, 0))`` on normalized values (raw
         when the metric has no normalizer); only for higher-is-better metrics, else null.
     """
     reg = registry or default_registry()
+    errors = check_errors(errors, "aggregate: errors")
+    not_binary = _not_binary(reg)
     by = [c for c in dict.fromkeys(by) if c != "metric"]  # every row is per metric anyway
     wanted = _check_statistics(statistics)
     keep = None if metrics is None else [reg.resolve(m) if m in reg else m for m in metrics]
@@ -133,7 +143,7 @@ def aggregate_scores(
     with ExitStack() as stack:
         if isinstance(scores, ParquetStore):
             rows, how = _store_rows(
-                scores, by, source, extra, keep, reg, reduce, runs, metrics, stack
+                scores, by, source, extra, keep, reg, reduce, runs, metrics, stack, errors
             )
             errors_known = True
         else:
@@ -150,8 +160,8 @@ def aggregate_scores(
                 present = set(frame["metric"].unique().to_list())
                 _check_present(metrics, keep, present)
                 frame = frame.filter(pl.col("metric").is_in(keep))
-            frame, how = _prepare(frame, by, extra, reduce, lone=False)
-            rows = stack.enter_context(frame_rows(frame, by))
+            frame, how = _prepare(frame, by, extra, reduce, lone=False, errors=errors)
+            rows = stack.enter_context(frame_rows(frame, by, not_binary))
         return _aggregate(
             rows, by, reg, how, wanted, ci, level, seed, n_resamples, stratify, cluster,
             optimality_threshold, errors_known,
@@ -165,9 +175,10 @@ def _prepare(
     reduce: str | Reducer | None,
     *,
     lone: bool,
+    errors: Errors | None,
 ) -> tuple[pl.DataFrame, Reducer | None]:
     """The validity columns, then the epochs of a key reduced (when asked and keyed)."""
-    frame = _validity(frame)
+    frame = _validity(frame, errors)
     how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
     if how is not None:
         # Scores of one episode from two sources are not epochs: keep them apart (visible in
@@ -176,9 +187,12 @@ def _prepare(
         unit = [c for c in ("run_id", "source", "key") if c in frame.columns]
         if "source" in unit and _one_per_episode(frame):
             unit.remove("source")
-        keys = list(dict.fromkeys([*by, *unit, "metric", *extra]))
+        keys = list(dict.fromkeys([*by, *unit, "metric", *extra, "_policy"]))
         frame = _reduce(frame, keys, how, lone=lone)
-    cols = [*dict.fromkeys([*by, *extra]), "metric", "_value", "_valid", "_reason", "_errored"]
+    cols = [
+        *dict.fromkeys([*by, *extra]), "metric", "_value", "_valid", "_reason", "_errored",
+        "_policy",
+    ]  # fmt: skip
     return frame.select(list(dict.fromkeys(cols))), how
 
 
@@ -268,6 +282,7 @@ def _store_rows(
     runs: Sequence[str] | None,
     asked: Sequence[str] | None,
     stack: ExitStack,
+    errors: Errors | None,
 ) -> tuple[GroupRows, Reducer | None]:
     """The resolved scores of the metrics ``keep`` (every metric when None) of ``runs``
     (every run when None), as rows for :class:`GroupRows`: only the columns asked.
@@ -276,7 +291,8 @@ def _store_rows(
     epochs of a key may then come from different sources: they are still epochs. A store
     whose asked keys have one epoch each (``n_key_epochs``, counted at publish) needs no
     reduction: its rows stay in DuckDB, read where they lie. Otherwise they are read and
-    reduced here, and the reduced rows registered.
+    reduced here, and the reduced rows registered. Each row carries its errors policy
+    (``_policy``: ``errors``, else its run's harness convention).
     """
     metrics = _names_of(keep, reg)
     runs = run_filter(store, runs)
@@ -322,18 +338,27 @@ def _store_rows(
     more = ("run_id", "key", "epoch", "n_key_epochs", "valid", "skip_reason", "errored")
     cols = list(dict.fromkeys([*wanted, *(c for c in more if c in have)]))
     select = ", ".join(f"s.{q(c)}" if c in have else f"r.{q(c)}" for c in cols)
+    of_run_sql = [q(c) for c in of_run]
+    if errors is None:  # each run's harness convention
+        of_run_sql.append("errors_default(source_format) as _policy")
+        select += ", r._policy"
+    else:
+        params["errors"] = errors
+        select += ", cast($errors as varchar) as _policy"
     joined = (
-        f" left join (select run_id, {', '.join(of_run)} from stg_runs) as r on r.run_id = s.run_id"
-        if of_run
+        f" left join (select run_id, {', '.join(of_run_sql)} from stg_runs) as r"
+        " on r.run_id = s.run_id"
+        if of_run_sql
         else ""
     )
     rows = f"(select {select} from ({query}) as s{joined})"
+    not_binary = _not_binary(reg)
     if not direct:
         frame = store.sql(f"select * from {rows}", params or None)
         frame = frame.with_columns(pl.col("value").cast(pl.Float64))
         frame = frame.with_columns(metric=pl.col("metric").replace(aliases))
-        frame, how = _prepare(frame, by, extra, reduce, lone=not merges)
-        return stack.enter_context(frame_rows(frame, by)), how
+        frame, how = _prepare(frame, by, extra, reduce, lone=not merges, errors=errors)
+        return stack.enter_context(frame_rows(frame, by, not_binary)), how
     renamed = "metric"
     for i, name in enumerate(n for n in names["metric"].to_list() if aliases.get(n, n) != n):
         params |= {f"al{i}": name, f"id{i}": aliases[name]}
@@ -349,10 +374,35 @@ def _store_rows(
             case when _ok then value end as _value,
             _ok as _valid,
             case when _ok then null else {reason} end as _reason,
-            errored and not _ok as _errored
+            errored and not _ok as _errored,
+            _policy
         from (select *, cast(value as double) as value, {ok} as _ok from {rows})
     )"""
-    return GroupRows(run=_runner(store), relation=relation, by=tuple(by), params=params), how
+    rows_ = GroupRows(
+        run=_runner(store), relation=relation, by=tuple(by), params=params,
+        fill=_may_fail(store, errors, runs), not_binary=not_binary,
+    )  # fmt: skip
+    return rows_, how
+
+
+def _not_binary(reg: MetricRegistry) -> tuple[str, ...]:
+    """The registered metrics (ids and aliases) declared of a kind other than binary."""
+    names = {n for m in reg.ids() if reg.get(m).kind != "binary" for n in (m, *reg.get(m).aliases)}
+    return tuple(sorted(names))
+
+
+def _may_fail(store: ParquetStore, errors: Errors | None, runs: Sequence[str] | None) -> bool:
+    """Whether a row of ``runs`` can count an error as a failure (so the fill is needed)."""
+    if errors is not None:
+        return errors == "failure"
+    where = "errors_default(source_format) = 'failure'"
+    if runs is None:
+        return bool(store.sql(f"select count(*) as n from stg_runs where {where}").item())
+    found = store.sql(
+        f"select count(*) as n from stg_runs where {where} and list_contains($runs, run_id)",
+        {"runs": list(runs)},
+    )
+    return bool(found.item())
 
 
 def _runner(store: ParquetStore) -> Callable[[str, Mapping[str, Any]], pl.DataFrame]:
@@ -392,7 +442,7 @@ def _one_per_episode(frame: pl.DataFrame) -> bool:
     return "epoch" in episode and frame.select(pl.struct(episode).is_unique().all()).item()
 
 
-def _validity(frame: pl.DataFrame) -> pl.DataFrame:
+def _validity(frame: pl.DataFrame, errors: Errors | None = None) -> pl.DataFrame:
     """``_valid``/``_value``/``_reason``/``_errored``: a row counts when its value is a real number.
 
     The same rule as the SQL macro ``score_is_valid`` (the resolution applies it in SQL).
@@ -409,11 +459,13 @@ def _validity(frame: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.lit("invalid"))
     )
     errored = pl.col("errored") & ~ok if "errored" in frame.columns else pl.lit(None, pl.Boolean)
+    policy = policy_column(frame.columns, errors)
     return frame.with_columns(
         _valid=ok,
         _value=pl.when(ok).then(value),
         _reason=pl.when(ok).then(None).otherwise(reason.fill_null(fallback)),
         _errored=errored,
+        _policy=policy,
     )
 
 
@@ -459,7 +511,6 @@ def _statistics(
         .group_by(keys)
         .agg(skip_breakdown=pl.struct(reason="_reason", count=pl.col("count").cast(pl.Int64)))
     )
-    is_bin = pl.col("_kind") == "binary"
     out = stats.with_columns(_kind=_kinds(stats, reg)).with_row_index("_g")
     return (
         out.join(skips, on=keys, how="left", nulls_equal=True)
@@ -468,6 +519,7 @@ def _statistics(
             n_total=pl.col("n_total").cast(pl.Int64),
             n_valid=pl.col("n_valid").cast(pl.Int64),
             n_errors=(pl.col("n_errors") if errors_known else pl.lit(None)).cast(pl.Int64),
+            errors=pl.col("errors").cast(pl.String),
             skip_breakdown=pl.col("skip_breakdown").fill_null(pl.lit([], dtype=_REASON)),
         )
         .with_columns(
@@ -477,9 +529,6 @@ def _statistics(
             optimality_gap=pl.when(
                 pl.col("metric").is_in([m for m, h in higher.items() if h])
             ).then(pl.col("_gap")),
-            success_rate_errors_as_failures=pl.when(
-                is_bin & (pl.col("n_valid") + pl.col("n_errors") > 0)
-            ).then(pl.col("_sum").fill_null(0) / (pl.col("n_valid") + pl.col("n_errors"))),
             higher_is_better=pl.col("metric").replace_strict(higher, return_dtype=pl.Boolean),
         )
     )
@@ -638,13 +687,11 @@ def _check_statistics(statistics: Sequence[str] | None) -> list[str]:
 def _order(out: pl.DataFrame, by: list[str], wanted: list[str], clustered: bool) -> pl.DataFrame:
     counts = ["n_total", "n_valid", "n_skipped", "skip_breakdown", "coverage"]
     interval = ["ci_low", "ci_high", "ci_level", "ci_method"]
-    # mean first, so the errors-as-failures rate always sits right after it
     stats = ["mean", *(s for s in STATISTICS[1:] if s in wanted)]
     if "sum" in wanted:  # the sum of no valid value is unknown, not 0
         out = out.with_columns(sum=pl.when(pl.col("n_valid") > 0).then(pl.col("_sum")))
         stats.append("sum")
     extra = ["n_clusters", "stderr_clustered", "stderr_clustered_corrected"] if clustered else []
-    head = [*by, "metric", "reducer", *counts[:3], "n_errors", *counts[3:]]
-    rate = ["success_rate_errors_as_failures"]
-    cols = [*head, *stats[:1], *rate, *stats[1:], *interval, *extra, "higher_is_better"]
+    head = [*by, "metric", "reducer", *counts[:3], "n_errors", "errors", *counts[3:]]
+    cols = [*head, *stats, *interval, *extra, "higher_is_better"]
     return out.select(cols)

@@ -46,19 +46,47 @@ class GroupRows:
     """Rows to aggregate, one per (group, key, metric), as a SQL relation.
 
     ``relation``: SQL text of the rows (columns: the ``by`` columns, ``metric``, ``_value``
-    (null unless valid), ``_valid``, ``_reason``, ``_errored`` and any extra column such as
-    a stratum or a cluster); ``params``: the parameters it reads; ``run``: executes a query.
+    (null unless valid), ``_valid``, ``_reason``, ``_errored``, ``_policy`` (the row's errors
+    policy) and any extra column such as a stratum or a cluster); ``params``: the parameters it reads; ``run``: executes a query.
     """
 
     run: Runner
     relation: str
     by: tuple[str, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
+    # the errors policy applied (hylo_analytics._harness): with ``fill``, an errored row whose
+    # ``_policy`` is ``failure`` is a valid 0 when its group's metric is 0/1 (declared binary,
+    # or not declared otherwise: ``not_binary`` lists the metrics declared of another kind)
+    fill: bool = False
+    not_binary: tuple[str, ...] = ()
 
     def _sql(self, body: str, extra: Mapping[str, Any] | None = None) -> pl.DataFrame:
-        return self.run(
-            f"with s as (select * from {self.relation}) {body}", {**self.params, **(extra or {})}
-        )
+        params = {**self.params, **(extra or {})}
+        if not self.fill:
+            return self.run(f"with s as (select * from {self.relation}) {body}", params)
+        keys = self._keys()
+        on = "".join(f"k.{q(b)} is not distinct from r.{q(b)} and " for b in self.by)
+        head = f"""with r as (select * from {self.relation}),
+        k as (
+            select {keys}metric, bool_and(_value in (0.0, 1.0) or _value is null) as _01
+            from r group by all
+        ),
+        f as (
+            select r.*, coalesce(
+                r._errored and r._policy = 'failure' and k._01
+                    and not list_contains($_not_binary, r.metric),
+                false
+            ) as _f
+            from r join k on {on}k.metric = r.metric
+        ),
+        s as (
+            select * exclude (_f) replace (
+                case when _f then 0.0 else _value end as _value,
+                _valid or _f as _valid,
+                case when _f then null else _reason end as _reason
+            ) from f
+        )"""
+        return self.run(f"{head} {body}", {**params, "_not_binary": list(self.not_binary)})
 
     def _keys(self) -> str:
         return "".join(f"{q(b)}, " for b in self.by)
@@ -70,8 +98,8 @@ class GroupRows:
         """One row per (group, metric) in group order (the ``by`` columns then the metric,
         nulls last): counts, sums, mean, std (ddof 1), median, p95 (linear), min, max, the
         interquartile mean, the normalized mean, the optimality gap ``mean(max(threshold -
-        x, 0))`` (on normalized values where the metric has a normalizer), errored keys, and
-        whether every valid value is 0/1 (``_is01``) or -1/0/1 (``_is101``)."""
+        x, 0))`` (on normalized values where the metric has a normalizer), errored keys, the
+        errors policy of the group's rows (``mixed`` when they differ), and whether every valid value is 0/1 (``_is01``) or -1/0/1 (``_is101``)."""
         params: dict[str, Any] = {"threshold": float(threshold)}
         # the normalized values of a group: its sorted values mapped (the map is monotone)
         norm = "cast(null as double[])"
@@ -88,13 +116,15 @@ class GroupRows:
                 count(*) filter (where _valid) as n_valid,
                 list_sort(list(_value) filter (where _valid)) as _vals,
                 count(*) filter (where _errored) as n_errors,
+                case when min(_policy) = max(_policy) then min(_policy) else 'mixed' end
+                    as errors,
                 bool_and(_value in (0.0, 1.0) or _value is null) as _is01,
                 bool_and(_value in (-1.0, 0.0, 1.0) or _value is null) as _is101
             from s
             group by all
         ),
         n as (select *, {norm} as _norms from g)
-        select {keys}metric, n_total, n_valid, n_errors, _is01, _is101,
+        select {keys}metric, n_total, n_valid, n_errors, errors, _is01, _is101,
             list_avg(_vals) as mean,
             list_aggregate(_vals, 'stddev_samp') as std,
             {_quantile(0.5)} as median,
@@ -159,8 +189,11 @@ def _quantile(p: float) -> str:
 
 
 @contextmanager
-def frame_rows(frame: pl.DataFrame, by: Sequence[str]) -> Iterator[GroupRows]:
-    """``frame`` (validity columns present) registered on a fresh in-memory connection."""
+def frame_rows(
+    frame: pl.DataFrame, by: Sequence[str], not_binary: Sequence[str] = ()
+) -> Iterator[GroupRows]:
+    """``frame`` (validity columns present) registered on a fresh in-memory connection; the
+    errors policy is applied (``fill``) when a row of it is errored under ``failure``."""
     con = duckdb.connect()
     try:
         # as the store's own connection: bounded, and spilling rather than failing
@@ -171,6 +204,14 @@ def frame_rows(frame: pl.DataFrame, by: Sequence[str]) -> Iterator[GroupRows]:
             out: pl.DataFrame = con.sql(query, params=dict(params) or None).pl()
             return out
 
-        yield GroupRows(run=run, relation="_rows", by=tuple(by))
+        fill = (
+            "_policy" in frame.columns
+            and frame.select(
+                (pl.col("_errored").fill_null(False) & (pl.col("_policy") == "failure")).any()
+            ).item()
+        )
+        yield GroupRows(
+            run=run, relation="_rows", by=tuple(by), fill=bool(fill), not_binary=tuple(not_binary)
+        )
     finally:
         con.close()

@@ -28,7 +28,7 @@ _CI = ("ci_low", "ci_high", "ci_level", "ci_method")
 _DIAG = (
     "coverage",
     "n_errors",
-    "success_rate_errors_as_failures",
+    "errors",
     "reducer",
     "higher_is_better",
     "n_clusters",
@@ -150,9 +150,13 @@ class AggregateResult:
             f"  n_total {self.n_total}, n_valid {self.n_valid}, n_skipped {self.n_skipped} "
             f"(coverage {_fmt(self.diagnostics.get('coverage'))}); skipped: {skips}",
         ]
-        rate = self.diagnostics.get("success_rate_errors_as_failures")
-        if rate is not None:
-            lines.append(f"  success rate with errors as failures: {_fmt(rate)}")
+        errors = self.diagnostics.get("errors")
+        if errors is not None:
+            n = self.diagnostics.get("n_errors")
+            counted = "counted as failures" if errors == "failure" else "left out"
+            lines.append(
+                f"  errors: {errors} ({n if n is not None else 'unknown'} errored, {counted})"
+            )
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -146,16 +146,30 @@ def add_verdict_args(parser: argparse.ArgumentParser) -> None:
         help="multiple-comparison family: each candidate/metric/level (default), or every "
         "row of one level",
     )
-    g.add_argument(
+    add_errors_arg(g)
+
+
+def add_errors_arg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--errors``: the errors policy (``hylo_analytics._harness``), one flag everywhere."""
+    p.add_argument(
+        "--errors",
+        choices=("failure", "exclude"),
+        default=None,
+        help="what an errored episode (a harness timeout) is for a 0/1 metric: 'failure' "
+        "counts it as 0, 'exclude' leaves it out. Default: each run's harness convention "
+        "(vla-eval: failure, as its own rates; Inspect and hylo: exclude)",
+    )
+    p.add_argument(
         "--errors-as-failures",
-        action="store_true",
-        help="count harness errors of 0/1 metrics as failures (the harnesses' convention) "
-        "instead of dropping the pair",
+        dest="errors",
+        action="store_const",
+        const="failure",
+        help=argparse.SUPPRESS,  # deprecated alias of --errors failure
     )
 
 
 def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``rule``, ``directions``, ``family`` and ``errors_as_failures`` from the arguments."""
+    """``rule``, ``directions``, ``family`` and ``errors`` from the arguments."""
     from hylo_analytics.compare import StatisticalRule
 
     directions: dict[str, str] = {}
@@ -168,7 +182,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
         "rule": StatisticalRule(alpha=args.alpha, margin=args.margin, threshold=args.threshold),
         "directions": directions,
         "family": args.family,
-        "errors_as_failures": args.errors_as_failures,
+        "errors": args.errors,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hylo_analytics.cli._common import (
+    add_errors_arg,
     add_format_args,
     add_interval_args,
     add_store_arg,
@@ -20,8 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="counts, statistics and confidence intervals per group and metric",
         description=(
             "One row per group and metric: n_total / n_valid / n_skipped with the skip "
-            "breakdown, mean (abstentions excluded) and, for 0/1 metrics, the success rate "
-            "with errors counted as failures, std, stderr, median, p95, IQM, and an interval. "
+            "breakdown, the errors policy and errored keys (errors, n_errors), mean, std, "
+            "stderr, median, p95, IQM, and an interval on the mean's own denominator. "
             "Example: hylo-analytics aggregate --store out/store --by run_id,task_id "
             "--metric success --ci wilson"
         ),
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--source", action="append", help="keep only scores of this source")
     p.add_argument("--stratify", help="bootstrap within the levels of this column (task_id)")
     p.add_argument("--cluster", help="add the clustered stderr by this column (task_id)")
+    add_errors_arg(p)
     add_format_args(p)
     p.set_defaults(func=run)
 
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         source=args.source,
         stratify=args.stratify,
         cluster=args.cluster,
+        errors=args.errors,
     )
     if args.format in ("table", "csv"):
         # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":  # the columns a reader scans; csv / json / parquet keep them all
         by = [c.strip() for c in args.by.split(",") if c.strip()]
         out = out.select(
-            *by, "metric", "n_total", "n_valid", "coverage", "mean", "stderr",
+            *by, "metric", "n_total", "n_valid", "errors", "n_errors", "mean", "stderr",
             "ci_low", "ci_high", "ci_method", "skip_breakdown",
         )  # fmt: skip
     emit(out, args.format, args.output, wide=args.wide)

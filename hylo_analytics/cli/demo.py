@@ -76,11 +76,13 @@ def run(args: argparse.Namespace) -> int:
 
     present = set(store.sql("SELECT DISTINCT metric FROM scores")["metric"])
     metrics = [m for m in _METRICS if m in present] or sorted(present)[:3]
-    _title("Per run (preferred score per episode; 95% interval)")
+    _title(
+        "Per run (preferred score per episode; errors as each harness counts them; 95% interval)"
+    )
     agg = store.aggregate(by=["run_id"], metrics=metrics)
     emit(
         agg.select("run_id", "metric", "n_total", "n_valid", "n_skipped", "mean",
-                   "success_rate_errors_as_failures", "ci_low", "ci_high", "ci_method"),
+                   "errors", "n_errors", "ci_low", "ci_high", "ci_method"),
         "table", None,
     )  # fmt: skip
     if "success" not in present:

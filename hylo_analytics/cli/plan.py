@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hylo_analytics.cli._common import store_from
+from hylo_analytics.cli._common import add_errors_arg, store_from
 
 if TYPE_CHECKING:  # numpy and the power functions are imported when a plan is computed
     from hylo_analytics.stats.power import Plan, PlanKind
@@ -62,6 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     runs.add_argument("--parent", metavar="RUN", help="the run compared against")
     runs.add_argument("--metric", default="success", help="metric to plan for (success)")
     runs.add_argument("--force", action="store_true", help="as compare --force")
+    add_errors_arg(runs)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p.set_defaults(func=run, store_create=False)
 
@@ -92,6 +93,7 @@ def _from_runs(args: argparse.Namespace, alternative: Alternative) -> tuple[str,
         args.candidate,
         args.parent,
         metric=args.metric,
+        errors=args.errors,
         delta=args.delta,
         power=args.power,
         alpha=args.alpha,

@@ -23,8 +23,10 @@ this module only lays the pairs out for it.
   metric registry; a metric with none is ``unknown``: two-sided tests, no improved/regressed.
 - **Dropped pairs** (one side abstained) are counted per side, with their reasons, and the
   range the difference would span had they counted (``diff_if_drops_min`` / ``_max``, the
-  dropped values set to the ends of the metric's observed range); ``errors_as_failures=True``
-  counts errored abstentions of 0/1 metrics as failures instead (the harnesses' convention).
+  dropped values set to the ends of the metric's observed range). Errored abstentions follow
+  the errors policy (:mod:`hylo_analytics._harness`, column ``errors``): under ``failure`` an
+  errored key of a 0/1 metric is a failure (0), under ``exclude`` a drop; by default each
+  run's harness convention (vla-eval: failure; Inspect and hylo: exclude).
 
 The key is the unit: several epochs of one key are reduced (by their mean, as in the SQL view
 ``int_key_scores``) before pairing, unless ``pair_on_epoch``.
@@ -40,9 +42,10 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from hylo_analytics._harness import Errors, check_errors, policy_column
 from hylo_analytics.compare._counts import PairedRows, frame_rows
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
-from hylo_analytics.metrics import Direction, resolve_directions
+from hylo_analytics.metrics import Direction, default_registry, resolve_directions
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_cis
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning, z_value
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
@@ -121,7 +124,8 @@ def compare_scores(
     seed: int = 0,
     rule: Rule | None = None,
     family: Family = "comparison",
-    errors_as_failures: bool = False,
+    errors: Errors | None = None,
+    errors_as_failures: bool | None = None,
     forced: Mapping[str, str] | None = None,
     declared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
@@ -130,7 +134,8 @@ def compare_scores(
     Parameters
     ----------
     scores : one row per (run_id, key[, epoch], metric) with a nullable ``value``; optional
-        ``skip_reason`` (names the drops), ``errored`` (for ``errors_as_failures``) and
+        ``skip_reason`` (names the drops), ``errored`` (for the errors policy), ``_policy`` or
+        ``source_format`` (each row's harness convention) and
         ``metadata`` (declared directions) columns. With a ``source`` column, one source per
         key (resolve first: several sources are refused). Or rows already reduced to one per
         pair key, as SQL (``Store.compare`` pairs the store's scores where they lie); both
@@ -151,7 +156,11 @@ def compare_scores(
         equivalence interval's level, ``1 - 2 alpha``.
     family : ``comparison`` (default: adjust within one candidate, metric and level) or
         ``level`` (every candidate and metric of one level together).
-    errors_as_failures : count errored abstentions of 0/1 metrics as failures (0).
+    errors : ``failure``: an errored abstention of a 0/1 metric (declared binary, or every
+        valid value of its run 0 or 1) is a failure (0); ``exclude``: a drop; None (default):
+        each run's harness convention. Named in the ``errors`` column (``mixed`` when the
+        runs' conventions differ).
+    errors_as_failures : deprecated alias: True is ``errors="failure"``.
     forced : candidate -> what the gate found different, for candidates compared anyway.
     declared : the (``metric``, ``direction``) pairs the scores' metadata declare, when read
         elsewhere (``Store.compare`` reads them in SQL); by default read from ``metadata``.
@@ -164,16 +173,18 @@ def compare_scores(
     if family not in ("comparison", "level"):
         raise ValueError(f"family must be 'comparison' or 'level', got {family!r}")
     rule = rule or StatisticalRule()
+    errors = _errors_option(errors, errors_as_failures)
     if isinstance(scores, PairedRows):
-        if errors_as_failures:
-            raise ValueError("errors_as_failures needs the scores frame (see Store.compare)")
+        if errors == "failure":
+            raise ValueError("errors='failure' needs the scores frame (see Store.compare)")
+        policy = errors or "exclude"
         out = _compare(scores, cands, parent, declared, directions, alternative, mid_p, ci,
                        (n_resamples, level, seed), rule, family)  # fmt: skip
         dtypes: dict[str, pl.DataType] = {}
     else:
         pk = ["key", "epoch"] if pair_on_epoch else ["key"]
-        reduced, has_reason, dtypes = _prepare(
-            scores, cands, parent, metrics, list(by), pk, reducer, errors_as_failures
+        reduced, has_reason, dtypes, policy = _prepare(
+            scores, cands, parent, metrics, list(by), pk, reducer, errors
         )
         if declared is None and "metadata" in scores.columns:
             declared = _declared_pairs(scores)
@@ -190,7 +201,7 @@ def compare_scores(
         pl.lit(alternative).alias("alternative"),
         pl.lit(mid_p).alias("mid_p"),
         pl.lit(level).alias("ci_level"),
-        pl.lit(errors_as_failures).alias("errors_as_failures"),
+        pl.lit(policy).alias("errors"),
         pl.col("candidate").is_in(list(forced)).alias("forced"),
         pl.col("candidate")
         .replace_strict(forced, default=None, return_dtype=pl.String)
@@ -210,10 +221,11 @@ def _prepare(
     by: list[str],
     pk: list[str],
     reducer: Reducer | None,
-    errors_as_failures: bool,
-) -> tuple[pl.DataFrame, bool, dict[str, pl.DataType]]:
+    errors: Errors | None,
+) -> tuple[pl.DataFrame, bool, dict[str, pl.DataType], str]:
     """The frame's rows of the runs and metrics asked for, one per (run, pair key, metric):
-    the rows, whether they carry skip reasons, and the dtypes of the id columns."""
+    the rows, whether they carry skip reasons, the dtypes of the id columns and the errors
+    policy applied (``mixed`` when the runs' conventions differ)."""
     _check_columns(scores, ["run_id", "metric", "value", *pk, *by])
     _check_one_source(scores, pk)
     frame = scores.lazy().filter(pl.col("run_id").is_in([*cands, parent]))
@@ -222,20 +234,22 @@ def _prepare(
     has_reason = "skip_reason" in scores.columns
     cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
     extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
-    if errors_as_failures:
-        if "errored" not in scores.columns:
-            raise ValueError(
-                "errors_as_failures needs an 'errored' column (the store's resolved scores "
-                "have one: compare runs with Store.compare)"
-            )
+    extra.append(policy_column(scores.columns, errors).alias("_policy"))
+    if "errored" in scores.columns:
         extra.append(pl.col("errored").fill_null(False))
+    elif errors == "failure":
+        raise ValueError(
+            "errors='failure' needs an 'errored' column (the store's resolved scores have "
+            "one: compare runs with Store.compare)"
+        )
     value = pl.col("value").cast(pl.Float64).fill_nan(None)
     ids = frame.select(*cols, value, *extra).collect()
-    if errors_as_failures:
-        ids = _errors_as_failures(ids)
+    policies = sorted(set(ids["_policy"].unique().drop_nulls().to_list()))
+    policy = errors or (policies[0] if len(policies) == 1 else "mixed" if policies else "exclude")
+    ids = _apply_errors(ids)
     reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
     dtypes = {c: scores.schema[c] for c in ["metric", *by]}
-    return reduced, has_reason, dtypes
+    return reduced, has_reason, dtypes, policy
 
 
 def _compare(
@@ -268,18 +282,51 @@ def _compare(
     return add_verdicts(out, rule)
 
 
-def _errors_as_failures(frame: pl.DataFrame) -> pl.DataFrame:
-    """Errored abstentions of 0/1 metrics become failures (0): the harnesses' convention."""
-    binary = (
-        frame.group_by("metric")
-        .agg(ok=pl.col("value").drop_nulls().is_in([0.0, 1.0]).all())
-        .filter("ok")["metric"]
+def _errors_option(errors: Errors | None, errors_as_failures: bool | None) -> Errors | None:
+    """``errors`` checked, with the deprecated ``errors_as_failures`` read as its alias."""
+    errors = check_errors(errors, "compare: errors")
+    if errors_as_failures is None:
+        return errors
+    warnings.warn(
+        "errors_as_failures= is deprecated: pass errors='failure' (or 'exclude')",
+        DeprecationWarning,
+        stacklevel=3,
     )
-    fill = pl.col("value").is_null() & pl.col("errored") & pl.col("metric").is_in(binary)
-    out = frame.with_columns(value=pl.when(fill).then(0.0).otherwise(pl.col("value")))
+    alias: Errors = "failure" if errors_as_failures else "exclude"
+    if errors is not None and errors != alias:
+        raise ValueError(f"errors={errors!r} contradicts errors_as_failures={errors_as_failures}")
+    return alias
+
+
+def _apply_errors(frame: pl.DataFrame) -> pl.DataFrame:
+    """The errors policy (``_policy`` per row): an errored abstention of a run under
+    ``failure`` becomes a failure (0) where the metric is 0/1 for that run (declared binary,
+    or declared nothing and every valid value of the run 0 or 1), as aggregate decides it per
+    group; otherwise it stays a drop."""
+    if "errored" not in frame.columns:
+        return frame.drop("_policy")
+    reg = default_registry()
+    not_binary = [
+        n for m in reg.ids() if reg.get(m).kind != "binary" for n in (m, *reg.get(m).aliases)
+    ]
+    binary = (
+        frame.group_by("run_id", "metric")
+        .agg(_01=pl.col("value").drop_nulls().is_in([0.0, 1.0]).all())
+        .filter(pl.col("_01") & ~pl.col("metric").cast(pl.String).is_in(not_binary))
+        .select("run_id", "metric")
+        .with_columns(_bin=pl.lit(True))
+    )
+    out = frame.join(binary, on=["run_id", "metric"], how="left")
+    fill = (
+        pl.col("value").is_null()
+        & pl.col("errored")
+        & (pl.col("_policy") == "failure")
+        & pl.col("_bin").fill_null(False)
+    )
+    out = out.with_columns(value=pl.when(fill).then(0.0).otherwise(pl.col("value")))
     if "skip_reason" in out.columns:
         out = out.with_columns(skip_reason=pl.when(fill).then(None).otherwise("skip_reason"))
-    return out.drop("errored")
+    return out.drop("errored", "_policy", "_bin")
 
 
 def _declared_pairs(scores: pl.DataFrame) -> pl.DataFrame:

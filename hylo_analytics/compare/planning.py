@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from hylo_analytics._harness import Errors
 from hylo_analytics.compare.runs import compare_runs
 from hylo_analytics.resolution import preferred_scores
 from hylo_analytics.stats.power import Plan, plan_for, points, power_at, smallest_detectable
@@ -100,6 +101,7 @@ def plan_from_runs(
     discordance: float | None = None,
     sd: float | None = None,
     force: bool = False,
+    errors: Errors | None = None,
 ) -> RunPlan:
     """Plan a comparison of ``candidate`` with ``parent`` from the pairs they already share.
 
@@ -108,10 +110,14 @@ def plan_from_runs(
     t-test with the observed sd of the differences. ``discordance`` / ``sd`` override the
     observed value: an all-tie pair of runs shows no discordance, and a plan then needs an
     assumed one. ``delta`` (a difference of rates for binary metrics: 0.03 is 3 points)
-    defaults to the observed difference.
+    defaults to the observed difference. The pairs are ``Store.compare``'s under the errors
+    policy ``errors`` (default: each run's harness convention), and so are the counts and the
+    observed difference of a 0/1 metric.
     """
     row = _overall(
-        compare_runs(store, [candidate], parent, metrics=[metric], force=force, ci="none")
+        compare_runs(
+            store, [candidate], parent, metrics=[metric], force=force, ci="none", errors=errors
+        )
     )
     n, wins, losses = int(row["n_pairs"]), int(row["candidate_wins"]), int(row["parent_wins"])
     if n == 0:
@@ -119,13 +125,14 @@ def plan_from_runs(
             f"{row['candidate']} and {row['parent']} share no key scored on {row['metric']!r} "
             "by both: there are no pairs to plan from"
         )
-    diffs = _differences(store, row)
-    binary = bool(diffs["binary"].all())
-    observed = float(diffs.select(pl.col("diff").mean()).item())
+    binary = bool(row["is_binary"])
+    # a 0/1 metric: the comparison's own counts (wins and losses are oriented already)
+    diffs = None if binary else _differences(store, row)["diff"]
+    observed = (wins - losses) / n if diffs is None else float(diffs.mean())  # type: ignore[arg-type]
     spread = discordance if binary else sd
     assumed = spread is not None
     if spread is None:
-        spread = (wins + losses) / n if binary else _sd(diffs["diff"])
+        spread = (wins + losses) / n if diffs is None else _sd(diffs)
     target = delta if delta is not None else _observed_target(observed, alternative)
     mde, plan, at_n, note = _answers(binary, n, spread, target, power, alpha, alternative)
     if target is None:

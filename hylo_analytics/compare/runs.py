@@ -70,12 +70,14 @@ def _compare(
 ) -> pl.DataFrame:
     """:func:`compare_runs` once the runs are resolved and pending rows registered: the
     gate, then the engine on the scores where they lie (or as a frame, when epochs must be
-    reduced or errors counted as failures first)."""
+    reduced or errors counted as failures first: a run's errors policy is ``errors``, else
+    its harness's convention)."""
     runs = [*cands, parent]
     read = _Reader(store, runs, source, pending, options, by)
     kinds = read.kinds(metrics)
     meta = store.sql(
-        "SELECT run_id, benchmark_digest, split FROM stg_runs WHERE list_contains($runs, run_id)",
+        "SELECT run_id, benchmark_digest, split, errors_default(source_format) AS _policy "
+        "FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
     )
     missing = sorted(set(runs) - set(meta["run_id"]))
@@ -108,12 +110,15 @@ def _compare(
             "Pass force=True (--force) to compare anyway; the rows are then marked forced."
         )
     epochs = kinds["n_key_epochs"].max() or 1
-    in_sql = not options.get("errors_as_failures") and (
-        bool(options.get("pair_on_epoch")) or epochs == 1
+    errors, as_failures = options.get("errors"), options.get("errors_as_failures")
+    failing = errors == "failure" or (
+        errors is None and (as_failures or (as_failures is None and "failure" in meta["_policy"]))
     )
+    in_sql = not failing and (bool(options.get("pair_on_epoch")) or epochs == 1)
     scores = read.rows(metrics) if in_sql else None
+    policy = dict(zip(meta["run_id"].to_list(), meta["_policy"].to_list(), strict=True))
     return compare_scores(
-        scores if scores is not None else read.scores(metrics),
+        scores if scores is not None else read.scores(metrics, policy),
         declared=read.declared(metrics),
         candidates=cands,
         parent=parent,
@@ -193,18 +198,20 @@ class _Reader:
             run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics)
         )
 
-    def scores(self, metrics: Sequence[str] | None) -> pl.DataFrame:
-        """The engine's columns as a frame: ids, value, skip reason (errored, epoch, ``by``
-        if used), for what the engine pairs only from a frame (epochs to reduce, errors
-        counted as failures)."""
+    def scores(self, metrics: Sequence[str] | None, policy: Mapping[str, str]) -> pl.DataFrame:
+        """The engine's columns as a frame: ids, value, skip reason, errored, each run's
+        errors convention (``_policy``, from ``policy``) and epoch and ``by`` if used, for
+        what the engine pairs only from a frame (epochs to reduce, errors counted as
+        failures)."""
         have = self._columns(metrics)
-        wanted = ["run_id", "key", "metric", "value", "skip_reason"]
+        wanted = ["run_id", "key", "metric", "value", "skip_reason", "errored"]
         if self.options.get("pair_on_epoch"):
             wanted.append("epoch")
-        if self.options.get("errors_as_failures"):
-            wanted.append("errored")
         cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
-        return self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
+        frame = self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
+        return frame.with_columns(
+            _policy=pl.col("run_id").replace_strict(dict(policy), default="exclude")
+        )
 
     def kinds(self, metrics: Sequence[str] | None) -> pl.DataFrame:
         """Per (run, metric, source, scorer version, valid): the rows and the most epochs a

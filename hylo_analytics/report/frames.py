@@ -21,13 +21,14 @@ from typing import Any
 
 import polars as pl
 
+from hylo_analytics._harness import Errors
 from hylo_analytics._redact import Redactor, redact_secrets
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
 from hylo_analytics.compare.engine import Family
 from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
-from hylo_analytics.resolution import preferred_scores, success_metric
+from hylo_analytics.resolution import success_metric
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.store import ParquetStore, pinned
 
@@ -78,6 +79,8 @@ from mart_runs as r
 left join cost as c on c.run_id = r.run_id
 order by r.agent_version, r.run_id
 """
+
+_HAS_STEPS = "select count(*) > 0 from int_scores_preferred where metric = 'steps'"
 
 _COVERAGE = """
 select
@@ -149,7 +152,7 @@ def report_frames(
     force: bool = False,
     directions: Mapping[str, Direction] | None = None,
     family: Family = "comparison",
-    errors_as_failures: bool = False,
+    errors: Errors | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The report's data: small frames keyed by section.
 
@@ -190,7 +193,7 @@ def report_frames(
         seed=seed,
         directions=directions,
         family=family,
-        errors_as_failures=errors_as_failures,
+        errors=errors,
     )
     overall = comparison.filter(pl.col("level") == "overall")
     if overall["n_pairs"].sum() == 0:
@@ -201,10 +204,17 @@ def report_frames(
         .sort("task_id")
     )
     headline = _headline(overall, tasks, rule, n_resamples, seed)
-    scores = preferred_scores(store, metrics=[metric, "steps"])
-    pair = scores.filter(pl.col("run_id").is_in([candidate, parent]))
+    # every rate on the page is aggregate's on the store, under one errors policy: a run's
+    # rate is the same number in the runs table, the task chart and the mart
     task_success = (
-        aggregate_scores(pair, by=["run_id", "task_id"], metrics=[metric], seed=seed)
+        aggregate_scores(
+            store,
+            by=["run_id", "task_id"],
+            metrics=[metric],
+            seed=seed,
+            runs=[candidate, parent],
+            errors=errors,
+        )
         .select(
             pl.col("run_id").alias("run"),
             "task_id",
@@ -216,16 +226,20 @@ def report_frames(
         )
         .sort(pl.col("run") != parent, "task_id")
     )
-    if scores.filter(pl.col("metric") == "steps").is_empty():  # no run has steps (inspect-robots)
+    has_steps = store.sql(_HAS_STEPS).item()
+    if not has_steps:  # no run has steps (inspect-robots)
         steps = pl.DataFrame(schema={"run": pl.String, "mean_steps": pl.Float64})
     else:
-        steps = aggregate_scores(scores, by=["run_id"], metrics=["steps"], ci="none").select(
+        steps = aggregate_scores(store, by=["run_id"], metrics=["steps"], ci="none").select(
             pl.col("run_id").alias("run"), pl.col("mean").alias("mean_steps")
         )
-    per_run = aggregate_scores(scores, by=["run_id"], metrics=[metric], seed=seed).select(
+    per_run = aggregate_scores(
+        store, by=["run_id"], metrics=[metric], seed=seed, errors=errors
+    ).select(
         pl.col("run_id").alias("run"),
         "n_total",
         pl.col("n_valid").alias("n_scored"),
+        "errors",
         (pl.col("mean") * pl.col("n_valid")).round().cast(pl.Int64).alias("successes"),
         pl.col("mean").alias("success"),
         "ci_low",

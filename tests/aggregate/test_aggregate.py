@@ -33,9 +33,10 @@ def _row(df: pl.DataFrame, **where: str) -> dict:
     return df.row(0, named=True)
 
 
-def test_counts_skip_breakdown_and_both_success_rates():
+def test_counts_skip_breakdown_and_the_errors_policy():
     out = aggregate_scores(SCORES, by=["run_id"])
     r1 = _row(out, run_id="r1")
+    assert r1["errors"] == "exclude"  # a frame naming no harness: hylo's convention
     assert (r1["n_total"], r1["n_valid"], r1["n_skipped"]) == (6, 4, 2)
     assert r1["skip_breakdown"] == [
         {"reason": "error", "count": 1},
@@ -43,19 +44,51 @@ def test_counts_skip_breakdown_and_both_success_rates():
     ]
     assert r1["coverage"] == pytest.approx(4 / 6)
     assert r1["mean"] == pytest.approx(3 / 4)  # abstentions excluded
-    # shown next to it: the errored key counts as 0, the timeout (not an error) stays out
     assert r1["n_errors"] == 1
-    assert r1["success_rate_errors_as_failures"] == pytest.approx(3 / 5)
     assert r1["ci_method"] == "wilson" and r1["ci_level"] == 0.95
     lo, hi = iv.wilson([3], [4])
     assert (r1["ci_low"], r1["ci_high"]) == pytest.approx((lo[0], hi[0]))
     assert r1["reducer"] == "mean"
+    # errors as failures: the errored key is a valid 0, the timeout (not an error) stays
+    # out; the interval is on the same denominator as the mean
+    f1 = _row(aggregate_scores(SCORES, by=["run_id"], errors="failure"), run_id="r1")
+    assert f1["errors"] == "failure" and f1["n_errors"] == 1
+    assert (f1["n_total"], f1["n_valid"], f1["n_skipped"]) == (6, 5, 1)
+    assert f1["skip_breakdown"] == [{"reason": "timeout", "count": 1}]
+    assert f1["mean"] == pytest.approx(3 / 5)
+    lo, hi = iv.wilson([3], [5])
+    assert (f1["ci_low"], f1["ci_high"]) == pytest.approx((lo[0], hi[0]))
+    assert f1["std"] == pytest.approx(np.std([1, 0, 0, 1, 1], ddof=1))
+
+
+def test_the_default_policy_is_the_harness_convention():
+    by_format = SCORES.with_columns(
+        source_format=pl.when(pl.col("run_id") == "r1")
+        .then(pl.lit("vla-eval"))
+        .otherwise(pl.lit("inspect.eval"))
+    )
+    out = aggregate_scores(by_format, by=["run_id"])
+    assert _row(out, run_id="r1")["errors"] == "failure"
+    assert _row(out, run_id="r1")["mean"] == pytest.approx(3 / 5)
+    assert _row(out, run_id="r2")["errors"] == "exclude"
+    assert _row(out, run_id="r2")["mean"] == pytest.approx(2 / 3)
+    pooled = aggregate_scores(by_format, by=[]).row(0, named=True)
+    assert pooled["errors"] == "mixed" and pooled["n_valid"] == 5 + 3
+    with pytest.raises(ValueError, match="did you mean 'failure'"):
+        aggregate_scores(SCORES, errors="failures")  # type: ignore[arg-type]
+
+
+def test_a_count_metric_has_no_value_for_an_error_under_either_policy():
+    steps = SCORES.with_columns(metric=pl.lit("steps"), value=pl.col("value") * 10)
+    for errors in ("failure", "exclude"):
+        r1 = _row(aggregate_scores(steps, by=["run_id"], errors=errors), run_id="r1")
+        assert (r1["n_valid"], r1["n_errors"], r1["n_skipped"]) == (4, 1, 2)
+        assert r1["mean"] == pytest.approx(30 / 4)
 
 
 def test_errors_as_failures_needs_to_know_the_errors():
-    out = aggregate_scores(SCORES.drop("errored"), by=["run_id"])
+    out = aggregate_scores(SCORES.drop("errored"), by=["run_id"], errors="failure")
     assert out["n_errors"].to_list() == [None, None]
-    assert out["success_rate_errors_as_failures"].to_list() == [None, None]
     assert out["mean"].to_list() == pytest.approx([3 / 4, 2 / 3])
 
 
@@ -63,7 +96,7 @@ def test_columns_are_the_documented_ones():
     out = aggregate_scores(SCORES, by=["run_id", "task_id"])
     assert out.columns == [
         "run_id", "task_id", "metric", "reducer", "n_total", "n_valid", "n_skipped", "n_errors",
-        "skip_breakdown", "coverage", "mean", "success_rate_errors_as_failures", "std",
+        "errors", "skip_breakdown", "coverage", "mean", "std",
         "stderr", "median", "p95", "min", "max", "iqm", "optimality_gap", "normalized_mean",
         "ci_low", "ci_high", "ci_level", "ci_method", "higher_is_better",
     ]  # fmt: skip
@@ -72,11 +105,7 @@ def test_columns_are_the_documented_ones():
     )
     few = aggregate_scores(SCORES, statistics=["mean", "iqm"])
     assert "std" not in few.columns and "iqm" in few.columns
-    assert aggregate_scores(SCORES, statistics=["median"]).columns[9:12] == [
-        "mean",
-        "success_rate_errors_as_failures",
-        "median",
-    ]
+    assert aggregate_scores(SCORES, statistics=["median"]).columns[10:12] == ["mean", "median"]
     with pytest.raises(ValueError, match="unknown statistics \\['mode'\\]"):
         aggregate_scores(SCORES, statistics=["mode"])
 
@@ -285,7 +314,6 @@ def test_binary_metric_with_fractional_values_falls_back_to_bootstrap():
     df = pl.DataFrame({"run_id": "r", "metric": "success", "value": [0.0, 0.5, 1.0, 1.0]})
     r = aggregate_scores(df, n_resamples=300).row(0, named=True)
     assert r["ci_method"] == "studentized"
-    assert r["success_rate_errors_as_failures"] is None
 
 
 def test_two_sources_of_one_key_are_not_averaged_as_epochs():

@@ -29,7 +29,7 @@ def test_from_row_and_back():
     assert first.skip_breakdown == {"error": 1}
     assert first.raw_stats["mean"] == pytest.approx(0.5)
     assert first.confidence_interval["method"] == "wilson"
-    assert first.diagnostics["success_rate_errors_as_failures"] == pytest.approx(1 / 3)
+    assert first.diagnostics["errors"] == "exclude"
     assert first.diagnostics["n_errors"] == 1
     back = AggregateResult.to_rows(results)
     assert back.select(frame.columns).equals(frame)
@@ -40,7 +40,7 @@ def test_printing():
     text = str(r)
     assert "AggregateResult success [run_id=r1]" in text
     assert "n_total 3, n_valid 2, n_skipped 1" in text
-    assert "error: 1" in text and "errors as failures: 0.3333" in text
+    assert "error: 1" in text and "errors: exclude (1 errored, left out)" in text
     assert "(95 % wilson)" in text
     html = r._repr_html_()
     assert "<table>" in html and "2 / 3" in html

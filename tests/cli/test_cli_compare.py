@@ -97,9 +97,11 @@ def test_verdict_options(sample_store: ha.Store, capsys: pytest.CaptureFixture[s
         "improved",
         "regressed",
     )
-    assert main([*base, "--errors-as-failures", "--format", "json"]) == 0
+    assert main([*base, "--errors", "failure", "--format", "json"]) == 0
     ef = json.loads(capsys.readouterr().out)[0]
-    assert ef["errors_as_failures"] and ef["n_dropped"] == 0  # errored episodes now count
+    assert ef["errors"] == "failure" and ef["n_dropped"] == 0  # errored episodes now count
+    assert main([*base, "--errors-as-failures", "--format", "json"]) == 0  # the old spelling
+    assert json.loads(capsys.readouterr().out)[0] == ef
     assert main([*base, "--direction", "steps"]) == 2
     assert "expected METRIC=maximize or METRIC=minimize" in capsys.readouterr().err
 

@@ -307,8 +307,15 @@ def test_directions_come_from_one_place() -> None:
 
 
 def test_errors_as_failures_needs_the_errored_column() -> None:
-    with pytest.raises(ValueError, match="errors_as_failures needs an 'errored' column"):
+    with pytest.raises(ValueError, match="errors='failure' needs an 'errored' column"):
+        compare_scores(_frame(), candidates="A", parent=PARENT, errors="failure")
+    with (
+        pytest.warns(DeprecationWarning, match="errors_as_failures= is deprecated"),
+        pytest.raises(ValueError, match="errors='failure' needs an 'errored' column"),
+    ):
         compare_scores(_frame(), candidates="A", parent=PARENT, errors_as_failures=True)
+    with pytest.raises(ValueError, match="did you mean 'exclude'"):
+        compare_scores(_frame(), candidates="A", parent=PARENT, errors="excluded")  # type: ignore[arg-type]
 
 
 def test_a_metric_typo_gets_a_did_you_mean(sample_store: ha.Store) -> None:

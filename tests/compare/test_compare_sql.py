@@ -96,7 +96,7 @@ def _store(root: Path, seed: int) -> ha.Store:
     seed=st.integers(0, 2**31),
     by=st.sampled_from([(), ("task_id",)]),
     pair_on_epoch=st.booleans(),
-    errors_as_failures=st.booleans(),
+    errors=st.sampled_from([None, "failure", "exclude"]),
     ci=st.sampled_from(["auto", "bootstrap", "newcombe"]),
 )
 def test_the_store_path_equals_the_frame_path(
@@ -104,14 +104,14 @@ def test_the_store_path_equals_the_frame_path(
     seed: int,
     by: tuple[str, ...],
     pair_on_epoch: bool,
-    errors_as_failures: bool,
+    errors: str | None,
     ci: Any,
 ) -> None:
     store = _store(tmp_path_factory.mktemp("cmp"), seed)
     options: dict[str, Any] = {
         "by": by,
         "pair_on_epoch": pair_on_epoch,
-        "errors_as_failures": errors_as_failures,
+        "errors": errors,
         "ci": ci,
         "n_resamples": 200,
         "seed": seed,

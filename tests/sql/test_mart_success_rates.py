@@ -44,9 +44,20 @@ def test_two_rates(tmp_path: Path) -> None:
     row = store.sql("SELECT * FROM mart_success_rates").row(0, named=True)
     assert (row["n_total"], row["n_valid"], row["n_errors"], row["n_skipped_other"]) == (
         6,
-        3,
+        5,
         2,
         1,
     )
     assert row["success_rate_errors_excluded"] == pytest.approx(2 / 3)
     assert row["success_rate_errors_as_failures"] == pytest.approx(2 / 5)
+    # the run's own rate is its harness's (vla-eval: errors are failures), with the Wilson
+    # interval of that rate; each of the two named rates has its own
+    from hylo_analytics import stats as iv
+
+    assert row["errors"] == "failure" and row["success_rate"] == pytest.approx(2 / 5)
+    lo, hi = iv.wilson([2], [5])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo[0], hi[0]))
+    lo, hi = iv.wilson([2], [3])
+    assert (row["errors_excluded_ci_low"], row["errors_excluded_ci_high"]) == pytest.approx(
+        (lo[0], hi[0])
+    )

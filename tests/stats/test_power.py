@@ -351,12 +351,19 @@ def test_plan_from_real_libero_runs(real_dir: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "real")
     store.ingest(real_dir / "vla-eval-harness", progress=False)
     cand, par = "agent=pi05,benchmark=libero_spatial", "agent=xvla,benchmark=libero_spatial"
-    got = plan_from_runs(store, cand, par)
+    # the harness's convention (vla-eval: a timeout is a failure): 500 pairs, pi05 worse, and
+    # the observed difference is the one of those pairs (it was the 470 pairs' +0.43 points)
+    harness = plan_from_runs(store, cand, par)
+    assert (harness.n_pairs, harness.candidate_wins, harness.parent_wins) == (500, 9, 36)
+    assert harness.observed_diff == pytest.approx((9 - 36) / 500)
+    assert harness.plan is None and harness.note and "not better" in harness.note
+    got = plan_from_runs(store, cand, par, errors="exclude")
     assert (got.n_pairs, got.candidate_wins, got.parent_wins) == (470, 9, 7)
     assert got.discordance == pytest.approx(16 / 470)
+    assert got.observed_diff == pytest.approx(2 / 470)
     assert got.plan is not None and got.plan.n_pairs == 12_041  # for the observed +0.43 points
     assert got.mde == pytest.approx(0.0220, abs=1e-4)
-    three = plan_from_runs(store, cand, par, delta=0.03)
+    three = plan_from_runs(store, cand, par, delta=0.03, errors="exclude")
     assert three.plan is not None and three.plan.n_pairs == 255
     with pytest.raises(ValueError, match="exceeds the discordance"):
-        plan_from_runs(store, cand, par, delta=0.05)
+        plan_from_runs(store, cand, par, delta=0.05, errors="exclude")
