@@ -177,7 +177,7 @@ def compare_scores(
     if isinstance(scores, PairedRows):
         if errors == "failure":
             raise ValueError("errors='failure' needs the scores frame (see Store.compare)")
-        policy = errors or "exclude"
+        policy: str = errors or "exclude"
         out = _compare(scores, cands, parent, declared, directions, alternative, mid_p, ci,
                        (n_resamples, level, seed), rule, family)  # fmt: skip
         dtypes: dict[str, pl.DataType] = {}
