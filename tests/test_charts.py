@@ -377,3 +377,53 @@ def test_png_and_svg_of_a_label_holding_terminal_escapes(tmp_path: Path) -> None
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = svg.read_text()
     assert "\x1b" not in text and "\x07" not in text and "<svg" in text
+
+
+def _notebook_html(chart: alt.TopLevelMixin) -> str:
+    bundle = chart._repr_mimebundle_()
+    html: str = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/html"]
+    return html
+
+
+def test_notebook_charts_need_no_network(paired: pl.DataFrame) -> None:
+    """A chart's notebook output carries vega inline: no script loads from http(s)."""
+    import re
+
+    assert alt.renderers.active == "hylo"
+    html = _notebook_html(charts.paired_forest(paired))
+    assert not re.search(r"<script[^>]*\bsrc\s*=", html, re.IGNORECASE)
+    assert "cdn.jsdelivr" not in html and "window.vegaEmbed=" in html
+    assert html.count("<script") == 1
+
+
+def test_notebook_charts_draw_offline_in_a_browser(paired: pl.DataFrame, tmp_path: Path) -> None:
+    """Two chart outputs in one page, every request off the page refused: both draw (the
+    second output does not run the bundle again, whose top-level names would clash)."""
+    import shutil
+
+    chromium = next(
+        (p for p in ("/usr/bin/chromium", shutil.which("chromium")) if p and Path(p).exists()),
+        None,
+    )
+    if chromium is None:
+        pytest.skip("no Chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    page_file = tmp_path / "notebook.html"
+    outputs = [charts.paired_forest(paired), charts.win_loss_bars(paired)]
+    page_file.write_text("<!doctype html><html><body>" + "".join(map(_notebook_html, outputs)))
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page: Any = browser.new_page()
+        errors: list[str] = []
+        requested: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("request", lambda r: requested.append(r.url))
+        page.route("http*://**", lambda route: route.abort())
+        page.goto(page_file.as_uri())
+        page.wait_for_function(
+            "document.querySelectorAll('.vega-embed-hylo > .chart-wrapper > svg, "
+            ".vega-embed-hylo > .chart-wrapper > canvas').length === 2",
+            timeout=20_000,
+        )
+        browser.close()
+    assert errors == [] and [u for u in requested if u.startswith("http")] == []

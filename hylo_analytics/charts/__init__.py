@@ -5,8 +5,9 @@ whose columns are listed in its docstring: the frame contracts below are what th
 and comparison modules produce, so a chart never ships thousands of rows to Vega. Intervals
 are computed by hylo_analytics, never by Vega's bootstrap ``ci``, so a chart shows the same
 numbers as the tables beside it. :func:`save` writes HTML (self-contained), PNG or SVG with no
-network (vl-convert). Importing this module enables altair's HTML renderer with the spec
-escaped (``hylo``) unless another renderer was chosen: names in a spec are untrusted text.
+network (vl-convert). Importing this module enables a renderer (``hylo``) that escapes the
+spec (names in a spec are untrusted text) and carries vega inline, so a notebook chart draws
+offline, unless another renderer was chosen.
 """
 
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -153,18 +156,67 @@ def _atomic_bytes(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+# A notebook output that draws its chart with no network: vega, vega-lite and vega-embed
+# (vl-convert's bundle) inline in the output itself. The bundle declares top-level names, so
+# it runs inside a function (a second chart in the same page would redeclare them) and only
+# when no earlier output of the page defined ``vegaEmbed``; it ends by setting window.vegaEmbed.
+_INLINE_OUTPUT = """\
+<div class="vega-embed-hylo" id="{div}"></div>
+<script type="text/javascript">
+(function () {{
+  if (typeof window.vegaEmbed !== "function") {{
+    (function () {{
+{bundle}
+    }}).call(window);
+  }}
+  window.vegaEmbed("#{div}", {spec}, {options}).catch(console.error);
+}})();
+</script>
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _vega_bundle() -> str:
+    """vega-embed with vega and vega-lite, as one script (vl-convert ships it: no network)."""
+    import vl_convert as vlc
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    # the default snippet sets window.vegaEmbed (the stub wrongly requires a snippet)
+    bundle: str = vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())  # type: ignore[call-arg]
+    if re.search(r"</script|<!--", bundle, re.IGNORECASE):  # would end the element early
+        raise RuntimeError("vl-convert's javascript bundle cannot sit inside <script>")
+    return bundle
+
+
+def inline_renderer(spec: dict[str, Any], **metadata: Any) -> dict[str, str]:
+    """An altair renderer: the chart as HTML that draws with no network (the vega scripts
+    inline, the spec written with :class:`~hylo_analytics._html.ScriptJSONEncoder`)."""
+    options = {"mode": "vega-lite", **(metadata.get("embed_options") or {})}
+    html = _INLINE_OUTPUT.format(
+        div=f"hylo-chart-{uuid.uuid4().hex}",
+        bundle=_vega_bundle(),
+        spec=json.dumps(spec, cls=ScriptJSONEncoder),
+        options=json.dumps(options, cls=ScriptJSONEncoder),
+    )
+    return {"text/html": html}
+
+
 def use_safe_renderer() -> None:
-    """Let notebooks show charts through altair's HTML renderer with the spec escaped.
+    """Let notebooks show charts through a renderer that escapes the spec and needs no network.
 
     Altair's ``default`` renderer embeds the spec in ``<script>`` as plain JSON, so a run name
-    holding ``</script>`` runs in the notebook. A copy of it writing the spec with
-    :class:`~hylo_analytics._html.ScriptJSONEncoder` is registered as ``hylo`` and enabled
-    when ``default`` is active with no options; a renderer the user chose is left alone.
+    holding ``</script>`` runs in the notebook, and it loads vega from a CDN, so a notebook
+    opened offline shows blank charts. :func:`inline_renderer` writes the spec with
+    :class:`~hylo_analytics._html.ScriptJSONEncoder` and the vega scripts inline (about 0.9 MB
+    per chart output); it is registered as ``hylo`` and enabled when ``default`` is active
+    with no options; a renderer the user chose is left alone. ``hylo-cdn`` is the same
+    escaping with the scripts from the CDN (light notebooks, online only).
     """
     from altair.utils.display import HTMLRenderer
     from altair.vegalite.v6.display import html_renderer
 
-    safe = HTMLRenderer(**{**html_renderer.kwargs, "json_kwds": {"cls": ScriptJSONEncoder}})
-    alt.renderers.register("hylo", safe)
+    cdn = HTMLRenderer(**{**html_renderer.kwargs, "json_kwds": {"cls": ScriptJSONEncoder}})
+    alt.renderers.register("hylo-cdn", cdn)
+    alt.renderers.register("hylo", inline_renderer)
     if alt.renderers.active == "default" and not alt.renderers.options:
         alt.renderers.enable("hylo")

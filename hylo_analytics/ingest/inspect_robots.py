@@ -9,8 +9,11 @@ carries no id of its own); ``key = "<task>#<scene_id>"``, ``epoch`` = 1-based po
 null score per metric the run knows (its ``results.metrics`` and any epoch's keys; when it
 knows none, as in a run that faulted before any step, ``success_at_end``: inspect-robots' own
 per-trial metric, which its successful logs report, so a faulted trial pairs with them and
-counts in ``mart_success_rates``), with ``skip_reason = "sample error: <error>"``. Operator judgements and the reduced scores go into the sample's
-``extra`` JSON.
+counts in ``mart_success_rates``), with ``skip_reason = "sample error: <error>"``. Operator
+judgements and the reduced scores go into the sample's ``extra`` JSON. ``agent_version`` is
+the policy's version when the log names one (``eval.policy_version``,
+``eval.policy_config.version``, ...), else null; the harness's ``inspect_robots_version`` goes
+to the run's ``extra`` as ``harness_version``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,20 @@ from hylo_analytics.ingest.traces import name_surrogates
 __all__ = ["FORMAT", "READER", "parse", "sniff"]
 
 FORMAT = "inspect-robots/v1"
+# The agent's version is the policy's own, where the log names one; never the harness's
+# (``eval.inspect_robots_version``, kept as ``harness_version`` in the run's ``extra``, as
+# vla-eval's is). A log that names none leaves it null.
+_AGENT_VERSION = ", ".join(
+    f"d.d.eval->>'$.{path}'"
+    for path in (
+        "policy_version",
+        "policy_config.version",
+        "policy_config.policy_version",
+        "policy_config.model_version",
+        "model_version",
+        "agent_version",
+    )
+)
 FALLBACK_METRIC = "success_at_end"
 
 _DOC = (
@@ -111,13 +128,14 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
         SELECT i.file_idx, i.run_id, '{FORMAT}' AS source_format,
                d.d.eval->>'$.task' AS benchmark_id,
                d.d.eval->>'$.policy' AS agent_name,
-               d.d.eval->>'$.inspect_robots_version' AS agent_version,
+               coalesce({_AGENT_VERSION}) AS agent_version,
                CAST(d.d.eval->'$.policy_config' AS VARCHAR) AS agent_components,
                CAST(d.d.results AS VARCHAR) AS results,
                d.d.status AS status,
                d.d.eval->>'$.created' AS created,
                coalesce(n.n, 0) AS n_samples,
-               to_json({{'eval': d.d.eval, 'stats': d.d.stats, 'error': d.d.error}}) AS extra
+               to_json({{'harness_version': d.d.eval->>'$.inspect_robots_version',
+                         'eval': d.d.eval, 'stats': d.d.stats, 'error': d.d.error}}) AS extra
         FROM _ir_d AS d JOIN _ir_ids AS i USING (file_idx) LEFT JOIN n USING (file_idx)
         ORDER BY i.file_idx
         """

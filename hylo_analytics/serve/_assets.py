@@ -22,6 +22,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:1rem}.note{color:#4b5563}
 .err{color:#b91c1c}input[type=search]{width:22rem;padding:3px}
 kbd{border:1px solid #9ca3af;border-radius:3px;padding:0 3px;font-size:12px}
+.scroll{overflow-x:auto;max-width:100%}.cols>section{min-width:0}
+h1,h2,p{overflow-wrap:anywhere}.chart img,svg.timeline{max-width:100%;height:auto}
 """
 
 # j/k or arrows move the selected row, Enter opens it, "/" focuses the filter, "p" / "c" pick

@@ -80,7 +80,7 @@ FROM mart_aggregate_run WHERE metric = 'success'
 # one run at a time: an equality on run_id is pushed through the resolution views, a list is not
 _SIDE_SQL = """
 SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason FROM int_key_scores
-WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps')
+WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps', 'elapsed_sec')
 """
 
 _STATUS_SQL = """
@@ -288,8 +288,13 @@ class StoreReader:
         steps = scores.filter(pl.col("metric") == "steps").select(
             "key", pl.col("value").alias(f"{role}_steps")
         )
-        return value.join(steps, on="key", how="left").join(
-            status.rename({"status": f"{role}_status"}), on="key", how="left"
+        elapsed = scores.filter(pl.col("metric") == "elapsed_sec").select(
+            "key", pl.col("value").alias(f"{role}_elapsed_sec")
+        )
+        return (
+            value.join(steps, on="key", how="left")
+            .join(elapsed, on="key", how="left")
+            .join(status.rename({"status": f"{role}_status"}), on="key", how="left")
         )
 
     def task_page(
@@ -342,6 +347,17 @@ class StoreReader:
         )
         value: str | None = frame["v"][0] if frame.height else None
         return value
+
+    def key_samples(self, run: str, key: str) -> pl.DataFrame:
+        """The stored sample rows of ``run``'s episode at ``key`` (every epoch): what the log
+        said of the episode (status, trace status, the fields kept in ``extra``), each text
+        cut at :data:`FIELD_CHARS` in DuckDB."""
+        return self.sql(
+            "SELECT episode_id, epoch, left(status, $cut) AS status, trace_status, "
+            "left(extra, $cut) AS extra, length(extra) AS extra_chars FROM samples "
+            "WHERE run_id = $run AND key = $key ORDER BY epoch, episode_id LIMIT $limit",
+            {"run": run, "key": key, "cut": FIELD_CHARS, "limit": EVENT_PAGE},
+        )
 
     def key_scores(self, runs: Sequence[str], key: str) -> pl.DataFrame:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""

@@ -194,11 +194,32 @@ def create_app(
         page = reader.runs_page(q=q, sort=sort, page=_page_number(request))
         return html(pages.runs_page(page, q=q, sort=sort, version=reader.version()))
 
+    def picker(request: Request, parent: str | None, candidates: list[str]) -> Response:
+        if parent is None and not candidates:
+            why = "pick a parent (the left column) and at least one candidate, then compare"
+        elif parent is None:
+            why = "pick a parent too (the left column): the run the candidates are compared with"
+        else:
+            why = "pick at least one candidate (the second column) to compare with the parent"
+        page = reader.runs_page(q=None, sort="ingested", page=_page_number(request))
+        return html(
+            pages.runs_page(
+                page,
+                q=None,
+                sort="ingested",
+                version=reader.version(),
+                parent=parent,
+                candidates=candidates,
+                message=why,
+            )
+        )
+
     def compare(request: Request) -> Response:
-        parent = _one(request, "parent")
-        candidates = list(dict.fromkeys(request.query_params.getlist("candidate")))
-        if not candidates:
-            raise UnknownRunError("pick at least one candidate (?candidate=RUN)")
+        parent = request.query_params.get("parent") or None
+        candidates = list(dict.fromkeys(c for c in request.query_params.getlist("candidate") if c))
+        if parent is None or not candidates:
+            # the picker sent an incomplete pick: back to it, the picks kept, saying what is due
+            return picker(request, parent, candidates)
         if len(candidates) > MAX_CANDIDATES:
             raise BadRequestError(
                 f"{len(candidates)} candidates: a comparison takes at most {MAX_CANDIDATES} "
@@ -286,6 +307,7 @@ def create_app(
                 scores=scores,
                 labels=reader.labels([parent, candidate]),
                 version=reader.version(),
+                samples={r: reader.key_samples(r, key) for r in (candidate, parent)},
             )
         )
 

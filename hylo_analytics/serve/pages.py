@@ -6,6 +6,7 @@ link is a stable URL of query parameters, so a page can be shared as it is.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -100,7 +101,11 @@ def _table(
         cls = f' class="{row_class(row)}"' if row_class else ""
         cells = "".join(f"<td>{fmt(row)}</td>" for _, fmt in columns)
         body.append(f"<tr data-row{attrs}{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # a wide table scrolls inside its box: the page itself never grows wider than the window
+    return (
+        f'<div class="scroll"><table><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _pager(page: Page, base: str, params: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> str:
@@ -123,8 +128,22 @@ def _pager(page: Page, base: str, params: Mapping[str, Any] | Sequence[tuple[str
 # -- runs ----------------------------------------------------------------------------------
 
 
-def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> str:
-    """Every run, a page at a time, with the parent / candidate picker."""
+def runs_page(
+    page: Page,
+    *,
+    q: str | None,
+    sort: str,
+    version: DataVersion,
+    parent: str | None = None,
+    candidates: Sequence[str] = (),
+    message: str | None = None,
+) -> str:
+    """Every run, a page at a time, with the parent / candidate picker; ``parent`` and
+    ``candidates`` come checked (an incomplete pick sent back with ``message``)."""
+    picked = set(candidates)
+
+    def checked(on: bool) -> str:
+        return " checked" if on else ""
 
     def sort_link(label: str, key: str) -> str:
         mark = " ▾" if key == sort else ""
@@ -138,10 +157,19 @@ def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> 
 
     rid: Cell = lambda r: _e(r["run_id"])  # noqa: E731
     columns: list[tuple[str, Cell]] = [
-        ("parent", lambda r: f'<input type="radio" name="parent" value="{attr(r["run_id"])}">'),
+        (
+            "parent",
+            lambda r: (
+                f'<input type="radio" name="parent" value="{attr(r["run_id"])}"'
+                f"{checked(r['run_id'] == parent)}>"
+            ),
+        ),
         (
             "candidate",
-            lambda r: f'<input type="checkbox" name="candidate" value="{attr(r["run_id"])}">',
+            lambda r: (
+                f'<input type="checkbox" name="candidate" value="{attr(r["run_id"])}"'
+                f"{checked(r['run_id'] in picked)}>"
+            ),
         ),
         ("run", rid),
         ("agent", lambda r: _e(r["agent_name"])),
@@ -169,8 +197,9 @@ def runs_page(page: Page, *, q: str | None, sort: str, version: DataVersion) -> 
         sort_link("ingested", "ingested"),
     ]
     params = {"q": q, "sort": sort if sort in SORTS else None}
+    note = f'<p class="err" id="pick-note">{_prose(message)}</p>' if message else ""
     body = (
-        f"<h1>Runs</h1>"
+        f"<h1>Runs</h1>{note}"
         f'<form method="get" action="/"><input type="search" id="filter" name="q" '
         f'value="{attr(q)}" placeholder="filter runs (/ to focus; Enter searches the store)">'
         f'<input type="hidden" name="sort" value="{attr(sort)}"> <button>search</button></form>'
@@ -300,6 +329,16 @@ def task_page(
         ("candidate skip", lambda r: _e(r["candidate_skip"])),
         ("parent skip", lambda r: _e(r["parent_skip"])),
     ]
+    timed = [
+        c
+        for c in ("candidate_elapsed_sec", "parent_elapsed_sec")
+        if c in page.rows.columns and page.rows[c].is_not_null().any()
+    ]
+    if timed:  # a log that times its episodes (vla-eval's elapsed_sec), after the steps
+        columns[6:6] = [
+            (c.replace("_elapsed_sec", " elapsed s"), lambda r, c=c: _num(r[c], 1))  # type: ignore[misc]
+            for c in timed
+        ]
     back = url("/compare", [("parent", parent), ("candidate", candidate)])
     head = (
         f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
@@ -386,11 +425,49 @@ def _detail(r: dict[str, Any], whole: Callable[[dict[str, Any], str], str]) -> s
     return " ".join(parts)
 
 
+def _fields(samples: pl.DataFrame) -> str:
+    """What the log stored of the episode, one row per epoch: its status, trace status and
+    every field kept in ``extra`` (a vla-eval episode's ``elapsed_sec`` and
+    ``failure_reason``, an Inspect sample's error, metadata...), each escaped once."""
+    if samples.is_empty():
+        return ""
+    columns: list[tuple[str, Cell]] = [
+        ("episode", lambda r: _e(r["episode_id"])),
+        ("epoch", lambda r: _e(r["epoch"])),
+        ("status", lambda r: _e(r["status"])),
+        ("trace", lambda r: _e(r["trace_status"])),
+        ("fields", _extra),
+    ]
+    return _table(columns, samples)
+
+
+def _extra(r: dict[str, Any]) -> str:
+    raw, n = r["extra"], r["extra_chars"]
+    if raw is None:
+        return ""
+    if n is not None and n > FIELD_CHARS:  # cut in DuckDB: shown as the text it is
+        return f"{_prose(raw)}\u2026 ({n:,} characters)"
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return _prose(raw)
+    if not isinstance(doc, dict):
+        return _prose(raw)
+    parts = []
+    for name, value in doc.items():
+        if value is None:
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"<b>{_e(name)}</b>: {_prose(shown)}")
+    return "; ".join(parts)
+
+
 def _side(
     title: str,
     run: str,
     events: pl.DataFrame,
     scores: pl.DataFrame,
+    samples: pl.DataFrame,
     whole: Callable[[dict[str, Any], str], str],
 ) -> str:
     columns: list[tuple[str, Cell]] = [
@@ -405,14 +482,18 @@ def _side(
         f"{_e(m)}: {_num(v)}" + (f" ({_e(s)})" if s else "")
         for m, v, s in scores.select("metric", "value", "skip_reason").iter_rows()
     )
-    trace = (
-        _timeline(events) + _table(columns, events)
-        if events.height
-        else '<p class="note">no trace stored for this episode (or this page)</p>'
-    )
+    if events.height:
+        trace = _timeline(events) + _table(columns, events)
+    elif samples.height:
+        trace = (
+            '<p class="note">no trace events stored for this episode (or this page): the '
+            "log's fields above are what it recorded</p>"
+        )
+    else:
+        trace = '<p class="note">no trace stored for this episode (or this page)</p>'
     return (
         f"<section><h2>{_e(title)} <small>{_e(run)}</small></h2>"
-        f'<p class="note">{score_line or "no scores"}</p>{trace}</section>'
+        f'<p class="note">{score_line or "no scores"}</p>{_fields(samples)}{trace}</section>'
     )
 
 
@@ -426,6 +507,7 @@ def episode_page(
     scores: pl.DataFrame,
     labels: Mapping[str, str],
     version: DataVersion,
+    samples: Mapping[str, pl.DataFrame] | None = None,
 ) -> str:
     """Both sides of one pair, side by side, a page of events at a time."""
     back = (
@@ -455,6 +537,7 @@ def episode_page(
             run,
             events[run].rows,
             scores.filter(pl.col("run_id") == run),
+            (samples or {}).get(run, pl.DataFrame()),
             whole(run),
         )
         for role, run in (("candidate", candidate), ("parent", parent))

@@ -91,3 +91,41 @@ def test_epochs_and_known_metrics(tmp_path: Path, real_dir: Path) -> None:
         ("adhoc#scene-0", 3, None, "unscored"),
         ("adhoc#scene-1", 1, None, "sample error: boom"),
     ]
+
+
+def test_agent_version_is_the_policys_not_the_harnesss(ir_store: ha.Store, real_dir: Path) -> None:
+    """The real logs name no policy version: ``agent_version`` is null and the harness's
+    ``inspect_robots_version`` is kept as ``harness_version`` in the run's ``extra``."""
+    for name in ("adhoc_2cc4c3a8.success.json", "adhoc_084f91f0.error.json"):
+        path = real_dir / "inspect-robots" / name
+        doc = json.loads(path.read_text())
+        version, extra = ir_store.sql(
+            "SELECT agent_version, extra FROM stg_runs WHERE source_path = ?", [str(path)]
+        ).row(0)
+        assert version is None
+        assert json.loads(extra)["harness_version"] == doc["eval"]["inspect_robots_version"]
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("policy_version",), "2.1"),
+        (("policy_config", "version"), "v3"),
+        (("model_version",), "m9"),
+    ],
+)
+def test_agent_version_from_policy_fields(
+    tmp_path: Path, real_dir: Path, where: tuple[str, ...], value: str
+) -> None:
+    doc = json.loads((real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json").read_text())
+    target = doc["eval"]
+    for k in where[:-1]:
+        target = target[k]
+    target[where[-1]] = value
+    p = tmp_path / "log.json"
+    p.write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(p, progress=False)
+    got = store.sql("SELECT agent_version, extra FROM stg_runs").row(0)
+    assert got[0] == value
+    assert json.loads(got[1])["harness_version"] == doc["eval"]["inspect_robots_version"]

@@ -124,18 +124,52 @@ def test_episode_page_shows_both_traces(client: TestClient) -> None:
     assert r.text.count("<section>") == 2 and "<td>step</td>" in r.text
 
 
+def test_wide_tables_scroll_in_their_box(client: TestClient) -> None:
+    """Every table sits in a horizontally scrollable box (the page never grows wider than the
+    window; tests/serve/test_browser.py measures it at 1,400 px)."""
+    from hylo_analytics.serve._assets import CSS
+
+    assert ".scroll{overflow-x:auto;max-width:100%}" in CSS
+    assert ".cols>section{min-width:0}" in CSS
+    for r in (
+        client.get("/"),
+        client.get("/compare", params={"parent": PARENT, "candidate": CAND}),
+        client.get("/compare/task", params={"parent": PARENT, "candidate": CAND, "task": TASK}),
+    ):
+        assert r.text.count("<table>") == r.text.count('<div class="scroll"><table>') > 0
+
+
 @pytest.mark.parametrize(
     "params",
     [
         {"parent": "no-such-run", "candidate": CAND},
         {"parent": PARENT, "candidate": "no-such-run"},
-        {"parent": PARENT},
     ],
 )
 def test_unknown_runs_are_404_with_a_message(client: TestClient, params: dict[str, str]) -> None:
     r = client.get("/compare", params=params)
     assert r.status_code == 404
-    assert "no run" in r.text or "pick at least one candidate" in r.text
+    assert "no run" in r.text
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({}, "pick a parent"),
+        ({"parent": PARENT}, "pick at least one candidate"),
+        ({"candidate": CAND}, "pick a parent too"),
+    ],
+)
+def test_an_incomplete_pick_is_the_picker_again(
+    client: TestClient, params: dict[str, str], says: str
+) -> None:
+    """The compare button with a missing parent or candidate is no 404: the runs page comes
+    back with the picks checked and what is still due."""
+    r = client.get("/compare", params=params)
+    assert r.status_code == 200 and says in r.text and 'id="pick"' in r.text
+    for name in ("parent", "candidate"):
+        if name in params:
+            assert f'name="{name}" value="{params[name]}" checked>' in r.text
 
 
 def test_unknown_task_and_key_are_404(client: TestClient) -> None:

@@ -233,3 +233,44 @@ def test_no_script_of_the_corpus_runs_in_a_real_browser(
             clean(path)
         assert errors == []
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> Path:
+    """The real LIBERO results (../shared/data/real), whose task names make wide tables."""
+    root = tmp_path_factory.mktemp("real-browser") / "store"
+    store = ha.open_store(root)
+    store.ingest(real_dir / "vla-eval-harness", progress=False)
+    return root
+
+
+@pytest.fixture()
+def real_server(real_store: Path) -> Iterator[str]:
+    yield from _running(real_store)
+
+
+def test_no_page_is_wider_than_a_1400px_window(real_store: Path, real_server: str) -> None:
+    """Wide tables scroll in their own box: at 1,400 px no served page scrolls sideways."""
+    from hylo_analytics.serve.pages import url
+
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    runs = ha.open_store(real_store, create=False).sql("SELECT run_id FROM stg_runs")["run_id"]
+    parent = next(r for r in runs if r.startswith("vla-eval:pi05:") and "spatial" in r)
+    cand = next(r for r in runs if r.startswith("vla-eval:xvla:") and "spatial" in r)
+    pair = {"parent": parent, "candidate": cand}
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        page: Any = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(real_server + html.unescape(url("/compare", pair)))
+        task = page.locator('a[href^="/compare/task"]').first.get_attribute("href")
+        shown = ["/", html.unescape(url("/compare", pair)), task]
+        page.goto(real_server + task)
+        shown.append(page.locator('a[href^="/episode"]').first.get_attribute("href"))
+        for path in shown:
+            page.goto(real_server + path)
+            page.wait_for_selector("main")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            body = page.evaluate("document.body.scrollWidth")
+            assert max(width, body) <= 1400, (path, width, body)
+        browser.close()
