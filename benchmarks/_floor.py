@@ -204,8 +204,6 @@ def mart_aggregate_sql(store: Path) -> str:
     )
     select run_id, metric, n_total, n_valid, n_skipped, n_errors, skip_breakdown,
         n_valid / n_total as coverage, mean,
-        case when is_binary and n_valid + n_errors > 0
-            then coalesce(k, 0) / (n_valid + n_errors) end as success_rate_errors_as_failures,
         std, std / sqrt(n_valid) as stderr, is_binary,
         case when is_binary and n > 0 then
             case when k <= 0 then 0.0 else greatest(0.0, least(1.0,
@@ -301,7 +299,7 @@ AGREE: dict[str, tuple[list[str], list[str], list[str]]] = {
     "mart_aggregate": (
         ["run_id", "metric"],
         ["n_total", "n_valid", "n_skipped", "n_errors", "is_binary", "skip_breakdown"],
-        ["coverage", "mean", "success_rate_errors_as_failures", "std", "stderr", "wilson_low",
+        ["coverage", "mean", "std", "stderr", "wilson_low",
          "wilson_high", "ci_level"],
     ),
     "mart_compare": (

@@ -2,8 +2,8 @@
 
 A :class:`MetricSpec` (WorldFoundry's contract) is declarative: identity, aliases, unit, score
 direction, normalizer and aggregation policy. It does not compute anything; the aggregate reads
-it to decide, for example, that ``success`` is a 0/1 metric (Wilson interval, errors-as-failures
-rate) and that fewer ``steps`` is better. The registry resolves aliases, so data written under
+it to decide, for example, that ``success`` is a 0/1 metric (Wilson interval, an errored
+episode a failure under ``errors="failure"``) and that fewer ``steps`` is better. The registry resolves aliases, so data written under
 ``success_rate`` and ``success`` land in one metric.
 
 The aggregation fields are read, not decorative: ``aggregator`` names the statistic that is a

@@ -14,7 +14,7 @@
 --      log's own reason ("harness error: timeout") is kept over a re-scorer's "no trace".
 -- value is null unless valid; skip_reason is set for every abstention ('abstained', 'nan' or
 -- 'invalid' when the source gave none); errored is true for an abstention of an episode whose
--- sample status is 'error' (it counts as a failure in the errors-as-failures rate).
+-- sample status is 'error' (under the errors policy 'failure' it counts as a failure).
 -- ambiguous: another source of the picked row's rank gives a different value. n_sources /
 -- n_abstained count every candidate row, so nothing is hidden. n_key_epochs: the epochs of the
 -- row's key with a score of its metric (int_key_scores passes a key of one epoch through

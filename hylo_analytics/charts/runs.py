@@ -88,11 +88,16 @@ def metric_trend(
     value_label: str = "success rate",
     percent: bool = True,
     title: str | None = None,
+    x_label: str | None = None,
+    line: bool = True,
 ) -> alt.LayerChart:
     """A metric across agent versions (x, in the frame's row order) with interval bars.
 
     ``frame``: one row per version (and per ``series`` group, if given) with ``value,
     ci_low, ci_high`` and the ``x`` column; ``n`` is shown in the tooltip when present.
+    ``x_label``: the x axis title (default: the column's name). ``line=False`` draws points
+    and bars only: a line says the points are versions of one thing, so runs of unrelated
+    policies get none.
     """
     cols = [x, "value", "ci_low", "ci_high"] + ([series] if series else [])
     cols += ["n"] if "n" in frame.columns else []
@@ -100,7 +105,10 @@ def metric_trend(
     fmt = ".0%" if percent else ".3g"
     base = alt.Chart(_data(data))
     xenc = alt.X(
-        f"{x}:O", title=x.replace("_", " "), sort=_order(data, x), axis=alt.Axis(labelAngle=0)
+        f"{x}:O",
+        title=x_label or x.replace("_", " "),
+        sort=_order(data, x),
+        axis=alt.Axis(labelAngle=0),
     )
     enc: dict[str, Any] = {"x": xenc}
     mark: dict[str, Any] = {}
@@ -111,16 +119,18 @@ def metric_trend(
     tooltip = [
         alt.Tooltip(f"{c}:{'Q' if c in ('value', 'ci_low', 'ci_high', 'n') else 'N'}") for c in cols
     ]
-    line = base.mark_line(strokeWidth=2, **mark).encode(
+    trend = base.mark_line(strokeWidth=2, **mark).encode(
         y=alt.Y("value:Q", title=value_label, axis=alt.Axis(format=fmt)), **enc
     )
+    if not line:  # the value axis still needs its format: an invisible layer carries it
+        trend = trend.mark_line(opacity=0)
     bars = base.mark_rule(strokeWidth=2, opacity=0.6, **mark).encode(
         y=alt.Y("ci_low:Q", title=value_label), y2="ci_high:Q", **enc
     )
     points = base.mark_point(filled=True, size=70, opacity=1, **mark).encode(
         y="value:Q", tooltip=tooltip, **enc
     )
-    chart = (bars + line + points).properties(
+    chart = (bars + trend + points).properties(
         width=max(240, 90 * data[x].n_unique()),
         height=280,
         title=_title(title or f"{value_label.capitalize()} across versions", "bars: 95% CI"),

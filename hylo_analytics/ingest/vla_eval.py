@@ -18,10 +18,10 @@ Identity, decided here:
 
 An episode with a ``failure_reason`` and no ``steps`` never ran to an outcome: a harness error
 (status ``error``), distinct from a policy failure. Its ``success``/``steps``/``elapsed_sec``
-scores abstain (null) with ``skip_reason = "harness error: <reason>"``. Both success rates
-are then available: errors excluded = mean of non-null ``success``; errors as failures = the
-view ``mart_success_rates`` (``success_rate_errors_as_failures``), which counts abstentions
-whose skip reason starts with ``harness error`` as 0.
+scores abstain (null) with ``skip_reason = "harness error: <reason>"``. vla-eval's own rates
+count such an episode as a failure, so that is the default errors policy of its runs
+(:mod:`hylo_analytics._harness`): the default rate is the file's ``overall_success_rate``;
+``errors="exclude"`` leaves them out, and ``mart_success_rates`` shows both.
 """
 
 from __future__ import annotations

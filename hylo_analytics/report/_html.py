@@ -93,8 +93,8 @@ def summary_sentence(headline: dict[str, Any]) -> str:
     h = headline
     cand, par = h.get("candidate_label") or h["candidate"], h.get("parent_label") or h["parent"]
     return (
-        f"Candidate {cand} succeeded on {_pct(h['candidate_rate'])} of "
-        f"{h['n_pairs']} paired episodes versus {_pct(h['parent_rate'])} for parent "
+        f"On the {h['n_pairs']} paired episodes, candidate {cand} succeeded on "
+        f"{_pct(h['candidate_rate'])} versus {_pct(h['parent_rate'])} for parent "
         f"{par}: a difference of {_pct(h['diff'], True)} points "
         f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
         f"{_mcnemar_p(h)}), {h['verdict']} "
@@ -123,10 +123,23 @@ def _who(h: dict[str, Any], role: str) -> str:
     return f"<b>{text(label)}</b><br>{run}" if label and label != h[role] else run
 
 
-def _cards(h: dict[str, Any]) -> str:
+def _paired_sub(h: dict[str, Any], role: str, runs: pl.DataFrame | None) -> str:
+    """Who the card is, and that its rate is over the paired episodes: with the run's own
+    rate beside it when the pairs are not every scored episode of the run."""
+    sub = f"{_who(h, role)}<br>on {h['n_pairs']} paired episodes"
+    if runs is None:
+        return sub
+    row = runs.filter(pl.col("run") == h[role])
+    if row.height == 1 and row["n_scored"].item() != h["n_pairs"]:
+        r = row.row(0, named=True)
+        sub += f"; the run: {_pct(r['success'])} of {r['n_scored']} scored"
+    return sub
+
+
+def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
     cards = [
-        ("candidate", _pct(h["candidate_rate"]), _who(h, "candidate")),
-        ("parent", _pct(h["parent_rate"]), _who(h, "parent")),
+        ("candidate (paired)", _pct(h["candidate_rate"]), _paired_sub(h, "candidate", runs)),
+        ("parent (paired)", _pct(h["parent_rate"]), _paired_sub(h, "parent", runs)),
         (
             "difference",
             f"{_pct(h['diff'], True)} pts",
@@ -191,7 +204,8 @@ def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
     return (
         f'<div class="hylo-report"><style>{_scoped_css()}</style>'
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>'
-        f"{_cards(h)}{_table(_TASK_HEADER, _task_rows(frames['tasks']))}</div>"
+        f"{_cards(h, frames.get('runs'))}{_table(_TASK_HEADER, _task_rows(frames['tasks']))}"
+        f'<p class="note">{text(errors_text(h.get("errors")))}</p></div>'
     )
 
 
@@ -244,7 +258,8 @@ def _method_note(h: dict[str, Any]) -> str:
     return (
         '<p class="note">Pairs are episodes both runs scored on the same task and seed (the '
         f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
-        "run abstained. Numbers come from <code>Store.compare</code>: differences are candidate "
+        f"run abstained. {text(errors_text(h.get('errors')))} "
+        "Numbers come from <code>Store.compare</code>: differences are candidate "
         f"\u2212 parent in percentage points with {text(h['ci_text'])}; p is the exact "
         + (
             "two-sided McNemar test (the metric's direction is unknown); "
@@ -256,6 +271,26 @@ def _method_note(h: dict[str, Any]) -> str:
         f"Verdicts: {text(h['rule_text'])}. Overall: "
         f"{text(h['verdict_note'] or '')}.{drops}{forced}</p>"
     )
+
+
+def errors_text(errors: str | None) -> str:
+    """The errors policy of the page's numbers, in words."""
+    if errors == "failure":
+        return (
+            "Errored episodes (harness errors such as timeouts) count as failures, as the "
+            "harness that wrote these runs counts them."
+        )
+    if errors == "exclude":
+        return (
+            "Errored episodes (harness errors such as timeouts) are left out of every rate, "
+            "as the harness that wrote these runs leaves them out."
+        )
+    return "Errored episodes follow each run's own harness convention (the runs differ)."
+
+
+def _policy_word(runs: pl.DataFrame) -> str:
+    policies = sorted(set(runs["errors"].drop_nulls().to_list())) if "errors" in runs else []
+    return f"errors: {policies[0]}" if len(policies) == 1 else "errors: by harness"
 
 
 def _runs_ci_header(runs: pl.DataFrame) -> str:
@@ -313,9 +348,10 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         f"<h1>{text(title)}</h1>",
         f'<div class="meta">hylo_analytics report · metric <code>{text(h["metric"])}'
         f"</code> · candidate <code>{text(h['candidate'])}</code> · parent "
-        f"<code>{text(h['parent'])}</code> · generated {now}</div>",
+        f"<code>{text(h['parent'])}</code> · errors <code>{text(h.get('errors') or '')}</code>"
+        f" · generated {now}</div>",
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>',
-        _cards(h),
+        _cards(h, runs),
         "<h2>Per task</h2>",
         _table(
             _TASK_HEADER,
@@ -336,7 +372,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
                 "agent",
                 "episodes",
                 "scored / total",
-                "success",
+                f"success ({_policy_word(runs)})",
                 _runs_ci_header(runs),
                 "mean steps",
                 "inference s / ep",
@@ -349,12 +385,15 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(
             charts.metric_trend(
                 runs.select(
-                    pl.col("label").alias("agent_version"),
+                    pl.col("label").alias("run"),
                     pl.col("success").alias("value"),
                     "ci_low",
                     "ci_high",
                     pl.col("n_scored").alias("n"),
                 ),
+                x="run",
+                # a line says "one policy over its versions": drawn only when it is one
+                line=runs["agent_name"].n_unique() == 1,
                 title=f"Success across runs{' of ' + suite if suite else ''}",
             )
         ),

@@ -340,6 +340,7 @@ def _headline(
         "verdict_rule",
         "forced",
         "gate_note",
+        "errors",
         pl.lit(describe_rule(rule)).alias("rule_text"),
         pl.col("ci_method").replace_strict(_CI_TEXT, default=pl.col("ci_method")).alias("ci_text"),
         # a metric whose direction is unknown is tested both ways: its p is two-sided
