@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
+from hylo_analytics._harness import Errors
 from hylo_analytics.compare.runs import compare_runs
 from hylo_analytics.stats.sequential import (
     DEFAULT_PRIOR,
@@ -36,14 +37,18 @@ def paired_counts(
     metric: str = "success",
     source: str | None = None,
     force: bool = False,
+    errors: Errors | None = None,
 ) -> tuple[int, int, int]:
     """``(n_pairs, candidate_wins, parent_wins)`` of ``candidate`` vs ``parent`` on ``metric``.
 
     Wins follow the metric's direction (for ``steps`` fewer is better); ties are the rest.
+    The pairs are ``Store.compare``'s under the errors policy ``errors`` (default: each run's
+    harness convention; :mod:`hylo_analytics._harness`).
     """
     frame = compare_runs(
-        store, [candidate], parent, metrics=[metric], source=source, force=force, ci="none"
-    )
+        store, [candidate], parent, metrics=[metric], source=source, force=force, ci="none",
+        errors=errors,
+    )  # fmt: skip
     row = frame.filter((pl.col("level") == "overall") & (pl.col("metric") == metric))
     if row.height != 1:
         raise ValueError(
@@ -65,6 +70,7 @@ def sequential_compare(
     prior: tuple[float, float] = DEFAULT_PRIOR,
     source: str | None = None,
     force: bool = False,
+    errors: Errors | None = None,
 ) -> SequentialTest:
     """The e-process at this one look, from the store's current paired counts.
 
@@ -72,7 +78,9 @@ def sequential_compare(
     whether it did at an earlier look (where you should have stopped), keep the looks with
     :class:`SequentialMonitor`.
     """
-    n, w, lo = paired_counts(store, candidate, parent, metric=metric, source=source, force=force)
+    n, w, lo = paired_counts(
+        store, candidate, parent, metric=metric, source=source, force=force, errors=errors
+    )
     return sequential_test(
         [w], [lo], n_pairs=[n], alpha=alpha, alternative=alternative, prior=prior
     )
@@ -93,6 +101,7 @@ class SequentialMonitor:
     alpha: float = 0.05
     alternative: SequentialAlternative = "greater"
     prior: tuple[float, float] = DEFAULT_PRIOR
+    errors: Errors | None = None  # the errors policy of every look (None: the harnesses')
     n_pairs: tuple[int, ...] = ()
     wins: tuple[int, ...] = ()
     losses: tuple[int, ...] = ()
@@ -105,8 +114,9 @@ class SequentialMonitor:
         Raises when the counts shrank since the last look (the runs' earlier pairs changed).
         """
         n, w, lo = paired_counts(
-            store, self.candidate, self.parent, metric=self.metric, source=source, force=force
-        )
+            store, self.candidate, self.parent, metric=self.metric, source=source, force=force,
+            errors=self.errors,
+        )  # fmt: skip
         nxt = replace(
             self, n_pairs=(*self.n_pairs, n), wins=(*self.wins, w), losses=(*self.losses, lo)
         )

@@ -125,3 +125,19 @@ def test_a_look_reads_only_and_refuses_shrunken_counts(tmp_path: Path) -> None:
 def test_a_monitor_without_looks() -> None:
     empty = SequentialMonitor("a", "b")
     assert not empty.stopped and empty.to_frame().height == 0
+
+
+def test_the_counts_follow_the_errors_policy(real_dir: Path, tmp_path: Path) -> None:
+    """pi05's 30 timeouts on LIBERO-spatial: failures by vla-eval's convention (the default),
+    drops with errors="exclude"; a monitor keeps its policy for every look."""
+    from hylo_analytics.compare.sequential import SequentialMonitor, paired_counts
+
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(real_dir / "vla-eval-harness", progress=False)
+    pi05 = store.resolve_run("agent=pi05,benchmark=libero_spatial")
+    xvla = store.resolve_run("agent=xvla,benchmark=libero_spatial")
+    assert paired_counts(store, pi05, xvla) == (500, 9, 36)
+    assert paired_counts(store, pi05, xvla, errors="failure") == (500, 9, 36)
+    assert paired_counts(store, pi05, xvla, errors="exclude") == (470, 9, 7)
+    monitor = SequentialMonitor(pi05, xvla, errors="exclude").look(store)
+    assert (monitor.n_pairs, monitor.wins, monitor.losses) == ((470,), (9,), (7,))
