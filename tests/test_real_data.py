@@ -208,6 +208,11 @@ def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
     assert agg["run_id"].to_list() == [ok, faulted] and agg["mean"].to_list() == [1.0, None]
     failed = agg.row(1, named=True)
     assert failed["n_valid"] == 0 and failed["n_errors"] == 1
+    # Inspect's convention (inspect_ai scores only samples without an error; inspect_ai
+    # cannot read these files itself: their eval lacks dataset and model): errors left out
+    assert agg["errors"].to_list() == ["exclude", "exclude"]
+    as_failure = store.aggregate(by=["run_id"], errors="failure").sort("run_id")
+    assert as_failure["mean"].to_list() == [1.0, 0.0] and as_failure["n_valid"].to_list() == [1, 1]
     assert failed["skip_breakdown"][0]["reason"].startswith("sample error: EmbodimentFault")
     assert store.sql("select n_errors from mart_runs where run_id = ?", [faulted]).item() == 1
     # the faulted trial has no valid score, so there is no key to pair: the report says so

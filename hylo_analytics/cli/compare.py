@@ -24,8 +24,10 @@ overall row is its own family; the per-task rows of one candidate and metric ano
 mean difference with its CI (Tango's score interval for 0/1 metrics, the percentile
 bootstrap of the paired differences otherwise; the method is in ci_method), a Wilcoxon p, and a verdict with the p that decided it (p_verdict) and why
 (verdict_note): improved / regressed when the test in the metric's direction rejects at
---alpha; unchanged when the 1-2*alpha CI lies inside +-margin (needs --margin); otherwise
-inconclusive. Runs whose benchmark digest, split or scorer version differ are refused unless
+--alpha and the verdict's interval (ci_adj_low / ci_adj_high: the 1-2*alpha interval,
+Bonferroni-adjusted over the row's family, at ci_adj_level) agrees; unchanged when the
+1-2*alpha CI lies inside +-margin (needs --margin); otherwise inconclusive. Errored episodes
+follow --errors (default: each run's harness convention; the errors column names it). Runs whose benchmark digest, split or scorer version differ are refused unless
 --force is given; forced rows say so in the 'forced' and 'gate_note' columns.
 
 example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
@@ -41,12 +43,15 @@ _TABLE_COLUMNS = (
     "parent_wins",
     "ties",
     "n_dropped",
+    "errors",
     "p_value",
     "p_holm",
     "p_verdict",
     "mean_diff",
     "ci_low",
     "ci_high",
+    "ci_adj_low",
+    "ci_adj_high",
     "verdict",
     "verdict_note",
     "forced",

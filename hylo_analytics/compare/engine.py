@@ -90,6 +90,9 @@ COLUMNS = (
     "ci_low",
     "ci_high",
     "ci_method",
+    "ci_adj_low",
+    "ci_adj_high",
+    "ci_adj_level",
     "eq_low",
     "eq_high",
     "margin",
@@ -275,6 +278,8 @@ def _compare(
     present = fine["metric"].cast(pl.String).unique().to_list()
     dirs = resolve_directions(present, explicit=directions, declared=_one_direction(declared))
     out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)
+    # the family each row's p is adjusted in, so its interval can be adjusted the same way
+    out = out.with_columns(family_size=pl.len().over(_family_keys(family)).cast(pl.Int64))
     out = _with_ci(out, rows, parent, ci, boot, rule.equivalence_level)
     out = _with_tost(out, rule)
     out = _with_drops(out, pat, by, rows.has_reason)
@@ -598,29 +603,38 @@ def _with_ci(
     boot: tuple[int, float, int],
     eq_level: float,
 ) -> pl.DataFrame:
-    """The interval of the difference at ``level`` (``ci_low``/``ci_high``) and at
-    ``eq_level`` (``eq_low``/``eq_high``, the TOST interval), with ``ci_method`` per row."""
+    """The interval of the difference at ``level`` (``ci_low``/``ci_high``), at ``eq_level``
+    (``eq_low``/``eq_high``, the TOST interval) and the verdict's interval
+    (``ci_adj_low``/``ci_adj_high`` at ``ci_adj_level``): the two-sided interval whose one
+    side is the one-sided test at alpha, Bonferroni-adjusted over the row's family,
+    ``1 - (1 - eq_level) / family_size`` (alpha = (1 - eq_level) / 2), so a verdict and the
+    interval printed beside it say the same thing; with ``ci_method`` per row."""
     n_resamples, level, seed = boot
     n = st["n_pairs"].to_numpy().astype(np.float64)
     b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
     binary = st["is_binary"].to_numpy()
     rows = len(st)
-    out = {k: np.full(rows, np.nan) for k in ("ci_low", "ci_high", "eq_low", "eq_high")}
+    adj = 1 - (1 - eq_level) / st["family_size"].to_numpy().astype(np.float64)
+    st = st.with_columns(pl.Series("ci_adj_level", adj, dtype=pl.Float64))
+    names = ("ci_low", "ci_high", "eq_low", "eq_high", "ci_adj_low", "ci_adj_high")
+    out = {k: np.full(rows, np.nan) for k in names}
     method = np.full(rows, None, dtype=object)
     if ci == "none":
         return _ci_columns(st, out, method).drop("n_11", "sd_diff")
+    # (columns, level, rows): the interval at one level for the rows that take it
+    every = np.ones(rows, dtype=bool)
+    targets = [(("ci_low", "ci_high"), level, every), (("eq_low", "eq_high"), eq_level, every)]
+    targets += [(("ci_adj_low", "ci_adj_high"), a, adj == a) for a in np.unique(adj)]
     if ci in ("auto", "score", "newcombe"):
         score = binary & (n > 0)
-        for (lo_k, hi_k), lvl in (
-            (("ci_low", "ci_high"), level),
-            (("eq_low", "eq_high"), eq_level),
-        ):
+        for (lo_k, hi_k), lvl, which in targets:
+            use = score & which
             if ci == "newcombe":
                 a = st["n_11"].to_numpy()
-                lo, hi = newcombe_ci(a[score], b[score], c[score], (n - a - b - c)[score], lvl)
+                lo, hi = newcombe_ci(a[use], b[use], c[use], (n - a - b - c)[use], lvl)
             else:
-                lo, hi = tango_ci(b[score], c[score], n[score], lvl)
-            out[lo_k][score], out[hi_k][score] = lo, hi
+                lo, hi = tango_ci(b[use], c[use], n[use], lvl)
+            out[lo_k][use], out[hi_k][use] = lo, hi
         method[score] = "newcombe" if ci == "newcombe" else "tango"
         rest = ~binary & (n > 0)
         # the percentile bootstrap of paired differences held its coverage best in
@@ -630,12 +644,9 @@ def _with_ci(
         rest = np.zeros(rows, dtype=bool)
         sd = st["sd_diff"].fill_null(0.0).to_numpy()
         mean = st["mean_diff"].to_numpy()
-        for (lo_k, hi_k), lvl in (
-            (("ci_low", "ci_high"), level),
-            (("eq_low", "eq_high"), eq_level),
-        ):
+        for (lo_k, hi_k), lvl, which in targets:
             half = z_value(lvl) * sd / np.sqrt(np.where(n > 0, n, np.nan))
-            out[lo_k], out[hi_k] = mean - half, mean + half
+            out[lo_k][which], out[hi_k][which] = (mean - half)[which], (mean + half)[which]
         method[n > 0] = "normal"
         weak = binary & (n > 0) & (b + c < 10)
         if weak.any():
@@ -660,14 +671,14 @@ def _with_ci(
         gid = d["_gid"].to_numpy()
         sizes = np.bincount(gid, minlength=rows)[rest]
         diffs = d["diff"].to_numpy()
-        # one set of resamples for both levels (the same draws as one call per level)
+        # one set of resamples for every level (the same draws as one call per level)
         bounds = bootstrap_cis(
-            diffs, sizes, levels=(level, eq_level), method=kind, n_resamples=n_resamples, seed=seed
-        )
-        for (lo_k, hi_k), (lo, hi) in zip(
-            (("ci_low", "ci_high"), ("eq_low", "eq_high")), bounds, strict=True
-        ):
-            out[lo_k][rest], out[hi_k][rest] = lo, hi
+            diffs, sizes, levels=[t[1] for t in targets], method=kind,
+            n_resamples=n_resamples, seed=seed,
+        )  # fmt: skip
+        for ((lo_k, hi_k), _, which), (lo, hi) in zip(targets, bounds, strict=True):
+            take = which[rest]
+            out[lo_k][rest & which], out[hi_k][rest & which] = lo[take], hi[take]
         method[rest] = kind
     return _ci_columns(st, out, method).drop("n_11", "sd_diff")
 
@@ -775,19 +786,23 @@ def _with_drops(
     ).drop("lo", "hi", "sum_d", "sum_pv_cd", "sum_cv_pd")
 
 
+def _family_keys(family: Family) -> list[str]:
+    """The columns whose values name a row's multiple-comparison family."""
+    return ["level"] if family == "level" else ["candidate", "metric", "level"]
+
+
 def _adjust(out: pl.DataFrame, family: Family, by: list[str]) -> pl.DataFrame:
     """Holm and BH adjusted p-values in each direction, within each family.
 
     Implemented in numpy (and tested equal to statsmodels' ``multipletests``), because
     ``multipletests(method="holm")`` runs ``gc.collect()``, which costs more than the rest.
     """
-    keys = ["level"] if family == "level" else ["candidate", "metric", "level"]
+    keys = _family_keys(family)
     fam = out.select(pl.concat_str(keys, separator="\x1f").alias("f"))["f"].to_numpy()
     rows = pl.when(pl.col("level") == "overall").then(pl.lit("overall")).otherwise("level")
     whose = "every candidate's" if family == "level" else "this comparison's"
     out = out.with_columns(
         family=pl.format("{} {} row(s)", pl.lit(whose), rows),
-        family_size=pl.len().over(keys).cast(pl.Int64),
     )
     p, w = out["p_value"].to_numpy(), out["p_worse"].to_numpy()
     return out.with_columns(

@@ -114,13 +114,24 @@ class _Logic:
         noisy = noise > 0
         clears_up = ~noisy | (_finite(lo_o) & (lo_o > noise))
         clears_down = ~noisy | (_finite(hi_o) & (hi_o < -noise))
+        # the verdict's interval (one-sided alpha, adjusted as the p is) must agree with the
+        # test: a sign test can reject while the mean difference's interval holds 0
+        v_lo, v_hi = _verdict_interval()
+        va_lo = pl.when(up).then(v_lo).otherwise(-v_hi)
+        va_hi = pl.when(up).then(v_hi).otherwise(-v_lo)
+        shown = _finite(va_lo) & _finite(va_hi)
+        agrees_up = ~shown | (va_lo > 0)
+        agrees_down = ~shown | (va_hi < 0)
         eq_lo, eq_hi = pl.col("eq_low"), pl.col("eq_high")
         equivalent = (
             _finite(margin) & _finite(eq_lo) & _finite(eq_hi) & (eq_lo > -margin) & (eq_hi < margin)
         )
+        test_up = known & _finite(better) & (better < self.alpha) & clears_up
+        test_down = known & _finite(worse) & (worse < self.alpha) & clears_down
         return {
-            "improved": known & _finite(better) & (better < self.alpha) & clears_up,
-            "regressed": known & _finite(worse) & (worse < self.alpha) & clears_down,
+            "improved": test_up & agrees_up,
+            "regressed": test_down & agrees_down,
+            "disagree": (test_up & ~agrees_up) | (test_down & ~agrees_down),
             "unchanged": equivalent,
             "better": better,
             "worse": worse,
@@ -168,6 +179,20 @@ class _Logic:
             .then(pl.format("p(worse) = {} < {}", _num(parts["worse"]), pl.lit(str(self.alpha))))
             .when(verdict == "unchanged")
             .then(pl.format("{} inside {}", eq, margin))
+            .when(parts["disagree"])
+            .then(
+                pl.format(
+                    "the test rejects (p = {} < {}) but the difference's {}% interval [{}, {}] "
+                    "(one-sided alpha, adjusted as the p is) holds 0: the test and the "
+                    "interval disagree (for a numeric metric the sign test counts pairs, the "
+                    "interval is of the mean difference), so no verdict",
+                    _num(best_p),
+                    pl.lit(str(self.alpha)),
+                    (_verdict_level() * 100).round(2).cast(pl.String),
+                    _num(_verdict_interval()[0]),
+                    _num(_verdict_interval()[1]),
+                )
+            )
             .when(pl.col("n_pairs") == 0)
             .then(pl.lit("no pairs to compare"))
             .when(margin.is_null())
@@ -291,6 +316,15 @@ class RelativeNoiseRule(_Logic):
 Rule = StatisticalRule | RelativeNoiseRule
 
 
+def _verdict_interval() -> tuple[pl.Expr, pl.Expr]:
+    """The verdict's interval: ``ci_adj_*`` when the comparison has it."""
+    return pl.col("ci_adj_low"), pl.col("ci_adj_high")
+
+
+def _verdict_level() -> pl.Expr:
+    return pl.col("ci_adj_level")
+
+
 def _adjust_text(adjust: Adjust) -> str:
     return {"holm": "Holm-adjusted", "bh": "BH-adjusted", "none": "unadjusted"}[adjust]
 
@@ -311,6 +345,10 @@ def add_verdicts(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:
         "family": pl.lit("overall"),
         "family_size": pl.lit(1),
         "p_tost": pl.lit(None, pl.Float64),
+        # a frame without the verdict's interval: the test alone decides
+        "ci_adj_low": pl.lit(None, pl.Float64),
+        "ci_adj_high": pl.lit(None, pl.Float64),
+        "ci_adj_level": pl.lit(None, pl.Float64),
     }
     frame = frame.with_columns(v.alias(k) for k, v in defaults.items() if k not in frame.columns)
     parts = rule._parts(rule.margin_expr(), rule.noise_expr())

@@ -143,7 +143,13 @@ def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
         (
             "difference",
             f"{_pct(h['diff'], True)} pts",
-            f"95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}",
+            f"95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}"
+            + (
+                f"<br>{h['verdict_ci_level'] * 100:.3g}% (the verdict's one-sided test): "
+                f"{_pct(h['verdict_ci_low'], True)} to {_pct(h['verdict_ci_high'], True)}"
+                if h.get("verdict_ci_level") is not None
+                else ""
+            ),
         ),
         (
             "paired outcomes",
@@ -162,6 +168,18 @@ def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
     )
 
 
+def _task_header(tasks: pl.DataFrame) -> list[str]:
+    """The per-task header; its interval is the verdict's (adjusted as the p beside it)."""
+    levels = tasks["verdict_ci_level"].drop_nulls().unique().to_list() if tasks.height else []
+    m = tasks["family_size"].drop_nulls().max() if tasks.height else None
+    ci = (
+        f"{levels[0] * 100:.3g}% CI (Bonferroni over {m})"
+        if len(levels) == 1
+        else "CI (Bonferroni)"
+    )
+    return [ci if h == "95% CI" else h for h in _TASK_HEADER]
+
+
 def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
     ordered = tasks.sort(["diff", "task_id"], descending=[True, False])
     return [
@@ -171,7 +189,7 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
             _pct(r["candidate_rate"]),
             _pct(r["parent_rate"]),
             _pct(r["diff"], True),
-            f"{_pct(r['ci_low'], True)} to {_pct(r['ci_high'], True)}",
+            f"{_pct(r['verdict_ci_low'], True)} to {_pct(r['verdict_ci_high'], True)}",
             f"{r['candidate_wins']} / {r['parent_wins']} / {r['ties']}",
             _p(r["p_value"]),
             _p(r["p_adjusted"]),
@@ -204,7 +222,8 @@ def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
     return (
         f'<div class="hylo-report"><style>{_scoped_css()}</style>'
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>'
-        f"{_cards(h, frames.get('runs'))}{_table(_TASK_HEADER, _task_rows(frames['tasks']))}"
+        f"{_cards(h, frames.get('runs'))}"
+        f"{_table(_task_header(frames['tasks']), _task_rows(frames['tasks']))}"
         f'<p class="note">{text(errors_text(h.get("errors")))}</p></div>'
     )
 
@@ -268,6 +287,10 @@ def _method_note(h: dict[str, Any]) -> str:
             "worse); "
         )
         + "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
+        "The per-task interval is the verdict's: the two-sided interval whose lower side is "
+        "the one-sided test at the rule's alpha, Bonferroni-adjusted over the tasks, so a "
+        "verdict and the interval beside it agree; a test that rejects while that interval "
+        "holds 0 gives no verdict (the note says so). "
         f"Verdicts: {text(h['rule_text'])}. Overall: "
         f"{text(h['verdict_note'] or '')}.{drops}{forced}</p>"
     )
@@ -353,10 +376,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>',
         _cards(h, runs),
         "<h2>Per task</h2>",
-        _table(
-            _TASK_HEADER,
-            _task_rows(tasks),
-        ),
+        _table(_task_header(tasks), _task_rows(tasks)),
         _method_note(h),
         _svg(
             charts.paired_forest(

@@ -131,6 +131,10 @@ _TASK_COLUMNS = {
     "drop_note": "drop_note",
     "drop_reasons": "drop_reasons",
     "ci_method": "ci_method",
+    "ci_adj_low": "verdict_ci_low",
+    "ci_adj_high": "verdict_ci_high",
+    "ci_adj_level": "verdict_ci_level",
+    "family_size": "family_size",
 }
 
 

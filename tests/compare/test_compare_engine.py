@@ -322,3 +322,46 @@ def test_a_metric_typo_gets_a_did_you_mean(sample_store: ha.Store) -> None:
     runs = sorted(sample_store.runs()["run_id"])
     with pytest.raises(ValueError, match=r"did you mean 'success' for 'sucess'\?.*has scores of"):
         sample_store.compare(runs[1:], runs[0], metrics=["sucess"])
+
+
+def _skewed(n: int, seed: int) -> pl.DataFrame:
+    """Most pairs a little better for the candidate, a few much worse: the sign test and the
+    mean difference disagree (the issue's case: steps 'improved' on a worse mean)."""
+    rng = np.random.default_rng(seed)
+    par = rng.integers(50, 60, n).astype(float)
+    gain = np.where(rng.random(n) < 0.8, -1.0, 8.0)  # steps: lower is better
+    keys = [f"t{i % 4}#{i}" for i in range(n)]
+    return pl.DataFrame(
+        {
+            "run_id": ["P"] * n + ["C"] * n,
+            "key": keys * 2,
+            "task_id": [k.split("#")[0] for k in keys] * 2,
+            "metric": "steps",
+            "value": np.concatenate([par, par + gain]),
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_verdict_and_the_interval_beside_it_agree(seed: int) -> None:
+    """The verdict's interval is the one-sided test's (1 - 2 alpha), Bonferroni-adjusted over
+    the row's family; improved / regressed never sit beside an interval holding 0."""
+    out = compare_scores(_skewed(200, seed), candidates="C", parent="P", by=["task_id"],
+                         n_resamples=500)  # fmt: skip
+    for row in out.iter_rows(named=True):
+        assert row["ci_adj_level"] == pytest.approx(1 - 0.1 / row["family_size"])
+        assert row["ci_adj_low"] <= row["mean_diff"] <= row["ci_adj_high"]
+        lo, hi = -row["ci_adj_high"], -row["ci_adj_low"]  # oriented: steps are minimized
+        if row["verdict"] == "improved":
+            assert lo > 0
+        if row["verdict"] == "regressed":
+            assert hi < 0
+        if row["p_holm"] < 0.05 and lo <= 0:
+            assert row["verdict"] == "inconclusive"
+            assert "the test and the interval disagree" in row["verdict_note"]
+    overall = out.filter(pl.col("level") == "overall").row(0, named=True)
+    assert overall["p_value"] < 1e-6  # most pairs improved: the sign test rejects
+    assert overall["mean_diff"] > 0 and overall["verdict"] == "inconclusive"  # the mean got worse
+    # a family of 4 tasks: the per-task interval is wider than the unadjusted one
+    task = out.filter(pl.col("level") == "task_id").row(0, named=True)
+    assert task["ci_adj_low"] <= task["ci_low"] and task["ci_adj_high"] >= task["ci_high"]
