@@ -171,7 +171,7 @@ def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
 def _task_header(tasks: pl.DataFrame) -> list[str]:
     """The per-task header; its interval is the verdict's (adjusted as the p beside it)."""
     levels = tasks["verdict_ci_level"].drop_nulls().unique().to_list() if tasks.height else []
-    m = tasks["family_size"].drop_nulls().max() if tasks.height else None
+    m = int(tasks["family_size"].max() or 0) if tasks.height else 0  # type: ignore[arg-type]
     ci = (
         f"{levels[0] * 100:.3g}% CI (Bonferroni over {m})"
         if len(levels) == 1
