@@ -26,6 +26,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.scorecard",
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.plan",
+    "hylo_analytics.cli.sequential",
     "hylo_analytics.cli.evaluate",
     "hylo_analytics.cli.report",
     "hylo_analytics.cli.export",
