@@ -53,13 +53,26 @@ V02 = "hylo.evallog/v0.2"
 
 
 def _scores_sql() -> str:
-    # one score per (key, epoch, metric): the one score resolution
+    # one score per (key, epoch, metric): the one score resolution. A score is its value, or
+    # {value, explanation?, skip_reason?} when it has an explanation or an abstention whose
+    # reason is not the one the reader derives ('episode errored' for an errored sample,
+    # else 'abstained')
     return f"""
-WITH s AS ({preferred_query(runs=True)})
+WITH p AS ({preferred_query(runs=True)}), s AS (
+    SELECT p.key, p.epoch, p.metric, p.value, p.explanation,
+           CASE WHEN p.value IS NULL AND p.skip_reason IS DISTINCT FROM
+                     CASE WHEN st.status = 'error' THEN 'episode errored' ELSE 'abstained' END
+                THEN p.skip_reason END AS why
+    FROM p LEFT JOIN (SELECT key, epoch, status FROM stg_samples WHERE run_id = $run) AS st
+        ON st.key = p.key AND st.epoch = p.epoch
+)
 SELECT key, epoch,
        '{{' || string_agg(to_json(metric) || ':' || CASE
-            WHEN explanation IS NULL THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
-            ELSE json_object('value', value, 'explanation', explanation)::VARCHAR END,
+            WHEN explanation IS NULL AND why IS NULL
+            THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
+            ELSE '{{"value":' || coalesce(CAST(to_json(value) AS VARCHAR), 'null')
+                 || coalesce(',"explanation":' || CAST(to_json(explanation) AS VARCHAR), '')
+                 || coalesce(',"skip_reason":' || CAST(to_json(why) AS VARCHAR), '') || '}}' END,
             ',' ORDER BY metric) || '}}' AS scores
 FROM s GROUP BY key, epoch
 """
@@ -208,7 +221,8 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
         for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores, extra in group:
             sc = json.loads(scores) if scores else {}
             values = {m: (v.get("value") if isinstance(v, dict) else v) for m, v in sc.items()}
-            why = {m: v["explanation"] for m, v in sc.items() if isinstance(v, dict)}
+            why = {m: v.get("explanation") for m, v in sc.items() if isinstance(v, dict)}
+            skipped = {m: v.get("skip_reason") for m, v in sc.items() if isinstance(v, dict)}
             for m, val in values.items():
                 sums.setdefault(m, [])
                 if val is not None:
@@ -221,7 +235,8 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
                         "episode_id": episode_id,
                         "status": status,
                         "trace": trace,
-                        "explanation": why or None,
+                        "explanation": _drop_none(why) or None,
+                        "skip_reason": _drop_none(skipped) or None,
                         "extra": json.loads(extra) if extra else None,
                     }
                 )

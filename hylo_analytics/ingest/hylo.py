@@ -292,8 +292,10 @@ WITH d AS (
                         list_transform(map_entries(json_transform(sc, '"MAP(VARCHAR, JSON)"')),
                         lambda e: {{'key': e.key, 'value': CASE
                             WHEN m->'$.explanation'->>e.key IS NOT NULL
+                              OR m->'$.skip_reason'->>e.key IS NOT NULL
                             THEN json_object('value', e.value,
-                                             'explanation', m->'$.explanation'->>e.key)
+                                             'explanation', m->'$.explanation'->>e.key,
+                                             'skip_reason', m->'$.skip_reason'->>e.key)
                             ELSE e.value END}})))
                 WHEN sc IS NOT NULL THEN sc END AS scores
     FROM body
@@ -564,11 +566,13 @@ def _parse_checked(
             SELECT * EXCLUDE (me), me.key AS metric,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
                         ELSE me.value END AS v,
-                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation,
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.skip_reason' END AS given_reason
             FROM ent
         ), unreported AS (
             -- a metric some sample of the log reports is an abstention where another omits it
-            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation
+            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation,
+                   NULL AS given_reason
             FROM smp AS s
             JOIN (SELECT DISTINCT file_idx, metric FROM val) AS m USING (file_idx)
             ANTI JOIN val AS x
@@ -580,11 +584,14 @@ def _parse_checked(
                CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
                     WHEN json_type(v) IN {_NUMERIC} THEN CAST(v AS DOUBLE) END AS value,
                coalesce(json_type(v) IN {_NUMERIC}, false) AS valid,
-               CASE WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
+               -- an abstention's reason as the log gives it ({{value, skip_reason}}: how the
+               -- exporter keeps one), else the reader's: errored, abstained, non-numeric
+               CASE WHEN json_type(v) IN {_NUMERIC} THEN NULL
+                    WHEN given_reason IS NOT NULL THEN given_reason
+                    WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
                     THEN 'episode errored'
                     WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
-                    WHEN json_type(v) NOT IN {_NUMERIC}
-                    THEN 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
+                    ELSE 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
                explanation,
                'evallog' AS source,
                'imported' AS source_kind
