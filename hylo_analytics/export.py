@@ -135,6 +135,19 @@ def export_evallog(
     row = con.execute("SELECT * FROM stg_runs WHERE run_id = ?", [run_id]).fetchall()
     cols = [d[0] for d in con.execute("SELECT * FROM stg_runs LIMIT 0").description]
     run = dict(zip(cols, row[0], strict=True))
+    if version == "v0.1":
+        # the v0.1 reader requires key = '<task_id>#<seed>': a log it would refuse is not written
+        odd = con.execute(
+            "SELECT key, task_id, seed FROM stg_samples WHERE run_id = ?"
+            " AND key IS DISTINCT FROM task_id || '#' || CAST(seed AS VARCHAR) LIMIT 1",
+            [run_id],
+        ).fetchall()
+        if odd:
+            key, task_id, seed = odd[0]
+            raise ValueError(
+                f"run {run_id!r} has key {key!r}, not '<task_id>#<seed>' "
+                f"({task_id}#{seed}), which a v0.1 log requires: export it as v0.2"
+            )
     source = run["source_path"] or ""
     prefix = str(Path(source).parent) + os.sep
     rows = con.execute(_samples_sql(prefix), {"run": run_id, "runs": [run_id]}).fetchall()
@@ -169,6 +182,8 @@ def export_evallog(
         top = {**extra, "version": V01, "run_id": run_id, "benchmark": benchmark, "agent": agent}
         if run["parent_run_id"] is not None:
             top["parent_run_id"] = run["parent_run_id"]
+        # not in the v0.1 spec's list, read back by the hylo reader (v0.2: status, eval.created)
+        top.update(_drop_none({"status": run["status"], "created": run["created"]}))
         if results is not None:
             top["results"] = results
     else:

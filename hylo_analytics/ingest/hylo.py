@@ -61,6 +61,9 @@ SUPPORTED_VERSIONS = (FORMAT, FORMAT_V02)
 _V02_RUN = "hylo.v02"  # the top-level member of a rewritten v0.2 log holding its run fields
 
 _TOP_KEYS = ("version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples")
+# a run's status and creation time (v0.2: ``status`` and ``eval.created``) are read from a v0.1
+# log's top level when they are strings (the exporter writes them there); else they stay extra
+_RUN_STRINGS = ("status", "created")
 _SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
 
 _TOP_CHECKS = compile_checks(
@@ -401,8 +404,11 @@ def _parse_checked(
         ), d AS (
             SELECT file_idx, m IS NOT NULL AS ok,
                    {", ".join(f"map_extract_value(m, '{k}') AS {k}" for k in _TOP_KEYS)},
+                   {", ".join(f"map_extract_value(m, '{k}') AS top_{k}" for k in _RUN_STRINGS)},
                    to_json(map_from_entries(list_filter(
                        map_entries(m), lambda e: e.key NOT IN ({", ".join(f"'{k}'" for k in _TOP_KEYS)})
+                           AND NOT (e.key IN ({", ".join(f"'{k}'" for k in _RUN_STRINGS)})
+                                    AND json_type(e.value) = 'VARCHAR')
                    ))) AS extra
             FROM parsed
         )
@@ -533,8 +539,12 @@ def _parse_checked(
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
                parent_run_id->>'$' AS parent_run_id,
                CAST(results AS VARCHAR) AS results,
-               extra->>'$."{_V02_RUN}".status' AS status,
-               extra->>'$."{_V02_RUN}".created' AS created,
+               coalesce(extra->>'$."{_V02_RUN}".status',
+                        CASE WHEN json_type(top_status) = 'VARCHAR' THEN top_status->>'$' END)
+                   AS status,
+               coalesce(extra->>'$."{_V02_RUN}".created',
+                        CASE WHEN json_type(top_created) = 'VARCHAR' THEN top_created->>'$' END)
+                   AS created,
                coalesce(n.n, 0) AS n_samples,
                CASE WHEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') <> '{{}}'
                     THEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') END AS extra
