@@ -336,3 +336,15 @@ def test_round_trip_of_the_real_files_keeps_every_column(
         " JOIN stg_ingested_files AS f ON f.run_id = r.run_id AND f.role = 'log'"
     ).rows()
     assert fmt == [(f"hylo.evallog/{version}", f"hylo.evallog/{version}")]
+
+
+def test_a_refused_v02_log_is_recorded_as_v02(tmp_path: Path) -> None:
+    """ingested_files.format names the version a quarantined hylo log says it is."""
+    src = tmp_path / "in" / "log.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps({"version": "hylo.evallog/v0.2", "eval": {"run_id": 5}}))
+    store = ha.open_store(tmp_path / "s")
+    rep = store.ingest(src, progress=False)
+    assert rep.quarantined and rep.formats == (("hylo.evallog/v0.2", 1),)
+    q = "SELECT format, outcome FROM stg_ingested_files"
+    assert store.sql(q).rows() == [("hylo.evallog/v0.2", "quarantined")]

@@ -668,7 +668,7 @@ def _ingest_chunk(
         if n in unsafe:  # never offered to a parser
             line, why = unsafe[n]
             problems.append(Problem(str(sf.path), line, None, why))
-            fmt = reader.format if reader is not None else None
+            fmt = reader.format_of(sf.data[:SNIFF_BYTES]) if reader is not None else None
             file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=fmt))
             continue
         if reader is None:
@@ -685,7 +685,7 @@ def _ingest_chunk(
             continue
         by_reader.setdefault(reader.parse, []).append(len(claimed))
         claimed.append(sf)
-        fmt_of.append(reader.format)
+        fmt_of.append(reader.format_of(sf.data[:SNIFF_BYTES]))
     if strict and problems:
         raise IngestError(problems[0])
 

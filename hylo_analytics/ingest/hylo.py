@@ -751,4 +751,9 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     return Parsed(base.runs, samples, base.scores, None, problems, traces=refs)
 
 
-READER = Reader(FORMAT, sniff, parse)
+def _version_of(head: bytes) -> str:
+    """``hylo.evallog/v0.2`` when a file's first bytes name it, else v0.1."""
+    return FORMAT_V02 if _V02_HINT.search(head) else FORMAT
+
+
+READER = Reader(FORMAT, sniff, parse, _version_of)
