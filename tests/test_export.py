@@ -348,3 +348,19 @@ def test_a_refused_v02_log_is_recorded_as_v02(tmp_path: Path) -> None:
     assert rep.quarantined and rep.formats == (("hylo.evallog/v0.2", 1),)
     q = "SELECT format, outcome FROM stg_ingested_files"
     assert store.sql(q).rows() == [("hylo.evallog/v0.2", "quarantined")]
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_a_sample_without_a_seed_is_not_exported(version: str, tmp_path: Path) -> None:
+    """A MetricResult file has no seeds: no log the reader would refuse is written."""
+    src = tmp_path / "m.jsonl"
+    src.write_text(
+        json.dumps({"sample_id": "scene-9", "metric_id": "fvd", "raw_value": 1.0}) + "\n"
+    )
+    store = ha.open_store(tmp_path / "s")
+    assert store.ingest(src, progress=False).quarantined == 0
+    run = store.sql("SELECT run_id FROM stg_runs").item()
+    out = tmp_path / "out" / "log.json"
+    with pytest.raises(ValueError, match="sample 'scene-9' has no seed"):
+        ha.export_evallog(store, run, out, version=version)  # type: ignore[arg-type]
+    assert not out.exists()

@@ -6,6 +6,14 @@ stands for and then read by the same checks onto the same tables; its run ``stat
 ``created`` come from ``status`` and ``eval.created``. A v0.2 key is stored as written (an
 inspect-robots key is ``<task>#<scene>``, not ``<task_id>#<seed>``).
 
+A score is a number, a boolean, null (an abstention: ``skip_reason`` ``episode errored`` when
+the sample's status is ``error``, else ``abstained``) or ``{value, explanation?, skip_reason?}``:
+a ``skip_reason`` given there is the abstention's reason (how the exporter keeps a vla-eval
+``harness error: timeout``); v0.2 gives it per epoch in ``episodes[].skip_reason``. A v0.1
+log's top-level ``status`` and ``created``, when strings, are the run's (else they stay in
+``runs.extra``). A v0.2 log is stored and recorded as ``hylo.evallog/v0.2`` (runs and
+ingested_files alike).
+
 The benchmark's v0.2 members (``episodes_per_task``, ``max_steps``, ``upstream``) are run
 columns (``benchmark_upstream`` for the last), checked on both paths: a wrong type or value is
 a problem naming the member (``benchmark.max_steps.<task_id>``, ``benchmark.upstream.commit``).
