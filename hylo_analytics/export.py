@@ -5,26 +5,49 @@ losslessly (same JSON up to key and sample order), and its traces are written ba
 line in their original order, at their original relative paths: each event's line as read
 from the trace file the store keeps once (``trace_files``; ``events.raw`` for a grader's grade
 events and in a store written before that table), byte for byte.
-What cannot come back: a non-numeric score value (stored as an abstention with its
-``skip_reason``), a trace that was refused or missing at ingest (its path was not stored), and
-the order of samples (exported sorted by key, then epoch), the difference between an
-absent and an empty ``scores`` object (absent is written), and the difference between a metric
-a sample omits and one it reports as null (ingest records both as an abstention, so that a
-metric of the run is counted for every sample; null is written). ``epoch`` is written when the log
-needs it (a key repeated or an epoch other than 1); ``episode_id`` when it is not the key
-(the reader's default for an absent one). When several score sources hold the same
-metric for a sample, the one of highest precedence (``score`` > ``derived`` > ``observation``
-> ``imported``, then the latest batch) is written.
+A score is written as its value, or as ``{"value", "explanation", "skip_reason"}`` (the members
+it has) when it has an explanation or abstains for another reason than the one the reader gives
+an abstention (``episode errored`` when the sample's status is ``error``, else ``abstained``):
+a vla-eval ``harness error: timeout`` or an inspect-robots ``sample error: ...`` comes back as
+it was (``skip_reason`` is the MetricResult field of the worldfoundry spec). The run's
+``status`` and ``created`` are written at the top (not in the spec's v0.1 list; the reader takes
+them back when they are strings). A run whose keys are not ``<task_id>#<seed>`` (inspect-robots,
+Inspect) cannot be written as v0.1 (the reader refuses such a key): export it as v0.2. A sample
+without a task id, seed or status (a MetricResult file has no seeds) cannot be written at all.
+
+What cannot come back: the number behind a non-numeric score value (stored as an abstention;
+its ``skip_reason`` comes back), a trace that was refused or missing at ingest (its path was
+not stored), the order of samples (exported sorted by key, then epoch), the difference between
+an absent and an empty ``scores`` object (absent is written), the difference between a metric a
+sample omits and one it reports as null (ingest records both as an abstention, so that a metric
+of the run is counted for every sample; null is written), and an abstention without a reason
+(it comes back with the reader's). One score per metric and sample is written, the resolved
+one: when several sources hold it, the one of highest precedence (``score`` > ``derived`` >
+``observation`` > ``imported``, then the latest batch); it comes back as the log's own
+(``source = evallog``, ``source_kind = imported``), without the other sources' rows and without
+the columns a log has no place for (``scorer_version``, ``metadata`` and the MetricResult
+columns ``raw_value``, ``normalized_value``, ``coverage``, ``components``, ``diagnostics``,
+``artifact_refs``, ``judge_trace``). The file read back is a hylo EvalLog: ``runs.source_format``
+and ``ingested_files.format`` name the version exported (v0.1 or v0.2), not the format of the
+file first ingested (v0.2 keeps that in ``eval.source_format``), and the provenance columns
+(``source_path``, ``source_sha256``, ``ingested_at``) are those of the export.
+``epoch`` is written when the log needs it (a key repeated or an epoch other than 1);
+``episode_id`` when it is not the key (the reader's default for an absent one).
+Run metadata (``runs.extra``: the log's unmodelled top-level members) and sample metadata
+(``samples.extra``) are written back as they were read (v0.1: at the top and in each sample;
+v0.2: ``eval.extra`` and each episode's ``extra``). ``tests/test_export.py`` round-trips the
+real vla-eval and inspect-robots files and compares every column of every table.
 
 v0.2 is the inspect-robots layout with the hylo identity kept beside it: ``{version, status,
 eval, results, stats, samples}``, one sample per key with ``scene_id`` (the key), ``status``,
 ``epochs`` (one ``{metric: value}`` per epoch, as inspect-robots writes them) and ``reduced``
 (the mean of each metric over the epochs that did not abstain), and hylo's own fields:
 ``key``, ``task_id``, ``seed`` and ``episodes`` (per epoch: epoch, episode id, status, trace,
-score explanations and the sample's unmodelled fields). ``eval`` holds the run: id, created,
-benchmark, agent, ``results`` and ``extra`` as stored; ``results.metrics`` are the run's means.
-The reader ingests v0.2 onto the same rows, so it round-trips like v0.1 (and keeps a run's
-``status`` and ``created``, which v0.1 has no place for).
+score explanations and skip reasons (``{metric: text}``, as above) and the sample's unmodelled
+fields). ``eval`` holds the run: id, created, benchmark, agent, ``results`` and ``extra`` as
+stored; ``results.metrics`` are the run's means.
+The reader ingests v0.2 onto the same rows, so it round-trips like v0.1, keys of any shape
+included.
 
 Both versions write the benchmark's v0.2 members back into ``benchmark`` (v0.2:
 ``eval.benchmark``): ``episodes_per_task``, ``max_steps`` (task id -> step limit) and
@@ -53,13 +76,26 @@ V02 = "hylo.evallog/v0.2"
 
 
 def _scores_sql() -> str:
-    # one score per (key, epoch, metric): the one score resolution
+    # one score per (key, epoch, metric): the one score resolution. A score is its value, or
+    # {value, explanation?, skip_reason?} when it has an explanation or an abstention whose
+    # reason is not the one the reader derives ('episode errored' for an errored sample,
+    # else 'abstained')
     return f"""
-WITH s AS ({preferred_query(runs=True)})
+WITH p AS ({preferred_query(runs=True)}), s AS (
+    SELECT p.key, p.epoch, p.metric, p.value, p.explanation,
+           CASE WHEN p.value IS NULL AND p.skip_reason IS DISTINCT FROM
+                     CASE WHEN st.status = 'error' THEN 'episode errored' ELSE 'abstained' END
+                THEN p.skip_reason END AS why
+    FROM p LEFT JOIN (SELECT key, epoch, status FROM stg_samples WHERE run_id = $run) AS st
+        ON st.key = p.key AND st.epoch = p.epoch
+)
 SELECT key, epoch,
        '{{' || string_agg(to_json(metric) || ':' || CASE
-            WHEN explanation IS NULL THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
-            ELSE json_object('value', value, 'explanation', explanation)::VARCHAR END,
+            WHEN explanation IS NULL AND why IS NULL
+            THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
+            ELSE '{{"value":' || coalesce(CAST(to_json(value) AS VARCHAR), 'null')
+                 || coalesce(',"explanation":' || CAST(to_json(explanation) AS VARCHAR), '')
+                 || coalesce(',"skip_reason":' || CAST(to_json(why) AS VARCHAR), '') || '}}' END,
             ',' ORDER BY metric) || '}}' AS scores
 FROM s GROUP BY key, epoch
 """
@@ -122,6 +158,32 @@ def export_evallog(
     row = con.execute("SELECT * FROM stg_runs WHERE run_id = ?", [run_id]).fetchall()
     cols = [d[0] for d in con.execute("SELECT * FROM stg_runs LIMIT 0").description]
     run = dict(zip(cols, row[0], strict=True))
+    # a log the reader would refuse is not written: every sample needs a task id, a seed and a
+    # status (a MetricResult file has no seeds) ...
+    missing = con.execute(
+        "SELECT key, CASE WHEN task_id IS NULL THEN 'task_id' WHEN seed IS NULL THEN 'seed'"
+        " ELSE 'status' END FROM stg_samples WHERE run_id = ?"
+        " AND (task_id IS NULL OR seed IS NULL OR status IS NULL) ORDER BY key LIMIT 1",
+        [run_id],
+    ).fetchall()
+    if missing:
+        raise ValueError(
+            f"run {run_id!r}: sample {missing[0][0]!r} has no {missing[0][1]}, which a hylo "
+            "EvalLog requires of every sample; it cannot be exported"
+        )
+    if version == "v0.1":
+        # ... and v0.1 a key '<task_id>#<seed>'
+        odd = con.execute(
+            "SELECT key, task_id, seed FROM stg_samples WHERE run_id = ?"
+            " AND key IS DISTINCT FROM task_id || '#' || CAST(seed AS VARCHAR) LIMIT 1",
+            [run_id],
+        ).fetchall()
+        if odd:
+            key, task_id, seed = odd[0]
+            raise ValueError(
+                f"run {run_id!r} has key {key!r}, not '<task_id>#<seed>' "
+                f"({task_id}#{seed}), which a v0.1 log requires: export it as v0.2"
+            )
     source = run["source_path"] or ""
     prefix = str(Path(source).parent) + os.sep
     rows = con.execute(_samples_sql(prefix), {"run": run_id, "runs": [run_id]}).fetchall()
@@ -156,6 +218,8 @@ def export_evallog(
         top = {**extra, "version": V01, "run_id": run_id, "benchmark": benchmark, "agent": agent}
         if run["parent_run_id"] is not None:
             top["parent_run_id"] = run["parent_run_id"]
+        # not in the v0.1 spec's list, read back by the hylo reader (v0.2: status, eval.created)
+        top.update(_drop_none({"status": run["status"], "created": run["created"]}))
         if results is not None:
             top["results"] = results
     else:
@@ -208,7 +272,8 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
         for _key, epoch, _task, _seed, status, episode_id, trace, _body, scores, extra in group:
             sc = json.loads(scores) if scores else {}
             values = {m: (v.get("value") if isinstance(v, dict) else v) for m, v in sc.items()}
-            why = {m: v["explanation"] for m, v in sc.items() if isinstance(v, dict)}
+            why = {m: v.get("explanation") for m, v in sc.items() if isinstance(v, dict)}
+            skipped = {m: v.get("skip_reason") for m, v in sc.items() if isinstance(v, dict)}
             for m, val in values.items():
                 sums.setdefault(m, [])
                 if val is not None:
@@ -221,7 +286,8 @@ def _v02_samples(rows: list[tuple[Any, ...]]) -> str:
                         "episode_id": episode_id,
                         "status": status,
                         "trace": trace,
-                        "explanation": why or None,
+                        "explanation": _drop_none(why) or None,
+                        "skip_reason": _drop_none(skipped) or None,
                         "extra": json.loads(extra) if extra else None,
                     }
                 )

@@ -303,10 +303,15 @@ def test_policies_read_the_resolved_value(store: ha.Store) -> None:
 def test_export_writes_the_resolved_value(store: ha.Store, tmp_path: Path) -> None:
     path = ha.export_evallog(store, P, tmp_path / "p.json", traces=False)
     samples = json.loads(path.read_text())["samples"]
-    exported = {(s["key"], s.get("epoch", 1)): s["scores"]["success"] for s in samples}
+    # a score is its value, or {value, skip_reason} for an abstention whose reason the reader
+    # would not give it (a harness error)
+    written = {(s["key"], s.get("epoch", 1)): s["scores"]["success"] for s in samples}
+    exported = {k: v["value"] if isinstance(v, dict) else v for k, v in written.items()}
     for row, value in zip(EPISODES[P], RESOLVED[P], strict=True):
         assert exported[(row[0], row[1])] == value, row
     assert exported[("t1#3", 1)] == 1.0
+    assert written[("t2#1", 1)] == {"value": None, "skip_reason": REASONS[(P, "t2#1")]}
+    assert written[("t2#2", 1)] is None  # 'abstained': the reader's own reason
     v02 = json.loads(ha.export_evallog(store, P, tmp_path / "v2.json", version="v0.2",
                                        traces=False).read_text())  # fmt: skip
     mean = store.sql(

@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import hylo_analytics as ha
@@ -263,3 +264,103 @@ def test_round_trip_keeps_the_benchmark_v02_members(version: str, tmp_path: Path
     q = "SELECT episodes_per_task, max_steps::JSON, benchmark_upstream::JSON FROM stg_runs"
     assert back.sql(q).rows() == store.sql(q).rows()
     assert back.sql(q).rows()[0][0] == 2
+
+
+# -- the real files, every column ------------------------------------------------------------
+
+# What legitimately differs between a run as first ingested and as read back from its export,
+# and nothing else: provenance of the file read (its path, checksum, size, mtime and format:
+# an export is a hylo EvalLog, not the vla-eval or inspect-robots file it came from), the
+# time of ingest and the store's batch numbers.
+_DIFFERS = {
+    "runs": ("source_format", "source_path", "source_sha256", "ingested_at", "batch_seq"),
+    "samples": ("batch_seq",),
+    "scores": ("batch_seq",),
+    "events": ("batch_seq",),
+    "trace_files": ("path", "sha256", "batch_seq"),
+    "ingested_files": ("path", "sha256", "size", "mtime_ns", "format", "ingested_at", "batch_seq"),
+}
+
+
+def _rows(store: ha.Store, table: str, runs: list[str]) -> pl.DataFrame:
+    cols = ", ".join(_DIFFERS[table])
+    return store.sql(
+        f"SELECT * EXCLUDE ({cols}) FROM stg_{table} WHERE list_contains(?, run_id) ORDER BY ALL",
+        [runs],
+    )
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
+    """The real files in ../shared/data/real, ingested once (read-only)."""
+    store = ha.open_store(tmp_path_factory.mktemp("real") / "store")
+    for folder in ("vla-eval-harness", "inspect-robots"):
+        store.ingest(real_dir / folder, progress=False)
+    return store
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_round_trip_of_the_real_files_keeps_every_column(
+    version: str, real_store: ha.Store, tmp_path: Path
+) -> None:
+    """vla-eval results and inspect-robots logs, exported and read back: every column of
+    every table equal but those named in ``_DIFFERS`` (skip reasons such as "harness error:
+    timeout", errored episodes, run and sample metadata, run status), and the format version
+    the same in every table."""
+    runs = real_store.sql("SELECT run_id, source_format FROM stg_runs ORDER BY 1").rows()
+    assert {f for _, f in runs} == {"vla-eval", "inspect-robots/v1"} and len(runs) == 14
+    reasons = real_store.sql("SELECT DISTINCT skip_reason FROM stg_scores")["skip_reason"]
+    assert "harness error: timeout" in reasons.to_list()  # what the round trip used to lose
+    back = ha.open_store(tmp_path / "back")
+    for i, (run, fmt) in enumerate(runs):
+        out = tmp_path / "out" / str(i) / "log.json"
+        if version == "v0.1" and fmt == "inspect-robots/v1":
+            # an inspect-robots key is '<task>#<scene>': v0.1 cannot hold it, v0.2 does
+            with pytest.raises(ValueError, match=r"not '<task_id>#<seed>'.*export it as v0\.2"):
+                ha.export_evallog(real_store, run, out, version=version)  # type: ignore[arg-type]
+            assert not out.exists()
+            continue
+        ha.export_evallog(real_store, run, out, version=version)  # type: ignore[arg-type]
+        rep = back.ingest(out, progress=False)
+        assert rep.quarantined == 0, rep.problems
+        assert rep.formats == ((f"hylo.evallog/{version}", 1),)
+    kept = [run for run, fmt in runs if version == "v0.2" or fmt == "vla-eval"]
+    for table in _DIFFERS:
+        got, want = _rows(back, table, kept), _rows(real_store, table, kept)
+        assert got.height == want.height, table
+        for col in want.columns:
+            assert got[col].to_list() == want[col].to_list(), (table, col)
+    # the format version, the same in every table that names it
+    fmt = back.sql(
+        "SELECT DISTINCT r.source_format, f.format FROM stg_runs AS r"
+        " JOIN stg_ingested_files AS f ON f.run_id = r.run_id AND f.role = 'log'"
+    ).rows()
+    assert fmt == [(f"hylo.evallog/{version}", f"hylo.evallog/{version}")]
+
+
+def test_a_refused_v02_log_is_recorded_as_v02(tmp_path: Path) -> None:
+    """ingested_files.format names the version a quarantined hylo log says it is."""
+    src = tmp_path / "in" / "log.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps({"version": "hylo.evallog/v0.2", "eval": {"run_id": 5}}))
+    store = ha.open_store(tmp_path / "s")
+    rep = store.ingest(src, progress=False)
+    assert rep.quarantined and rep.formats == (("hylo.evallog/v0.2", 1),)
+    q = "SELECT format, outcome FROM stg_ingested_files"
+    assert store.sql(q).rows() == [("hylo.evallog/v0.2", "quarantined")]
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_a_sample_without_a_seed_is_not_exported(version: str, tmp_path: Path) -> None:
+    """A MetricResult file has no seeds: no log the reader would refuse is written."""
+    src = tmp_path / "m.jsonl"
+    src.write_text(
+        json.dumps({"sample_id": "scene-9", "metric_id": "fvd", "raw_value": 1.0}) + "\n"
+    )
+    store = ha.open_store(tmp_path / "s")
+    assert store.ingest(src, progress=False).quarantined == 0
+    run = store.sql("SELECT run_id FROM stg_runs").item()
+    out = tmp_path / "out" / "log.json"
+    with pytest.raises(ValueError, match="sample 'scene-9' has no seed"):
+        ha.export_evallog(store, run, out, version=version)  # type: ignore[arg-type]
+    assert not out.exists()

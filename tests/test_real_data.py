@@ -219,8 +219,12 @@ def test_inspect_robots_end_to_end(real_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"share no scored key for 'success_at_end'"):
         ha.build_report(store, ok, faulted, metric="success_at_end")
     for run in store.sql("select run_id from runs")["run_id"]:
-        path = ha.export_evallog(store, run, tmp_path / "out" / f"{run.split(':')[-1]}.json")
-        assert json.loads(path.read_text())["run_id"] == run
+        # an inspect-robots key is '<task>#<scene>': v0.2 holds it, v0.1 export refuses it
+        out = tmp_path / "out" / f"{run.split(':')[-1]}.json"
+        with pytest.raises(ValueError, match=r"export it as v0\.2"):
+            ha.export_evallog(store, run, out)
+        path = ha.export_evallog(store, run, out, version="v0.2")
+        assert json.loads(path.read_text())["eval"]["run_id"] == run
 
 
 def test_demo_on_real_logs(

@@ -9,8 +9,10 @@ from hylo_analytics.cli._common import add_store_arg, say, store_from
 
 HELP = """Write a stored run back out as a hylo EvalLog. v0.1 is the layout 'ingest' reads
 (a v0.1 run round-trips losslessly); v0.2 follows Inspect's top level (eval / results /
-stats / samples, one sample per key with its epochs). Traces are written next to the log
-at their relative paths, from the stored event lines."""
+stats / samples, one sample per key with its epochs). Ingesting the export gives back every
+column (skip reasons, statuses, metadata); a run whose keys are not <task_id>#<seed>
+(inspect-robots, Inspect) needs v0.2. Traces are written next to the log at their relative
+paths, from the stored event lines."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -668,7 +668,7 @@ def _ingest_chunk(
         if n in unsafe:  # never offered to a parser
             line, why = unsafe[n]
             problems.append(Problem(str(sf.path), line, None, why))
-            fmt = reader.format if reader is not None else None
+            fmt = reader.format_of(sf.data[:SNIFF_BYTES]) if reader is not None else None
             file_rows.append(_file_row(sf, "log", None, "quarantined", now, fmt=fmt))
             continue
         if reader is None:
@@ -685,7 +685,7 @@ def _ingest_chunk(
             continue
         by_reader.setdefault(reader.parse, []).append(len(claimed))
         claimed.append(sf)
-        fmt_of.append(reader.format)
+        fmt_of.append(reader.format_of(sf.data[:SNIFF_BYTES]))
     if strict and problems:
         raise IngestError(problems[0])
 
@@ -763,6 +763,10 @@ def _ingest_chunk(
             stones_of[i] += [Tombstone(table, old) for table in _RUN_TABLES]
             stored.pop(old, None)
         stored[rid] = (path, claimed[i].sha256)
+    # a log's format is the one its run was read as (ingested_files.format = runs.source_format):
+    # one reader reads both hylo versions, and a v0.2 log is no v0.1 log
+    for i, fmt in zip(file_idx, runs["source_format"].to_pylist(), strict=True):
+        fmt_of[i] = fmt or fmt_of[i]
     formats: dict[str, int] = {}
     for i, sf in enumerate(claimed):
         if i not in run_of_file:  # rejected: recorded with the chunk's first commit

@@ -33,6 +33,8 @@ _BOOL = (pa.types.is_boolean, pa.types.is_null)
 _NUM = (pa.types.is_floating, pa.types.is_integer, pa.types.is_boolean, pa.types.is_null)
 
 _TOP = {"version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples"}
+_RUN_STRINGS = ("status", "created")  # run fields at the top, when strings (else: checked path)
+_TOP |= set(_RUN_STRINGS)
 
 
 def _int_struct(t: pa.DataType) -> bool:
@@ -99,6 +101,8 @@ _RUNS = pa.schema(
         ("agent_components", pa.string()),
         ("parent_run_id", pa.string()),
         ("results", pa.string()),
+        ("status", pa.string()),
+        ("created", pa.string()),
         ("n_samples", pa.int64()),
         ("extra", pa.string()),
     ]
@@ -247,6 +251,9 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
     results = top.get("results")
     if results is not None and not _is(results.type, (pa.types.is_struct, pa.types.is_null)):
         return None
+    strings = {k: top.get(k) for k in _RUN_STRINGS}
+    if any(v is not None and not pa.types.is_string(v.type) for v in strings.values()):
+        return None  # not a string: kept in the run's extra by the checked path
     samples = top["samples"]
     if not pa.types.is_list(samples.type) or samples.null_count:
         return None
@@ -272,6 +279,7 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
         "agent_components": components,
         "parent_run_id": None if parent is None else parent[0].as_py(),
         "results": results_text,
+        **{k: None if v is None else v[0].as_py() for k, v in strings.items()},
     }
     return _Log(idx, run, samples)
 

@@ -58,11 +58,21 @@ ParseFn = Callable[[duckdb.DuckDBPyConnection, Sequence[SourceFile]], Parsed]
 
 @dataclass(frozen=True)
 class Reader:
-    """One source format: its name, its content test and its batch parser."""
+    """One source format: its name, its content test and its batch parser.
+
+    ``version_of`` names the format of a file from its first bytes where one reader reads
+    several versions (the hylo reader: v0.1 and v0.2), for the files no run was read from
+    (quarantined); a stored run's file has its run's ``source_format``.
+    """
 
     format: str
     sniff: Callable[[bytes, Path], bool]
     parse: ParseFn
+    version_of: Callable[[bytes], str] | None = None
+
+    def format_of(self, head: bytes) -> str:
+        """The format of a file this reader claims, from its first bytes."""
+        return self.format if self.version_of is None else self.version_of(head)
 
 
 def json_strings(chunks: Sequence[bytes]) -> pa.LargeStringArray:

@@ -6,6 +6,14 @@ stands for and then read by the same checks onto the same tables; its run ``stat
 ``created`` come from ``status`` and ``eval.created``. A v0.2 key is stored as written (an
 inspect-robots key is ``<task>#<scene>``, not ``<task_id>#<seed>``).
 
+A score is a number, a boolean, null (an abstention: ``skip_reason`` ``episode errored`` when
+the sample's status is ``error``, else ``abstained``) or ``{value, explanation?, skip_reason?}``:
+a ``skip_reason`` given there is the abstention's reason (how the exporter keeps a vla-eval
+``harness error: timeout``); v0.2 gives it per epoch in ``episodes[].skip_reason``. A v0.1
+log's top-level ``status`` and ``created``, when strings, are the run's (else they stay in
+``runs.extra``). A v0.2 log is stored and recorded as ``hylo.evallog/v0.2`` (runs and
+ingested_files alike).
+
 The benchmark's v0.2 members (``episodes_per_task``, ``max_steps``, ``upstream``) are run
 columns (``benchmark_upstream`` for the last), checked on both paths: a wrong type or value is
 a problem naming the member (``benchmark.max_steps.<task_id>``, ``benchmark.upstream.commit``).
@@ -61,6 +69,9 @@ SUPPORTED_VERSIONS = (FORMAT, FORMAT_V02)
 _V02_RUN = "hylo.v02"  # the top-level member of a rewritten v0.2 log holding its run fields
 
 _TOP_KEYS = ("version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples")
+# a run's status and creation time (v0.2: ``status`` and ``eval.created``) are read from a v0.1
+# log's top level when they are strings (the exporter writes them there); else they stay extra
+_RUN_STRINGS = ("status", "created")
 _SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
 
 _TOP_CHECKS = compile_checks(
@@ -292,8 +303,10 @@ WITH d AS (
                         list_transform(map_entries(json_transform(sc, '"MAP(VARCHAR, JSON)"')),
                         lambda e: {{'key': e.key, 'value': CASE
                             WHEN m->'$.explanation'->>e.key IS NOT NULL
+                              OR m->'$.skip_reason'->>e.key IS NOT NULL
                             THEN json_object('value', e.value,
-                                             'explanation', m->'$.explanation'->>e.key)
+                                             'explanation', m->'$.explanation'->>e.key,
+                                             'skip_reason', m->'$.skip_reason'->>e.key)
                             ELSE e.value END}})))
                 WHEN sc IS NOT NULL THEN sc END AS scores
     FROM body
@@ -399,8 +412,11 @@ def _parse_checked(
         ), d AS (
             SELECT file_idx, m IS NOT NULL AS ok,
                    {", ".join(f"map_extract_value(m, '{k}') AS {k}" for k in _TOP_KEYS)},
+                   {", ".join(f"map_extract_value(m, '{k}') AS top_{k}" for k in _RUN_STRINGS)},
                    to_json(map_from_entries(list_filter(
                        map_entries(m), lambda e: e.key NOT IN ({", ".join(f"'{k}'" for k in _TOP_KEYS)})
+                           AND NOT (e.key IN ({", ".join(f"'{k}'" for k in _RUN_STRINGS)})
+                                    AND json_type(e.value) = 'VARCHAR')
                    ))) AS extra
             FROM parsed
         )
@@ -531,8 +547,12 @@ def _parse_checked(
                CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
                parent_run_id->>'$' AS parent_run_id,
                CAST(results AS VARCHAR) AS results,
-               extra->>'$."{_V02_RUN}".status' AS status,
-               extra->>'$."{_V02_RUN}".created' AS created,
+               coalesce(extra->>'$."{_V02_RUN}".status',
+                        CASE WHEN json_type(top_status) = 'VARCHAR' THEN top_status->>'$' END)
+                   AS status,
+               coalesce(extra->>'$."{_V02_RUN}".created',
+                        CASE WHEN json_type(top_created) = 'VARCHAR' THEN top_created->>'$' END)
+                   AS created,
                coalesce(n.n, 0) AS n_samples,
                CASE WHEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') <> '{{}}'
                     THEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') END AS extra
@@ -564,11 +584,13 @@ def _parse_checked(
             SELECT * EXCLUDE (me), me.key AS metric,
                    CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
                         ELSE me.value END AS v,
-                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation,
+                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.skip_reason' END AS given_reason
             FROM ent
         ), unreported AS (
             -- a metric some sample of the log reports is an abstention where another omits it
-            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation
+            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation,
+                   NULL AS given_reason
             FROM smp AS s
             JOIN (SELECT DISTINCT file_idx, metric FROM val) AS m USING (file_idx)
             ANTI JOIN val AS x
@@ -580,11 +602,14 @@ def _parse_checked(
                CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
                     WHEN json_type(v) IN {_NUMERIC} THEN CAST(v AS DOUBLE) END AS value,
                coalesce(json_type(v) IN {_NUMERIC}, false) AS valid,
-               CASE WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
+               -- an abstention's reason as the log gives it ({{value, skip_reason}}: how the
+               -- exporter keeps one), else the reader's: errored, abstained, non-numeric
+               CASE WHEN json_type(v) IN {_NUMERIC} THEN NULL
+                    WHEN given_reason IS NOT NULL THEN given_reason
+                    WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
                     THEN 'episode errored'
                     WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
-                    WHEN json_type(v) NOT IN {_NUMERIC}
-                    THEN 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
+                    ELSE 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
                explanation,
                'evallog' AS source,
                'imported' AS source_kind
@@ -734,4 +759,9 @@ def parse(con: duckdb.DuckDBPyConnection, files: Sequence[SourceFile]) -> Parsed
     return Parsed(base.runs, samples, base.scores, None, problems, traces=refs)
 
 
-READER = Reader(FORMAT, sniff, parse)
+def _version_of(head: bytes) -> str:
+    """``hylo.evallog/v0.2`` when a file's first bytes name it, else v0.1."""
+    return FORMAT_V02 if _V02_HINT.search(head) else FORMAT
+
+
+READER = Reader(FORMAT, sniff, parse, _version_of)
