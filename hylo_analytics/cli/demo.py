@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 _COMPARE_COLUMNS = (
     "candidate", "level", "n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped",
-    "p_value", "p_holm", "p_verdict", "mean_diff", "ci_low", "ci_high", "verdict",
-    "verdict_note",
+    "p_value", "p_holm", "p_verdict", "mean_diff", "ci_adj_low", "ci_adj_high", "ci_adj_level",
+    "verdict", "verdict_note",
 )  # fmt: skip
 
 

@@ -279,7 +279,8 @@ class StatisticalRule(_Logic):
         return (
             f"statistical rule: improved / regressed when the one-sided exact McNemar p in "
             f"the metric's direction ({_adjust_text(self.adjust)} within its family) is < "
-            f"{self.alpha:g}{noise}; {margin}; otherwise inconclusive"
+            f"{self.alpha:g} and the verdict's interval (ci_adj: {1 - 2 * self.alpha:.0%}, "
+            f"Bonferroni over the family) agrees{noise}; {margin}; otherwise inconclusive"
         )
 
 
