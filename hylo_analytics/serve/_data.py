@@ -133,11 +133,10 @@ SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason,
 WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps', 'elapsed_sec')
 """
 
-# whether every valid success value of a run is 0 or 1 (the rule by which Store.compare
-# decides that an errored abstention may count as a failure), and the run's convention
-_RUN_POLICY_SQL = """
-SELECT (SELECT source_format FROM runs WHERE run_id = $run LIMIT 1) AS source_format,
-       coalesce(bool_and(value IN (0, 1)) FILTER (WHERE value IS NOT NULL), true) AS zero_one
+# whether every valid success value of a run is 0 or 1: the rule by which Store.compare
+# decides that an errored abstention may count as a failure (read only under "failure")
+_ZERO_ONE_SQL = """
+SELECT coalesce(bool_and(value IN (0, 1)) FILTER (WHERE value IS NOT NULL), true) AS zero_one
 FROM int_key_scores WHERE run_id = $run AND metric = 'success'
 """
 
@@ -389,12 +388,15 @@ class StoreReader:
         run: not declared otherwise, every valid value 0 or 1)."""
         from hylo_analytics.metrics import default_registry
 
-        row = self.sql(_RUN_POLICY_SQL, {"run": run}).row(0, named=True)
-        policy = errors or default_errors(row["source_format"])
+        formats = self.sql("SELECT source_format FROM runs WHERE run_id = $run", {"run": run})
+        policy = errors or default_errors(formats["source_format"][0] if formats.height else None)
         reg = default_registry()
-        declared = reg.get("success").kind if "success" in reg else None
-        binary = bool(row["zero_one"]) and declared in (None, "binary")
-        return policy, policy == "failure" and binary
+        if policy != "failure" or ("success" in reg and reg.get("success").kind != "binary"):
+            return policy, False
+        zero_one = self.memo(
+            ("zero_one", run), lambda: bool(self.sql(_ZERO_ONE_SQL, {"run": run})["zero_one"][0])
+        )
+        return policy, bool(zero_one)
 
     def _side(self, run: str, task: str, role: str, fails: bool) -> pl.DataFrame:
         scores = self.sql(_SIDE_SQL, {"run": run, "task": task, "cut": _CUT})
