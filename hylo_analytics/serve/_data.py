@@ -114,13 +114,15 @@ def parse_errors(raw: str | None) -> Errors | None:
     return check_errors(raw or None, "errors")
 
 
-def errors_label(errors: str | None) -> str:
-    """What a page says of the errors policy it applies (``errors``: the one asked for, or
-    None for each run's harness convention; ``mixed`` when two runs' conventions differ)."""
+def errors_label(errors: str | None, convention: bool = False) -> str:
+    """What a page says of the errors policy it applies (``errors``: the one applied, or None
+    for each run's harness convention; ``mixed`` when two runs' conventions differ);
+    ``convention``: ``errors`` is the runs' harness convention, not asked for."""
+    whose = "the runs' harness convention: " if convention else ""
     if errors == "failure":
-        return "errors: failure (an errored episode of a 0/1 metric counts as a failure)"
+        return f"errors: failure ({whose}an errored episode of a 0/1 metric counts as a failure)"
     if errors == "exclude":
-        return "errors: exclude (an errored episode is left out)"
+        return f"errors: exclude ({whose}an errored episode is left out)"
     if errors == "mixed":
         return "errors: mixed (each run under its harness's convention, and they differ)"
     return "errors: each harness's convention (vla-eval: failure; Inspect, hylo: exclude)"

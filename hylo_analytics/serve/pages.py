@@ -278,7 +278,8 @@ def comparison_page(
     params: list[tuple[str, Any]] = [("parent", parent), *(("candidate", c) for c in candidates)]
     applied = sorted(set(frame["errors"].drop_nulls().to_list())) if "errors" in frame else []
     label = errors_label(
-        errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None)
+        errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None),
+        convention=errors is None,
     )
     parts = [
         f"<h1>Comparison against parent {_e(labels.get(parent, parent))}</h1>",
@@ -302,7 +303,8 @@ def comparison_page(
             f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
             f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
             f'<p class="note">{_prose(o["verdict_note"])}</p>'
-            f'<p class="note errors-count">{_e(errors_label(o.get("errors")))}: errored '
+            f'<p class="note errors-count">{_e(errors_label(o.get("errors"), not errors))}: '
+            f"errored "
             f"episodes {_e(errored.get(cand, 0))} of the candidate, "
             f"{_e(errored.get(parent, 0))} of the parent; {_e(o['n_dropped'])} pairs dropped "
             f"({_e(o['n_dropped_candidate'])} by the candidate, {_e(o['n_dropped_parent'])} by "
@@ -410,7 +412,9 @@ def task_page(
         f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
         f"candidate {_e(labels.get(candidate, candidate))} vs parent "
         f"{_e(labels.get(parent, parent))}</p>"
-        f"{_errors_toggle('/compare/task', kept, errors, errors_label(page.policy or errors))}"
+        + _errors_toggle(
+            "/compare/task", kept, errors, errors_label(page.policy or errors, errors is None)
+        )
     )
     if counts:
         head += (
