@@ -203,9 +203,9 @@ def runs_page(
         ("split", lambda r: _e(r["split"])),
         ("format", lambda r: _e(r["source_format"])),
         ("episodes", lambda r: f'<span class="num">{_e(r["n_samples"])}</span>'),
+        ("success [95% CI]", interval),
         ("errors", lambda r: _e(r["errors"])),
         ("errored", lambda r: f'<span class="num">{_e(r["run_n_errors"])}</span>'),
-        ("success [95% CI]", interval),
         ("coverage", lambda r: _num(r["coverage"])),
         ("ingested", lambda r: _e(str(r["ingested_at"])[:19])),
     ]
@@ -219,9 +219,9 @@ def runs_page(
         "split",
         "format",
         sort_link("episodes", "episodes"),
+        sort_link("success [95% CI]", "success"),
         "errors",
         "errored",
-        sort_link("success [95% CI]", "success"),
         sort_link("coverage", "coverage"),
         sort_link("ingested", "ingested"),
     ]
@@ -359,6 +359,13 @@ def _task_link(
 # -- task ----------------------------------------------------------------------------------
 
 
+def _score(r: dict[str, Any], role: str) -> str:
+    """A side's success on the task page, marked when its episode errored (under failure its
+    score is the 0 the comparison counts; excluded, it has none)."""
+    mark = ' <span class="note">errored</span>' if r.get(f"{role}_errored") else ""
+    return _num(r[f"{role}_value"]) + mark
+
+
 def task_page(
     page: Page,
     *,
@@ -386,8 +393,8 @@ def task_page(
     columns: list[tuple[str, Cell]] = [
         ("key", lambda r: f'<a href="{href(r)}">{_e(r["key"])}</a>'),
         ("outcome", lambda r: _e(r["outcome"])),
-        ("candidate score", lambda r: _num(r["candidate_value"])),
-        ("parent score", lambda r: _num(r["parent_value"])),
+        ("candidate score", lambda r: _score(r, "candidate")),
+        ("parent score", lambda r: _score(r, "parent")),
         ("candidate steps", lambda r: _num(r["candidate_steps"], 0)),
         ("parent steps", lambda r: _num(r["parent_steps"], 0)),
         ("candidate status", lambda r: _e(r["candidate_status"])),
