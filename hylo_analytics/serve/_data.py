@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from hylo_analytics._harness import Errors, check_errors, default_errors
+from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
 
 __all__ = [
@@ -125,7 +125,8 @@ def errors_label(errors: str | None, convention: bool = False) -> str:
         return f"errors: exclude ({whose}an errored episode is left out)"
     if errors == "mixed":
         return "errors: mixed (each run under its harness's convention, and they differ)"
-    return "errors: each harness's convention (vla-eval: failure; Inspect, hylo: exclude)"
+    failing = ", ".join(FAILURE_FORMATS)
+    return f"errors: each harness's convention ({failing}: failure; Inspect, hylo: exclude)"
 
 
 # one run at a time: an equality on run_id is pushed through the resolution views, a list is not

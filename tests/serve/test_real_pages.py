@@ -213,5 +213,8 @@ def test_pi05_timeouts_count_alike_on_the_comparison_and_the_task_page(
         timeouts += n
         if n:
             assert f"<b>errors: {applied} (" in text
+            # each timed-out side is marked; under failure its score is the 0 counted
+            marked = re.findall(r'<td>([^<]*) <span class="note">errored</span></td>', text)
+            assert marked == ["0.000" if applied == "failure" else ""] * min(n, 50)
             assert (row["n_dropped"] == n) == (applied == "exclude")
     assert timeouts == 30
