@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "Page",
     "StoreReader",
     "UnknownRunError",
+    "errors_label",
+    "parse_errors",
 ]
 
 # Bounds that keep a page small and the server's work finite whatever the logs hold
@@ -72,15 +75,78 @@ WHERE $q IS NULL OR concat_ws(' ', run_id, agent_name, agent_version, benchmark_
                               source_format) ILIKE '%' || $q || '%'
 """
 
+# each run's success metric (success_at_end for inspect-robots) under the three policies: its
+# harness's convention (errors), errors as failures and errors excluded, each with its Wilson
+# interval on its own denominator (mart_success_rates), and the coverage of each
 _SUCCESS_SQL = """
-SELECT run_id, mean AS success, wilson_low AS ci_low, wilson_high AS ci_high, coverage
-FROM mart_aggregate_run WHERE metric = 'success'
+SELECT run_id, errors, n_total, n_errors,
+       success_rate, ci_low, ci_high, n_valid / n_total AS coverage,
+       success_rate_errors_as_failures, errors_as_failures_ci_low, errors_as_failures_ci_high,
+       CASE WHEN success_rate_errors_as_failures IS NOT NULL
+            THEN (n_total - n_skipped_other) / n_total
+            ELSE (n_total - n_skipped_other - n_errors) / n_total END AS coverage_as_failures,
+       success_rate_errors_excluded, errors_excluded_ci_low, errors_excluded_ci_high,
+       (n_total - n_skipped_other - n_errors) / n_total AS coverage_excluded
+FROM mart_success_rates
 """
+
+# the policy's columns of _SUCCESS_SQL, as the runs page shows them
+_POLICY_COLUMNS: dict[str | None, tuple[str, str, str, str]] = {
+    None: ("success_rate", "ci_low", "ci_high", "coverage"),
+    "failure": (
+        "success_rate_errors_as_failures",
+        "errors_as_failures_ci_low",
+        "errors_as_failures_ci_high",
+        "coverage_as_failures",
+    ),
+    "exclude": (
+        "success_rate_errors_excluded",
+        "errors_excluded_ci_low",
+        "errors_excluded_ci_high",
+        "coverage_excluded",
+    ),
+}
+
+
+def parse_errors(raw: str | None) -> Errors | None:
+    """A page's ``?errors=``: ``failure``, ``exclude``, or empty / absent for each run's
+    harness convention; anything else is a :class:`ValueError` that says why."""
+    return check_errors(raw or None, "errors")
+
+
+def errors_label(errors: str | None, convention: bool = False) -> str:
+    """What a page says of the errors policy it applies (``errors``: the one applied, or None
+    for each run's harness convention; ``mixed`` when two runs' conventions differ);
+    ``convention``: ``errors`` is the runs' harness convention, not asked for."""
+    whose = "the runs' harness convention: " if convention else ""
+    if errors == "failure":
+        return f"errors: failure ({whose}an errored episode of a 0/1 metric counts as a failure)"
+    if errors == "exclude":
+        return f"errors: exclude ({whose}an errored episode is left out)"
+    if errors == "mixed":
+        return "errors: mixed (each run under its harness's convention, and they differ)"
+    failing = ", ".join(FAILURE_FORMATS)
+    return f"errors: each harness's convention ({failing}: failure; Inspect, hylo: exclude)"
+
 
 # one run at a time: an equality on run_id is pushed through the resolution views, a list is not
 _SIDE_SQL = """
-SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason FROM int_key_scores
+SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason,
+       coalesce(errored, false) AS errored FROM int_key_scores
 WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps', 'elapsed_sec')
+"""
+
+# whether every valid success value of a run is 0 or 1: the rule by which Store.compare
+# decides that an errored abstention may count as a failure (read only under "failure")
+_ZERO_ONE_SQL = """
+SELECT coalesce(bool_and(value IN (0, 1)) FILTER (WHERE value IS NOT NULL), true) AS zero_one
+FROM int_key_scores WHERE run_id = $run AND metric = 'success'
+"""
+
+# the errored keys of a run's success (one run at a time: the equality is pushed down)
+_ERRORED_SQL = """
+SELECT count(*) FILTER (WHERE errored) AS n_errors FROM int_key_scores
+WHERE run_id = $run AND metric = 'success'
 """
 
 _STATUS_SQL = """
@@ -132,6 +198,8 @@ class Page:
     total: int
     page: int
     size: int
+    counts: tuple[tuple[str, int], ...] = ()  # a task page's outcomes (every page)
+    policy: str | None = None  # the errors policy the page's figures follow
 
     @property
     def pages(self) -> int:
@@ -228,8 +296,34 @@ class StoreReader:
         if self._success is None or self._success[0] <= seq:
             self._success = (seq, frame)
 
-    def runs_page(self, *, q: str | None, sort: str, page: int, size: int = PAGE_SIZE) -> Page:
-        """One page of the runs table, filtered and sorted in DuckDB, with success joined."""
+    def success_under(self, errors: Errors | None = None) -> pl.DataFrame:
+        """Success per run under one errors policy: ``run_id``, ``errors`` (the policy each
+        row follows), ``run_n_errors``, ``success``, ``ci_low``, ``ci_high``, ``coverage``.
+        ``errors`` None is each run's harness convention (``mart_success_rates``' own rate)."""
+        rate, low, high, coverage = _POLICY_COLUMNS[errors]
+        frame = self.success()
+        policy = pl.col("errors") if errors is None else pl.lit(errors, pl.String)
+        return frame.select(
+            "run_id",
+            policy.alias("errors"),
+            pl.col("n_errors").alias("run_n_errors"),
+            pl.col(rate).alias("success"),
+            pl.col(low).alias("ci_low"),
+            pl.col(high).alias("ci_high"),
+            pl.col(coverage).alias("coverage"),
+        )
+
+    def runs_page(
+        self,
+        *,
+        q: str | None,
+        sort: str,
+        page: int,
+        size: int = PAGE_SIZE,
+        errors: Errors | None = None,
+    ) -> Page:
+        """One page of the runs table, filtered and sorted in DuckDB, with success joined
+        under the errors policy ``errors`` (None: each run's harness convention)."""
         offset = max(page - 1, 0) * size
         params: dict[str, Any] = {"q": q or None, "cut": _CUT}
         stat = _STAT_SORTS.get(sort)
@@ -237,17 +331,17 @@ class StoreReader:
             order = SORTS.get(sort, SORTS["ingested"])
             query = f"{_RUNS_SQL} ORDER BY {order} LIMIT $limit OFFSET $offset"
             frame = self.sql(query, {**params, "limit": size, "offset": offset})
-            frame = frame.join(self.success(), on="run_id", how="left")
+            frame = frame.join(self.success_under(errors), on="run_id", how="left")
         else:  # every matching run's id (no more than the runs table), sorted by the statistic
             column, descending = stat
             frame = (
                 self.sql(_RUNS_SQL, params)
-                .join(self.success(), on="run_id", how="left")
+                .join(self.success_under(errors), on="run_id", how="left")
                 .sort([column, "run_id"], descending=[descending, False], nulls_last=True)
                 .slice(offset, size)
             )
         total = int(frame["n_matching"][0]) if frame.height else 0
-        return Page(frame.drop("n_matching"), total, page, size)
+        return Page(frame.drop("n_matching"), total, page, size, policy=errors)
 
     def labels(self, runs: Sequence[str]) -> dict[str, str]:
         """What a person calls each run (:func:`hylo_analytics.report.run_labels`)."""
@@ -259,31 +353,65 @@ class StoreReader:
         )
         return run_labels(frame)
 
-    def compare(self, candidates: Sequence[str], parent: str) -> pl.DataFrame:
-        """``store.compare`` per task on success, kept per data version."""
+    def compare(
+        self, candidates: Sequence[str], parent: str, errors: Errors | None = None
+    ) -> pl.DataFrame:
+        """``store.compare`` per task on success under the errors policy ``errors`` (None:
+        each run's harness convention), kept per data version."""
 
         def make() -> pl.DataFrame:
             with self._lock:
                 return self._store.compare(
-                    list(candidates), parent, metrics=["success"], by=["task_id"]
+                    list(candidates), parent, metrics=["success"], by=["task_id"], errors=errors
                 )
 
-        frame: pl.DataFrame = self.memo(("compare", parent, tuple(candidates)), make)
+        frame: pl.DataFrame = self.memo(("compare", parent, tuple(candidates), errors), make)
         return frame
 
-    def compared(self, candidates: Sequence[str], parent: str) -> pl.DataFrame | None:
+    def compared(
+        self, candidates: Sequence[str], parent: str, errors: Errors | None = None
+    ) -> pl.DataFrame | None:
         """The comparison if it was already computed at this version (else None)."""
-        frame: pl.DataFrame | None = self.cached(("compare", parent, tuple(candidates)))
+        frame: pl.DataFrame | None = self.cached(("compare", parent, tuple(candidates), errors))
         return frame
 
-    def _side(self, run: str, task: str, role: str) -> pl.DataFrame:
+    def errored(self, runs: Sequence[str]) -> dict[str, int]:
+        """The errored keys of each run's success (``int_key_scores``), kept per version."""
+
+        def make() -> dict[str, int]:
+            return {r: int(self.sql(_ERRORED_SQL, {"run": r})["n_errors"][0] or 0) for r in runs}
+
+        counts: dict[str, int] = self.memo(("errored", tuple(runs)), make)
+        return counts
+
+    def _fails(self, run: str, errors: Errors | None) -> tuple[str, bool]:
+        """The policy ``run``'s side follows and whether its errored success abstentions
+        count as failures under it: as ``Store.compare`` decides (the policy is ``errors``,
+        else the run's harness convention; a failure only where the metric is 0/1 for the
+        run: not declared otherwise, every valid value 0 or 1)."""
+        from hylo_analytics.metrics import default_registry
+
+        formats = self.sql("SELECT source_format FROM runs WHERE run_id = $run", {"run": run})
+        policy = errors or default_errors(formats["source_format"][0] if formats.height else None)
+        reg = default_registry()
+        if policy != "failure" or ("success" in reg and reg.get("success").kind != "binary"):
+            return policy, False
+        zero_one = self.memo(
+            ("zero_one", run), lambda: bool(self.sql(_ZERO_ONE_SQL, {"run": run})["zero_one"][0])
+        )
+        return policy, bool(zero_one)
+
+    def _side(self, run: str, task: str, role: str, fails: bool) -> pl.DataFrame:
         scores = self.sql(_SIDE_SQL, {"run": run, "task": task, "cut": _CUT})
         status = self.sql(_STATUS_SQL, {"run": run, "task": task, "cut": _CUT})
+        # under "failure" an errored abstention is a failure (0), as the comparison counts it
+        fill = pl.col("value").is_null() & pl.col("errored") & pl.lit(fails)
         value = scores.filter(pl.col("metric") == "success").select(
             "key",
             "seed",
-            pl.col("value").alias(f"{role}_value"),
-            pl.col("skip_reason").alias(f"{role}_skip"),
+            pl.when(fill).then(0.0).otherwise(pl.col("value")).alias(f"{role}_value"),
+            pl.when(fill).then(None).otherwise(pl.col("skip_reason")).alias(f"{role}_skip"),
+            pl.col("errored").alias(f"{role}_errored"),
         )
         steps = scores.filter(pl.col("metric") == "steps").select(
             "key", pl.col("value").alias(f"{role}_steps")
@@ -298,10 +426,22 @@ class StoreReader:
         )
 
     def task_page(
-        self, candidate: str, parent: str, task: str, *, page: int, size: int = PAGE_SIZE
+        self,
+        candidate: str,
+        parent: str,
+        task: str,
+        *,
+        page: int,
+        size: int = PAGE_SIZE,
+        errors: Errors | None = None,
     ) -> Page:
-        """The paired keys of one task, discordant pairs first (one task: ~a hundred rows)."""
-        c, p = self._side(candidate, task, "candidate"), self._side(parent, task, "parent")
+        """The paired keys of one task, discordant pairs first (one task: ~a hundred rows),
+        each side's errored abstentions read under ``errors`` as the comparison reads them
+        (None: each run's harness convention); ``counts`` holds every outcome's count."""
+        c_policy, c_fails = self._fails(candidate, errors)
+        p_policy, p_fails = self._fails(parent, errors)
+        c = self._side(candidate, task, "candidate", c_fails)
+        p = self._side(parent, task, "parent", p_fails)
         c_val, p_val = pl.col("candidate_value"), pl.col("parent_value")
         paired = (
             c.join(p, on="key", how="full", coalesce=True)
@@ -322,7 +462,14 @@ class StoreReader:
             )
         )
         offset = max(page - 1, 0) * size
-        return Page(paired.slice(offset, size), paired.height, page, size)
+        found = dict(paired["outcome"].value_counts().iter_rows())
+        counts = (
+            *((o, int(found.get(o, 0))) for o in _OUTCOME_ORDER),
+            *((f"{r} errored", int(paired[f"{r}_errored"].fill_null(False).sum()))
+              for r in ("candidate", "parent")),
+        )  # fmt: skip
+        policy = errors or (c_policy if c_policy == p_policy else "mixed")
+        return Page(paired.slice(offset, size), paired.height, page, size, counts, policy)
 
     def episode(self, run: str, key: str, *, page: int = 1, size: int = EVENT_PAGE) -> Page:
         """One page of the trace events of ``run``'s episode at ``key`` (every epoch, in

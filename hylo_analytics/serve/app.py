@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from hylo_analytics._harness import Errors
 from hylo_analytics._html import attr, csp_hash
 from hylo_analytics.compare import ComparabilityError, StatisticalRule
 from hylo_analytics.serve import pages
@@ -38,6 +39,7 @@ from hylo_analytics.serve._data import (
     SORTS,
     StoreReader,
     UnknownRunError,
+    parse_errors,
 )
 
 __all__ = ["LOOPBACK_HOSTS", "TOKEN_COOKIE", "Access", "BadRequestError", "create_app"]
@@ -159,6 +161,14 @@ def _page_number(request: Request) -> int:
     return int(raw)
 
 
+def _errors(request: Request) -> Errors | None:
+    """``?errors=``: ``failure``, ``exclude``, or absent for each run's harness convention."""
+    try:
+        return parse_errors(request.query_params.get("errors"))
+    except ValueError as exc:
+        raise BadRequestError(f"{exc}: on a page, leave errors= out for that") from exc
+
+
 def _one(request: Request, name: str) -> str:
     value = request.query_params.get(name)
     if not value:
@@ -191,23 +201,30 @@ def create_app(
         sort = request.query_params.get("sort", "ingested")
         if sort not in SORTS:
             raise BadRequestError(f"sort must be one of {', '.join(SORTS)}")
-        page = reader.runs_page(q=q, sort=sort, page=_page_number(request))
-        return html(pages.runs_page(page, q=q, sort=sort, version=reader.version()))
+        errors = _errors(request)
+        # the version first: a success read that ends while the page is built leaves it
+        # "pending", so the page reloads for it (taken after, the page would never know)
+        version = reader.version()
+        page = reader.runs_page(q=q, sort=sort, page=_page_number(request), errors=errors)
+        return html(pages.runs_page(page, q=q, sort=sort, version=version))
 
-    def picker(request: Request, parent: str | None, candidates: list[str]) -> Response:
+    def picker(
+        request: Request, parent: str | None, candidates: list[str], errors: Errors | None
+    ) -> Response:
         if parent is None and not candidates:
             why = "pick a parent (the left column) and at least one candidate, then compare"
         elif parent is None:
             why = "pick a parent too (the left column): the run the candidates are compared with"
         else:
             why = "pick at least one candidate (the second column) to compare with the parent"
-        page = reader.runs_page(q=None, sort="ingested", page=_page_number(request))
+        version = reader.version()  # before the read, as in runs
+        page = reader.runs_page(q=None, sort="ingested", page=_page_number(request), errors=errors)
         return html(
             pages.runs_page(
                 page,
                 q=None,
                 sort="ingested",
-                version=reader.version(),
+                version=version,
                 parent=parent,
                 candidates=candidates,
                 message=why,
@@ -217,9 +234,10 @@ def create_app(
     def compare(request: Request) -> Response:
         parent = request.query_params.get("parent") or None
         candidates = list(dict.fromkeys(c for c in request.query_params.getlist("candidate") if c))
+        errors = _errors(request)
         if parent is None or not candidates:
             # the picker sent an incomplete pick: back to it, the picks kept, saying what is due
-            return picker(request, parent, candidates)
+            return picker(request, parent, candidates, errors)
         if len(candidates) > MAX_CANDIDATES:
             raise BadRequestError(
                 f"{len(candidates)} candidates: a comparison takes at most {MAX_CANDIDATES} "
@@ -230,13 +248,13 @@ def create_app(
             raise BadRequestError("the parent is its only candidate: pick another run")
         page_number = _page_number(request)
         reader.check_runs([parent, *candidates])
-        frame = _compared(reader, candidates, parent)
+        frame = _compared(reader, candidates, parent, errors)
         labels = reader.labels([parent, *candidates])
         # the chart is its own request (vl-convert takes a few hundred ms): the page comes first
         forests = {
-            c: f'<div class="chart"><img alt="forest plot of {attr(c)}" '
-            f'src="{pages.url("/compare/forest.svg", {"parent": parent, "candidate": c})}">'
-            "</div>"
+            c: f'<div class="chart"><img alt="forest plot of {attr(c)}" src="'
+            + pages.url("/compare/forest.svg", {"parent": parent, "candidate": c, "errors": errors})
+            + '"></div>'
             for c in candidates
         }
         return html(
@@ -249,6 +267,8 @@ def create_app(
                 forests=forests,
                 version=reader.version(),
                 page=page_number,
+                errors=errors,
+                errored=reader.errored([parent, *candidates]),
             )
         )
 
@@ -256,9 +276,11 @@ def create_app(
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
         if candidate == parent:
             raise BadRequestError("the parent is its only candidate: pick another run")
+        errors = _errors(request)
         reader.check_runs([parent, candidate])
         svg: str = reader.memo(
-            ("forest", parent, candidate), lambda: _forest(_compared(reader, [candidate], parent))
+            ("forest", parent, candidate, errors),
+            lambda: _forest(_compared(reader, [candidate], parent, errors)),
         )
         return Response(
             svg,
@@ -269,13 +291,14 @@ def create_app(
     def task(request: Request) -> Response:
         parent, candidate, task_id = (_one(request, n) for n in ("parent", "candidate", "task"))
         page_number = _page_number(request)
+        errors = _errors(request)
         reader.check_runs([parent, candidate])
-        page = reader.task_page(candidate, parent, task_id, page=page_number)
+        page = reader.task_page(candidate, parent, task_id, page=page_number, errors=errors)
         if page.total == 0:
             return error(404, f"no episodes of task {task_id!r}")
         # the task's verdict row if its comparison was computed (the usual way here); a task
         # page opened cold does not pay for a whole comparison
-        done = reader.compared([candidate], parent)
+        done = reader.compared([candidate], parent, errors)
         rows = pl.DataFrame() if done is None else done.filter(pl.col("task_id") == task_id)
         return html(
             pages.task_page(
@@ -286,12 +309,14 @@ def create_app(
                 summary=rows.row(0, named=True) if rows.height else None,
                 labels=reader.labels([parent, candidate]),
                 version=reader.version(),
+                errors=errors,
             )
         )
 
     def episode(request: Request) -> Response:
         parent, candidate, key = (_one(request, n) for n in ("parent", "candidate", "key"))
         page_number = _page_number(request)
+        errors = _errors(request)
         reader.check_runs([parent, candidate])
         scores = reader.key_scores([parent, candidate], key)
         if scores.is_empty():
@@ -308,6 +333,7 @@ def create_app(
                 labels=reader.labels([parent, candidate]),
                 version=reader.version(),
                 samples={r: reader.key_samples(r, key) for r in (candidate, parent)},
+                errors=errors,
             )
         )
 
@@ -373,11 +399,13 @@ def create_app(
     )
 
 
-def _compared(reader: StoreReader, candidates: Sequence[str], parent: str) -> pl.DataFrame:
+def _compared(
+    reader: StoreReader, candidates: Sequence[str], parent: str, errors: Errors | None
+) -> pl.DataFrame:
     """``reader.compare``, its refusals as the 4xx they are: the gate's a 409 (its handler),
     any other (a parent with no scores of the metric) a 400 that quotes it."""
     try:
-        return reader.compare(candidates, parent)
+        return reader.compare(candidates, parent, errors)
     except ComparabilityError:
         raise
     except ValueError as exc:

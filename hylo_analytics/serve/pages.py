@@ -23,6 +23,7 @@ from hylo_analytics.serve._data import (
     SORTS,
     DataVersion,
     Page,
+    errors_label,
 )
 
 __all__ = [
@@ -125,6 +126,26 @@ def _pager(page: Page, base: str, params: Mapping[str, Any] | Sequence[tuple[str
     )
 
 
+def _errors_toggle(
+    base: str, params: Sequence[tuple[str, Any]], errors: str | None, label: str
+) -> str:
+    """The errors policy the page applies (``label``) and links to the same page under each
+    policy, every other query parameter kept: harness default, failure, exclude."""
+    kept = [(k, v) for k, v in params if k not in ("errors", "page")]
+    choices = (("harness default", None), ("failure", "failure"), ("exclude", "exclude"))
+    links = " | ".join(
+        (
+            f'<a class="errors-choice" href="{url(base, [*kept, ("errors", value)])}"'
+            + (' aria-current="true"><b>' if value == errors else ">")
+            + _e(name)
+            + ("</b>" if value == errors else "")
+            + "</a>"
+        )
+        for name, value in choices
+    )
+    return f'<p class="note" id="errors-policy"><b>{_e(label)}</b> - show errors as: {links}</p>'
+
+
 # -- runs ----------------------------------------------------------------------------------
 
 
@@ -139,15 +160,19 @@ def runs_page(
     message: str | None = None,
 ) -> str:
     """Every run, a page at a time, with the parent / candidate picker; ``parent`` and
-    ``candidates`` come checked (an incomplete pick sent back with ``message``)."""
+    ``candidates`` come checked (an incomplete pick sent back with ``message``). Success is
+    under one errors policy, ``page.policy`` (None: each run's harness convention)."""
     picked = set(candidates)
+    errors = page.policy
 
     def checked(on: bool) -> str:
         return " checked" if on else ""
 
     def sort_link(label: str, key: str) -> str:
         mark = " ▾" if key == sort else ""
-        return f'<a href="{url("/", {"q": q, "sort": key})}">{_e(label)}{mark}</a>'
+        return (
+            f'<a href="{url("/", {"q": q, "sort": key, "errors": errors})}">{_e(label)}{mark}</a>'
+        )
 
     def interval(r: dict[str, Any]) -> str:
         if r["success"] is None:
@@ -179,6 +204,8 @@ def runs_page(
         ("format", lambda r: _e(r["source_format"])),
         ("episodes", lambda r: f'<span class="num">{_e(r["n_samples"])}</span>'),
         ("success [95% CI]", interval),
+        ("errors", lambda r: _e(r["errors"])),
+        ("errored", lambda r: f'<span class="num">{_e(r["run_n_errors"])}</span>'),
         ("coverage", lambda r: _num(r["coverage"])),
         ("ingested", lambda r: _e(str(r["ingested_at"])[:19])),
     ]
@@ -193,20 +220,33 @@ def runs_page(
         "format",
         sort_link("episodes", "episodes"),
         sort_link("success [95% CI]", "success"),
+        "errors",
+        "errored",
         sort_link("coverage", "coverage"),
         sort_link("ingested", "ingested"),
     ]
-    params = {"q": q, "sort": sort if sort in SORTS else None}
+    params = {"q": q, "sort": sort if sort in SORTS else None, "errors": errors}
     note = f'<p class="err" id="pick-note">{_prose(message)}</p>' if message else ""
+    if parent is not None or candidates:  # the picker sent back: the toggle keeps the picks
+        base = "/compare"
+        kept: list[tuple[str, Any]] = [("parent", parent), *(("candidate", c) for c in candidates)]
+    else:
+        base, kept = "/", [("q", q), ("sort", params["sort"])]
+    keep_errors = f'<input type="hidden" name="errors" value="{attr(errors)}">' if errors else ""
     body = (
         f"<h1>Runs</h1>{note}"
+        f"{_errors_toggle(base, kept, errors, errors_label(errors))}"
         f'<form method="get" action="/"><input type="search" id="filter" name="q" '
         f'value="{attr(q)}" placeholder="filter runs (/ to focus; Enter searches the store)">'
-        f'<input type="hidden" name="sort" value="{attr(sort)}"> <button>search</button></form>'
+        f'<input type="hidden" name="sort" value="{attr(sort)}">{keep_errors} '
+        f"<button>search</button></form>"
         f'<p class="note">Keys: <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>p</kbd> parent, '
-        f"<kbd>c</kbd> candidate, <kbd>Enter</kbd> compare. Success is the mean of the "
-        f"scored episodes with its Wilson interval; coverage is the share scored.</p>"
-        f'<form method="get" action="/compare" id="pick">'
+        f"<kbd>c</kbd> candidate, <kbd>Enter</kbd> compare. Success is each run's success "
+        f"metric under the errors policy above (the errors column: failure counts an errored "
+        f"episode as a failure, exclude leaves it out) with its Wilson interval on that "
+        f"denominator; errored counts the run's errored episodes; coverage is the share of "
+        f"episodes in the denominator.</p>"
+        f'<form method="get" action="/compare" id="pick">{keep_errors}'
         f'<button id="compare">compare candidates with parent</button>'
         f"{_pager(page, '/', params)}{_table(columns, page.rows, head=head)}</form>"
         f"{_pager(page, '/', params)}"
@@ -227,11 +267,23 @@ def comparison_page(
     forests: Mapping[str, str],
     version: DataVersion,
     page: int = 1,
+    errors: str | None = None,
+    errored: Mapping[str, int] | None = None,
 ) -> str:
     """Headline verdict, rule, forest plot, the per-task table (a page of it) and the
-    dropped pairs."""
+    dropped pairs, all under one errors policy (``errors``, None: each run's harness
+    convention; the frame's ``errors`` column names the one applied); ``errored``: each run's
+    errored episodes."""
+    errored = errored or {}
+    params: list[tuple[str, Any]] = [("parent", parent), *(("candidate", c) for c in candidates)]
+    applied = sorted(set(frame["errors"].drop_nulls().to_list())) if "errors" in frame else []
+    label = errors_label(
+        errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None),
+        convention=errors is None,
+    )
     parts = [
         f"<h1>Comparison against parent {_e(labels.get(parent, parent))}</h1>",
+        _errors_toggle("/compare", params, errors, label),
         f'<p class="note">{_prose(rule)}</p>',
     ]
     for cand in candidates:
@@ -251,12 +303,18 @@ def comparison_page(
             f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
             f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
             f'<p class="note">{_prose(o["verdict_note"])}</p>'
+            f'<p class="note errors-count">{_e(errors_label(o.get("errors"), not errors))}: '
+            f"errored "
+            f"episodes {_e(errored.get(cand, 0))} of the candidate, "
+            f"{_e(errored.get(parent, 0))} of the parent; {_e(o['n_dropped'])} pairs dropped "
+            f"({_e(o['n_dropped_candidate'])} by the candidate, {_e(o['n_dropped_parent'])} by "
+            f"the parent, {_e(o['n_dropped_both'])} by both)</p>"
         )
         if o.get("gate_note"):
             parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
 
-        task_href = _task_link(parent, cand)
+        task_href = _task_link(parent, cand, errors)
         columns: list[tuple[str, Cell]] = [
             ("task", lambda r, h=task_href: f'<a href="{h(r)}">{_e(r["task_id"])}</a>'),  # type: ignore[misc]
             ("pairs", lambda r: _e(r["n_pairs"])),
@@ -274,8 +332,7 @@ def comparison_page(
             ("dropped", lambda r: _e(r["n_dropped"])),
         ]
         shown = Page(tasks.slice((page - 1) * PAGE_SIZE, PAGE_SIZE), tasks.height, page, PAGE_SIZE)
-        params = [("parent", parent), *(("candidate", c) for c in candidates)]
-        pager = _pager(shown, "/compare", params) if shown.pages > 1 else ""
+        pager = _pager(shown, "/compare", [*params, ("errors", errors)]) if shown.pages > 1 else ""
         parts.append(pager + _table(columns, shown.rows, href=task_href) + pager)
         parts.append("<h2>Dropped pairs</h2>")
         if o["n_dropped"]:
@@ -287,16 +344,26 @@ def comparison_page(
     return _layout("comparison", "".join(parts), version)
 
 
-def _task_link(parent: str, candidate: str) -> Callable[[dict[str, Any]], str]:
+def _task_link(
+    parent: str, candidate: str, errors: str | None = None
+) -> Callable[[dict[str, Any]], str]:
     def href(r: dict[str, Any]) -> str:
         return url(
-            "/compare/task", {"parent": parent, "candidate": candidate, "task": r["task_id"]}
+            "/compare/task",
+            {"parent": parent, "candidate": candidate, "task": r["task_id"], "errors": errors},
         )
 
     return href
 
 
 # -- task ----------------------------------------------------------------------------------
+
+
+def _score(r: dict[str, Any], role: str) -> str:
+    """A side's success on the task page, marked when its episode errored (under failure its
+    score is the 0 the comparison counts; excluded, it has none)."""
+    mark = ' <span class="note">errored</span>' if r.get(f"{role}_errored") else ""
+    return _num(r[f"{role}_value"]) + mark
 
 
 def task_page(
@@ -308,11 +375,17 @@ def task_page(
     summary: dict[str, Any] | None,
     labels: Mapping[str, str],
     version: DataVersion,
+    errors: str | None = None,
 ) -> str:
-    """The paired episodes of one task: candidate wins, then parent wins, drops, ties."""
+    """The paired episodes of one task: candidate wins, then parent wins, drops, ties, each
+    side read under the errors policy of the comparison (``errors``; ``page.policy`` names
+    the one applied)."""
 
     def href(r: dict[str, Any]) -> str:
-        return url("/episode", {"parent": parent, "candidate": candidate, "key": r["key"]})
+        return url(
+            "/episode",
+            {"parent": parent, "candidate": candidate, "key": r["key"], "errors": errors},
+        )
 
     def klass(r: dict[str, Any]) -> str:
         return {"candidate won": "won-c", "parent won": "won-p"}.get(r["outcome"], "")
@@ -320,8 +393,8 @@ def task_page(
     columns: list[tuple[str, Cell]] = [
         ("key", lambda r: f'<a href="{href(r)}">{_e(r["key"])}</a>'),
         ("outcome", lambda r: _e(r["outcome"])),
-        ("candidate score", lambda r: _num(r["candidate_value"])),
-        ("parent score", lambda r: _num(r["parent_value"])),
+        ("candidate score", lambda r: _score(r, "candidate")),
+        ("parent score", lambda r: _score(r, "parent")),
         ("candidate steps", lambda r: _num(r["candidate_steps"], 0)),
         ("parent steps", lambda r: _num(r["parent_steps"], 0)),
         ("candidate status", lambda r: _e(r["candidate_status"])),
@@ -339,12 +412,25 @@ def task_page(
             (c.replace("_elapsed_sec", " elapsed s"), lambda r, c=c: _num(r[c], 1))  # type: ignore[misc]
             for c in timed
         ]
-    back = url("/compare", [("parent", parent), ("candidate", candidate)])
+    back = url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
+    counts = dict(page.counts)
+    kept = [("parent", parent), ("candidate", candidate), ("task", task)]
     head = (
         f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
         f"candidate {_e(labels.get(candidate, candidate))} vs parent "
         f"{_e(labels.get(parent, parent))}</p>"
+        + _errors_toggle(
+            "/compare/task", kept, errors, errors_label(page.policy or errors, errors is None)
+        )
     )
+    if counts:
+        head += (
+            f'<p class="note" id="outcomes">{counts.get("candidate won", 0)} candidate won / '
+            f"{counts.get('parent won', 0)} parent won / {counts.get('tie', 0)} ties / "
+            f"{counts.get('dropped', 0)} dropped; errored episodes: "
+            f"{counts.get('candidate errored', 0)} of the candidate, "
+            f"{counts.get('parent errored', 0)} of the parent</p>"
+        )
     if summary:
         head += (
             f'<p class="headline">{_badge(summary["verdict"])} {summary["candidate_wins"]} wins '
@@ -353,7 +439,7 @@ def task_page(
             f"p worse = {_p(summary['p_worse'])}, adjusted p of the verdict = "
             f"{_p(summary['p_verdict'])}</p>"
         )
-    params = {"parent": parent, "candidate": candidate, "task": task}
+    params = {"parent": parent, "candidate": candidate, "task": task, "errors": errors}
     body = (
         f"{head}{_pager(page, '/compare/task', params)}"
         f"{_table(columns, page.rows, href=href, row_class=klass)}"
@@ -508,12 +594,17 @@ def episode_page(
     labels: Mapping[str, str],
     version: DataVersion,
     samples: Mapping[str, pl.DataFrame] | None = None,
+    errors: str | None = None,
 ) -> str:
-    """Both sides of one pair, side by side, a page of events at a time."""
+    """Both sides of one pair, side by side, a page of events at a time (the stored scores,
+    before any errors policy: the links back keep the comparison's, ``errors``)."""
     back = (
-        url("/compare/task", {"parent": parent, "candidate": candidate, "task": task})
+        url(
+            "/compare/task",
+            {"parent": parent, "candidate": candidate, "task": task, "errors": errors},
+        )
         if task
-        else url("/compare", [("parent", parent), ("candidate", candidate)])
+        else url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
     )
 
     def whole(run: str) -> Callable[[dict[str, Any], str], str]:
@@ -543,7 +634,7 @@ def episode_page(
         for role, run in (("candidate", candidate), ("parent", parent))
     )
     longest = max(events.values(), key=lambda p: p.total)
-    params = [("parent", parent), ("candidate", candidate), ("key", key)]
+    params = [("parent", parent), ("candidate", candidate), ("key", key), ("errors", errors)]
     pager = _pager(longest, "/episode", params) if longest.pages > 1 else ""
     body = (
         f'<h1>Episode {_e(key)}</h1><p><a href="{back}">back to the task</a></p>'

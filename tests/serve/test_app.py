@@ -11,7 +11,9 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import polars as pl
 import pytest
 
 import hylo_analytics as ha
@@ -256,3 +258,205 @@ def test_cli_import_does_not_load_starlette_or_uvicorn() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the errors policy (issue 27 item 1): one policy per page, a toggle, the same counts -----
+
+POLICIES = (None, "failure", "exclude")
+# mart_success_rates' rate and interval for each policy (None: each run's harness convention)
+RATE_COLUMNS = {
+    None: ("success_rate", "ci_low", "ci_high"),
+    "failure": (
+        "success_rate_errors_as_failures",
+        "errors_as_failures_ci_low",
+        "errors_as_failures_ci_high",
+    ),
+    "exclude": (
+        "success_rate_errors_excluded",
+        "errors_excluded_ci_low",
+        "errors_excluded_ci_high",
+    ),
+}
+
+
+def _params(errors: str | None, **more: str) -> dict[str, str]:
+    return {**more, **({"errors": errors} if errors else {})}
+
+
+def _run_row(text: str, run: str) -> str:
+    (row,) = [r for r in text.split("<tr data-row") if f'name="parent" value="{run}"' in r]
+    return row
+
+
+def _shown_rate(row: str) -> str:
+    (cell,) = re.findall(r"<td>(\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\])</td>", row)
+    return str(cell)
+
+
+def _outcomes(text: str) -> dict[str, int]:
+    """The task page's counts line: every outcome over every page, and the errored episodes."""
+    (line,) = re.findall(r'<p class="note" id="outcomes">(.*?)</p>', text)
+    found = re.findall(r"(\d+) (candidate won|parent won|ties|dropped|of the candidate|of the "
+                       r"parent)", line)  # fmt: skip
+    return {name: int(n) for n, name in found}
+
+
+def _toggle(text: str) -> list[str]:
+    return [html.unescape(u) for u in re.findall(r'class="errors-choice" href="([^"]*)"', text)]
+
+
+@pytest.mark.parametrize("errors", POLICIES)
+def test_runs_page_shows_each_policy_as_mart_success_rates_has_it(
+    client: TestClient, served_store: Path, errors: str | None
+) -> None:
+    rates = ha.open_store(served_store, create=False).sql("SELECT * FROM mart_success_rates")
+    r = client.get("/", params=_params(errors))
+    assert r.status_code == 200
+    assert 'id="errors-policy"' in r.text
+    if errors is None:
+        assert "errors: each harness&#x27;s convention" in r.text
+    else:
+        assert f"<b>errors: {errors} (" in r.text
+    rate, low, high = RATE_COLUMNS[errors]
+    for row in rates.iter_rows(named=True):
+        shown = _run_row(r.text, row["run_id"])
+        assert _shown_rate(shown) == f"{row[rate]:.3f} [{row[low]:.3f}, {row[high]:.3f}]"
+        assert f"<td>{errors or row['errors']}</td>" in shown  # the policy each row follows
+        assert f'<td><span class="num">{row["n_errors"]}</span></td>' in shown
+    # the sample has errored episodes: the policies' numbers differ, so the test can tell
+    assert rates.filter(pl.col("n_errors") > 0).height == 3
+
+
+def test_runs_page_toggle_keeps_the_other_params_and_each_link_answers(
+    client: TestClient,
+) -> None:
+    text = client.get("/", params={"q": "octo", "sort": "success", "errors": "failure"}).text
+    links = _toggle(text)
+    assert links == [
+        "/?q=octo&sort=success",
+        "/?q=octo&sort=success&errors=failure",
+        "/?q=octo&sort=success&errors=exclude",
+    ]
+    assert 'aria-current="true"><b>failure</b>' in text
+    for link in links:
+        assert client.get(link).status_code == 200
+    # the sort links, the search form and the picker keep the policy too
+    assert "/?q=octo&sort=run&errors=failure" in [html.unescape(u) for u in _links(text, "/")]
+    assert text.count('<input type="hidden" name="errors" value="failure">') == 2
+
+
+def test_runs_page_sorts_on_the_shown_rate(client: TestClient, served_store: Path) -> None:
+    rates = ha.open_store(served_store, create=False).sql("SELECT * FROM mart_success_rates")
+    for errors in POLICIES:
+        rate = RATE_COLUMNS[errors][0]
+        text = client.get("/", params=_params(errors, sort="success")).text
+        ids = re.findall(r'name="parent" value="([^"]+)"', text)
+        assert ids == rates.sort([rate, "run_id"], descending=[True, False])["run_id"].to_list()
+        shown = [float(_shown_rate(_run_row(text, i)).split()[0]) for i in ids]
+        assert shown == sorted(shown, reverse=True)
+
+
+@pytest.mark.parametrize("errors", POLICIES)
+def test_comparison_and_task_pages_count_alike_under_each_policy(
+    client: TestClient, served_store: Path, errors: str | None
+) -> None:
+    store = ha.open_store(served_store, create=False)
+    frame = store.compare([CAND], PARENT, by=["task_id"], errors=errors)
+    page = client.get("/compare", params=_params(errors, parent=PARENT, candidate=CAND))
+    assert page.status_code == 200
+    applied = frame["errors"].unique().to_list()
+    assert applied == [errors or "exclude"]  # the sample is a hylo log: exclude by default
+    assert f"<b>errors: {applied[0]} (" in page.text
+    overall = frame.filter(level="overall").row(0, named=True)
+    assert f"{overall['candidate_wins']} wins / {overall['parent_wins']} losses" in page.text
+    assert f"{overall['n_dropped']} pairs dropped" in page.text
+    errored = store.sql(
+        "SELECT run_id, count(*) FILTER (WHERE errored) AS n FROM int_key_scores "
+        "WHERE metric = 'success' GROUP BY run_id"
+    )
+    n = dict(errored.iter_rows())
+    assert f"errored episodes {n[CAND]} of the candidate, {n[PARENT]} of the parent" in page.text
+    tasks = _links(page.text, "/compare/task")
+    assert len(set(tasks)) == 10
+    assert all(("errors=" in t) == (errors is not None) for t in tasks)
+    for link in set(tasks):
+        task = client.get(link)
+        assert task.status_code == 200
+        task_id = re.search(r"<h1>Task (.*?)</h1>", task.text)
+        assert task_id is not None
+        row = frame.filter(task_id=html.unescape(task_id.group(1))).row(0, named=True)
+        counts = _outcomes(task.text)
+        assert (
+            counts["candidate won"],
+            counts["parent won"],
+            counts["ties"],
+            counts["dropped"],
+        ) == (
+            row["candidate_wins"],
+            row["parent_wins"],
+            row["ties"],
+            row["n_dropped"] + row["n_unmatched"],
+        )
+        assert f"<b>errors: {applied[0]} (" in task.text
+        # the task's rows (one page of 20) classified the same way
+        shown = re.findall(r"<td>(candidate won|parent won|tie|dropped)</td>", task.text)
+        assert shown.count("dropped") == counts["dropped"]
+
+
+def test_under_failure_an_errored_episode_is_a_failure_on_the_task_page(
+    client: TestClient,
+) -> None:
+    """tabletop/turn_faucet: errored episodes on both sides; dropped when excluded, a failure
+    (0) that decides the pair when counted as failures."""
+    params = {"parent": PARENT, "candidate": CAND, "task": "tabletop/turn_faucet"}
+    excluded = _outcomes(client.get("/compare/task", params=params).text)
+    failed = _outcomes(client.get("/compare/task", params={**params, "errors": "failure"}).text)
+    assert excluded["dropped"] > 0 and failed["dropped"] == 0
+    assert excluded["of the candidate"] == failed["of the candidate"] > 0
+    assert excluded["of the parent"] == failed["of the parent"] > 0
+    assert failed["candidate won"] + failed["parent won"] > (
+        excluded["candidate won"] + excluded["parent won"]
+    )
+
+
+def test_comparison_toggle_keeps_the_picks_and_the_forest_follows(client: TestClient) -> None:
+    other = "run-octo-ft-1.1.0-0001"
+    params = [("parent", PARENT), ("candidate", CAND), ("candidate", other)]
+    text = client.get("/compare", params=[*params, ("errors", "exclude")]).text
+    links = _toggle(text)
+    assert len(links) == 3
+    for link, errors in zip(links, POLICIES, strict=True):
+        assert f"parent={PARENT}" in link and f"candidate={CAND}" in link
+        assert f"candidate={other}" in link
+        assert ("errors=" in link) == (errors is not None)
+        r = client.get(link)
+        assert r.status_code == 200
+        charts = [html.unescape(u) for u in re.findall(r'src="(/compare/forest[^"]+)"', r.text)]
+        assert len(charts) == 2
+        assert all(("errors=" in c) == (errors is not None) for c in charts)
+    svg = client.get(
+        "/compare/forest.svg", params={"parent": PARENT, "candidate": CAND, "errors": "failure"}
+    )
+    assert svg.status_code == 200 and svg.text.startswith("<svg")
+    # the task and episode pages keep the policy on their links
+    task = client.get("/compare/task", params={"parent": PARENT, "candidate": CAND,
+                                               "task": TASK, "errors": "failure"})  # fmt: skip
+    toggled = _toggle(task.text)
+    assert [parse_qs(urlsplit(u).query)["task"] for u in toggled] == [[TASK]] * 3
+    episodes = _links(task.text, "/episode")
+    assert episodes and all("errors=failure" in e for e in episodes)
+    episode = client.get(episodes[0])
+    assert episode.status_code == 200
+    assert all("errors=failure" in u for u in _links(episode.text, "/compare/task"))
+
+
+def test_the_memo_keeps_each_policy_apart(served_store: Path) -> None:
+    reader = StoreReader(served_store, background=False)
+    failed = reader.compare([CAND], PARENT, "failure")
+    excluded = reader.compare([CAND], PARENT, "exclude")
+    assert failed["errors"].unique().to_list() == ["failure"]
+    assert excluded["errors"].unique().to_list() == ["exclude"]
+    assert reader.compared([CAND], PARENT, "failure") is failed
+    assert reader.compared([CAND], PARENT) is None
+    over = [f.filter(level="overall")["n_dropped"].item() for f in (failed, excluded)]
+    assert over[0] < over[1]

@@ -197,6 +197,25 @@ def test_serve_warns_and_prints_a_token_off_loopback(
             {"run": CAND, "key": f"{TASK}#1000", "episode": "x", "idx": "1", "field": "value"},
             "field must be one of",
         ),
+        ("/", {"errors": "failures"}, "did you mean &#x27;failure&#x27;?"),
+        ("/", {"errors": "none"}, "is not an errors policy"),
+        ("/compare", {"errors": "drop"}, "is not an errors policy"),  # the picker too
+        ("/compare", {"parent": PARENT, "candidate": CAND, "errors": "x"}, "errors policy"),
+        (
+            "/compare/forest.svg",
+            {"parent": PARENT, "candidate": CAND, "errors": "FAILURE"},
+            "is not an errors policy",
+        ),
+        (
+            "/compare/task",
+            {"parent": PARENT, "candidate": CAND, "task": TASK, "errors": "exclude "},
+            "is not an errors policy",
+        ),
+        (
+            "/episode",
+            {"parent": PARENT, "candidate": CAND, "key": f"{TASK}#1000", "errors": "1"},
+            "is not an errors policy",
+        ),
     ],
 )
 def test_bad_parameters_are_400_pages_with_the_reason(
@@ -205,6 +224,13 @@ def test_bad_parameters_are_400_pages_with_the_reason(
     r = client.get(path, params=params)
     assert r.status_code == 400, r.text[:300]
     assert reason in r.text and r.headers["content-type"].startswith("text/html")
+
+
+def test_a_hostile_errors_value_is_escaped_in_its_400(client: TestClient) -> None:
+    r = client.get("/compare", params={"parent": PARENT, "candidate": CAND,
+                                       "errors": '"><img src=x onerror=alert(1)>'})  # fmt: skip
+    assert r.status_code == 400
+    assert "<img src=x" not in r.text and "&lt;img src=x onerror=alert(1)&gt;" in r.text
 
 
 def test_a_page_past_the_end_is_empty_not_an_error(client: TestClient) -> None:
