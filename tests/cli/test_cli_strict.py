@@ -24,6 +24,8 @@ from hylo_analytics.store import RunSelectionError
         ["aggregate"],
         ["score"],
         ["export", "--run", "a", "-o", "x.json"],
+        ["scorecard"],
+        ["serve", "--port", "0"],
     ],
 )
 def test_read_commands_refuse_a_missing_store_and_create_nothing(
@@ -33,6 +35,7 @@ def test_read_commands_refuse_a_missing_store_and_create_nothing(
     assert main([*argv, "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert f"no store at {store}" in err and "hylo-analytics ingest" in err
+    assert len(err.strip().splitlines()) == 1  # one line: the path and how to make a store
     assert not store.exists()
 
 
