@@ -200,6 +200,19 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def check_directions(directions: dict[str, str] | None, metrics: list[str]) -> None:
+    """A ``--direction`` for a metric not compared is a typo, never silently unused."""
+    from hylo_analytics._text import did_you_mean
+
+    unused = [m for m in directions or {} if m not in metrics]
+    if unused:
+        raise ValueError(
+            f"--direction for {', '.join(map(repr, unused))}, which is not compared"
+            f"{did_you_mean(unused, metrics)} (the metrics compared: {', '.join(metrics)}; "
+            "add it with --metric)"
+        )
+
+
 def store_from(args: argparse.Namespace) -> Store:
     from hylo_analytics.api import open_store
 

@@ -97,6 +97,17 @@ def _check_ci(method: str) -> None:
         )
 
 
+def _check_names(what: str, asked: list[str], held: list[str]) -> None:
+    from hylo_analytics._text import did_you_mean
+
+    absent = [a for a in asked if a not in held]
+    if absent:
+        raise ValueError(
+            f"no scores of {what}(s) {absent}{did_you_mean(absent, held)}; the store holds "
+            f"{', '.join(held) or 'none'}"
+        )
+
+
 def _names(text: str | None) -> list[str]:
     return [c.strip() for c in (text or "").split(",") if c.strip()]
 
@@ -131,7 +142,11 @@ def run(args: argparse.Namespace) -> int:
     from hylo_analytics.aggregate import aggregate_scores
 
     store = store_from(args)
-    out = aggregate_scores(store, **options(args, store))
+    opts = options(args, store)
+    if opts["source"]:  # a typo would be an empty table (Python returns one: a source may come)
+        held = store.sql("select distinct source from stg_scores where source is not null")
+        _check_names("source", opts["source"], sorted(held["source"].to_list()))
+    out = aggregate_scores(store, **opts)
     if args.format in ("table", "csv"):
         # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
         reasons = pl.col("skip_breakdown").list.eval(

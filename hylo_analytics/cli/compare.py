@@ -10,6 +10,7 @@ from hylo_analytics.cli._common import (
     add_interval_args,
     add_store_arg,
     add_verdict_args,
+    check_directions,
     emit,
     say,
     store_from,
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = store_from(args)
     opts = options(args)
+    check_directions(opts["directions"], list(opts["metrics"]))
     result = store.compare(args.candidate, args.parent, **opts)
     if args.format != "table":
         emit(result, args.format, args.output, wide=args.wide)

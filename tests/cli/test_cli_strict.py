@@ -109,3 +109,49 @@ def test_demo_help_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "95% intervals" in out and "%%" not in out
+
+
+_PAIR = ["--candidate", "version=1.2.0-rc1", "--parent", "version=1.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["compare", *_PAIR, "--metric", "sucess"], "'success' for 'sucess'"),
+        (["compare", *_PAIR, "--by", "taskid"], "'task_id' for 'taskid'"),
+        (["compare", *_PAIR, "--direction", "sucess=maximize"], "'success' for 'sucess'"),
+        (
+            ["compare", "--candidate", "run-octo-ft-1.2.0-rc1-0003", "--parent", "version=1.0.0"],
+            "did you mean run-octo-ft-1.2.0-rc1-0002",
+        ),
+        (["compare", *_PAIR, "--source", "evalog"], "'evallog' for 'evalog'"),
+        (["aggregate", "--metric", "sucess"], "'success' for 'sucess'"),
+        (["aggregate", "--by", "taskid"], "'task_id' for 'taskid'"),
+        (["aggregate", "--stratify", "taskid"], "'task_id' for 'taskid'"),
+        (["aggregate", "--source", "evalog"], "'evallog' for 'evalog'"),
+        (["aggregate", "--statistics", "meen"], "'mean' for 'meen'"),
+        (["aggregate", "--reduce", "meen"], "'mean' for 'meen'"),
+        (["aggregate", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
+        (["report", *_PAIR, "--metric", "sucess"], "'success' for 'sucess'"),
+        (["report", *_PAIR, "--direction", "sucess=maximize"], "'success' for 'sucess'"),
+        (
+            ["export", "--run", "run-octo-ft-1.1.0-0011", "-o", "x.json"],
+            "did you mean run-octo-ft-1.1.0-0001",
+        ),
+        (["scorecard", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
+    ],
+)
+def test_every_name_the_cli_takes_gets_a_did_you_mean(
+    sample_store: ha.Store,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    hint: str,
+) -> None:
+    """A typo in a metric, run, column, source, statistic or reducer exits 2 with one line
+    naming the nearest name."""
+    out = ["-o", str(tmp_path / "r.html")] if argv[0] == "report" else []
+    assert main([*argv, *out, "--store", str(sample_store.root)]) == 2
+    err = capsys.readouterr().err
+    assert hint in err, err
+    assert len(err.strip().splitlines()) == 1, err
