@@ -199,6 +199,7 @@ def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
 ) -> None:
     root = tmp_path / "s"
     store = ha.open_store(root)
+    store.ensure_on_disk()  # for the stagers, which open it with create=False
     live, dead = (
         subprocess.Popen(
             [sys.executable, "-c", _STAGER, str(root)],
