@@ -139,6 +139,7 @@ _PAIR = ["--candidate", "version=1.2.0-rc1", "--parent", "version=1.0.0"]
             "did you mean run-octo-ft-1.1.0-0001",
         ),
         (["scorecard", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
+        (["sql", "select * from rns"], 'Did you mean "runs"?'),  # DuckDB's own, on one line
     ],
 )
 def test_every_name_the_cli_takes_gets_a_did_you_mean(
