@@ -123,7 +123,11 @@ def read_manifest(root: Path, batches_dir: Path) -> Manifest:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        seqs = sorted(int(p.name) for p in batches_dir.iterdir() if p.name.isdigit())
+        try:  # a store older than the manifest lists its folders; a store not yet made, none
+            names = [p.name for p in batches_dir.iterdir()]
+        except FileNotFoundError:
+            names = []
+        seqs = sorted(int(n) for n in names if n.isdigit())
         return Manifest(
             # the empty batch 0 is rewritten at open whenever its schemas are not today's
             batches=tuple(
@@ -203,6 +207,9 @@ def stamp(root: Path, batches_dir: Path) -> tuple[int, int, int]:
     try:
         st = os.stat(root / FILE)
     except FileNotFoundError:
-        st = os.stat(batches_dir)
+        try:
+            st = os.stat(batches_dir)
+        except FileNotFoundError:  # a store not yet on disk (its first write makes it)
+            return (0, 0, 0)
         return (0, st.st_mtime_ns, st.st_ino)
     return (st.st_ino, st.st_mtime_ns, st.st_size)

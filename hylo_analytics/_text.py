@@ -9,10 +9,12 @@ runs when the file is opened in a spreadsheet. One rule each, shared by every ou
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
     "FORMULA_START",
+    "did_you_mean",
     "json_printable",
     "printable",
     "printable_lines",
@@ -84,3 +86,14 @@ def _is_number(cell: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def did_you_mean(asked: Iterable[str], known: Iterable[str]) -> str:
+    """``; did you mean 'x' for 'y'?`` for each asked name not known that has a close known
+    one (``difflib``); empty when there is none. The one hint every name the CLI takes gets:
+    metrics, run ids, columns, sources, statistics, reducers."""
+    import difflib
+
+    known = list(known)
+    near = {a: difflib.get_close_matches(a, known, n=1) for a in asked if a not in known}
+    return "".join(f"; did you mean {c[0]!r} for {a!r}?" for a, c in near.items() if c)

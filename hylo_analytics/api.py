@@ -183,12 +183,14 @@ def open_store(
     create: bool = True,
     lock_timeout: float | None = None,
 ) -> Store:
-    """Open the store at ``path``, creating it unless ``create=False``.
+    """Open the store at ``path``; reading never creates one.
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
-    With ``create=False`` a folder that holds no store raises
-    :class:`~hylo_analytics.store.StoreNotFoundError` and nothing is created. Opening an
-    existing store writes nothing, so a read-only one can be queried. ``lock_timeout``:
+    A folder that holds no store opens as an empty store and nothing is written to disk: its
+    folder, batches and manifest are made by the first write (``ingest``, ``score``, a
+    commit), so a typo in a path leaves nothing behind. With ``create=False`` a folder that
+    holds no store raises :class:`~hylo_analytics.store.StoreNotFoundError` instead. Opening
+    writes nothing, so a read-only store can be queried. ``lock_timeout``:
     seconds a write waits for another writer, then
     :class:`~hylo_analytics.store.StoreLockedError` (default ``HYLO_ANALYTICS_LOCK_TIMEOUT``,
     else no limit).

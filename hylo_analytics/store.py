@@ -236,10 +236,11 @@ class ParquetStore:
     """A folder of Parquet files with a DuckDB connection whose views read them.
 
     ``threads``: DuckDB's thread count (default: ``HYLO_ANALYTICS_THREADS``, else every core).
-    ``create=False`` opens an existing store only (:class:`StoreNotFoundError` otherwise), so a
-    typo in a path never leaves an empty store behind. Opening an existing store writes
-    nothing (it may be read-only): what is missing is made in memory, and on disk by the first
-    writer. ``lock_timeout``: seconds a write waits for another writer before
+    Opening a store writes nothing (it may be read-only): what is missing is made in memory,
+    and on disk by the first writer. A folder that holds no store (``create=True``) reads as
+    an empty store and nothing is created on disk until the first write (an ingest, a commit):
+    a typo in a path never leaves an empty store behind. ``create=False`` opens an existing
+    store only (:class:`StoreNotFoundError` otherwise). ``lock_timeout``: seconds a write waits for another writer before
     :class:`StoreLockedError` (default ``HYLO_ANALYTICS_LOCK_TIMEOUT``, else no limit).
     """
 
@@ -253,21 +254,14 @@ class ParquetStore:
     ) -> None:
         self.root = Path(root).resolve()
         self.lock_timeout = lock_timeout if lock_timeout is not None else lock_timeout_from_env()
-        if not (self.root / _BATCHES).is_dir():
-            if not create:
-                raise StoreNotFoundError(
-                    f"no store at {self.root} (ingest into it first: "
-                    f"hylo-analytics ingest PATH --store {root})"
-                )
-            try:
-                (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise _write_error(exc, f"creating the store {self.root}") from exc
-        # tables whose empty file in batch 0 is missing or of older schemas (read-only stores)
+        if not (self.root / _BATCHES).is_dir() and not create:
+            raise StoreNotFoundError(
+                f"no store at {self.root} (ingest into it first: "
+                f"hylo-analytics ingest PATH --store {root})"
+            )
+        # tables whose empty file in batch 0 is missing or of older schemas (read-only stores,
+        # and a store not yet on disk: it reads as empty until its first write makes it)
         self._stale_empty = _stale_empty_tables(self.root / _BATCHES / f"{_EMPTY_SEQ:020d}")
-        created = self._stale_empty and not any((self.root / _BATCHES).iterdir())
-        if created:
-            self._ensure_empty_batch()  # a new store: made whole now
         self._con = duckdb.connect(":memory:")
         register_trace_text(self._con)  # a trace file's text, for the readers of raw lines
         self.threads = threads or duckdb_threads()
@@ -285,7 +279,25 @@ class ParquetStore:
         # the stamp before the manifest: a publish in between is then noticed by ``con``
         self._stamp: tuple[int, int, int] | None = _manifest.stamp(self.root, self.root / _BATCHES)
         self.manifest = self._read_published()
-        self._create_views(write=bool(created))
+        self._create_views(write=False)
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store is on disk: a store opened at a folder that holds none (with
+        ``create=True``) reads as empty and is made by its first write."""
+        return (self.root / _BATCHES).is_dir()
+
+    def ensure_on_disk(self) -> None:
+        """Make the store's folders if it is not on disk yet (the first write does)."""
+        if self.exists:
+            return
+        try:
+            (self.root / _BATCHES).mkdir(parents=True, exist_ok=True)
+            self._ensure_empty_batch()  # made whole now, as a store opened after this finds it
+        except OSError as exc:
+            raise _write_error(exc, f"creating the store {self.root}") from exc
+        self._refresh()
+        self._write_views_file()
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -410,6 +422,7 @@ class ParquetStore:
         sharded ingest wait for each other's publish as a matter of course).
         """
         timeout = self.lock_timeout if timeout is None else timeout
+        self.ensure_on_disk()  # a store opened at an empty folder is made by its first writer
         path = self.root / _LOCK
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -462,6 +475,7 @@ class ParquetStore:
         one manifest: a large write in bounded memory, seen whole.
         """
         _check_utf8(tables)
+        self.ensure_on_disk()
         manifest = self._read_manifest()
         if not (self.root / _manifest.FILE).exists():
             # a store older than the manifest lists its folders: publish that list first, so

@@ -259,7 +259,7 @@ def test_two_writers_both_land(tmp_path: Path) -> None:
     truth = ha.open_store(tmp_path / "truth")
     truth.ingest([a, b], progress=False)
     root = tmp_path / "s"
-    ha.open_store(root)
+    ha.open_store(root).ensure_on_disk()
     first, second = _child("ingest", str(root), str(a)), _child("ingest", str(root), str(b))
     assert first.wait(60) == 0 and second.wait(60) == 0
     store = ha.open_store(root, create=False)

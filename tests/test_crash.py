@@ -98,7 +98,7 @@ def test_sigkill_mid_ingest(
     tmp_path: Path, many_runs: Path, expected: tuple[int, int, int], after_batches: int
 ) -> None:
     root = tmp_path / "s"
-    ha.open_store(root)
+    ha.open_store(root).ensure_on_disk()
     env = {**os.environ, "HYLO_ANALYTICS_COMPACT_AT": "0"}  # count commits, not merges
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(root), str(many_runs)], env=env)
     deadline = time.monotonic() + 60
@@ -241,7 +241,7 @@ def templates(small: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     """The store each operation starts from (compact's: one batch per run, unmerged)."""
     base = tmp_path_factory.mktemp("templates")
     empty = base / "empty"
-    ha.open_store(empty)
+    ha.open_store(empty).ensure_on_disk()
     ingested = base / "ingested"
     ha.open_store(ingested).ingest(small, progress=False)
     batches = base / "batches"

@@ -49,7 +49,9 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture()
 def store(tmp_path: Path) -> ha.Store:
-    return ha.open_store(tmp_path / "store")
+    store = ha.open_store(tmp_path / "store")
+    store.ensure_on_disk()  # an empty store on disk, for the other processes to open
+    return store
 
 
 def _hold(store: ha.Store, tmp_path: Path, how: str = "api") -> subprocess.Popen[str]:

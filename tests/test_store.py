@@ -227,6 +227,42 @@ def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next
     assert _every_view(ha.open_store(store.root, create=False)) == answers
 
 
+def test_opening_a_missing_folder_creates_nothing_until_the_first_write(tmp_path: Path) -> None:
+    """``open_store("typo")`` reads as an empty store and leaves nothing on disk; the first
+    write (an ingest) makes the store, and it then reads as any other."""
+    typo = tmp_path / "typo"
+    store = ha.open_store(typo)
+    assert not store.exists
+    assert store.runs().height == 0
+    assert store.sql("SELECT count(*) AS n FROM scores")["n"].item() == 0
+    assert store.aggregate().height == 0
+    assert store.table("samples").collect().height == 0
+    assert store.data_version() == 0
+    views = _every_view(store)
+    assert views.pop("metric_specs") > 0  # the registry's, not the store's
+    assert set(views.values()) == {0}
+    assert not typo.exists()
+    with pytest.raises(ha.StoreNotFoundError, match=r"no store at .*typo"):
+        ha.open_store(typo, create=False)
+    assert not typo.exists()
+    other = ha.open_store(typo)  # a second reader opened before the store exists
+    store.ingest(SAMPLE, progress=False)
+    assert store.exists and (typo / "manifest.json").exists()
+    assert store.runs().height == 3
+    assert other.runs().height == 3  # the new store is noticed by a reader opened before it
+    assert ha.open_store(typo, create=False).runs().height == 3
+
+
+def test_the_first_commit_makes_a_missing_store(tmp_path: Path) -> None:
+    store = ha.open_store(tmp_path / "deep" / "s")
+    with store.lock():
+        store.commit({"samples": _samples("r1", ["a#1"])})
+    assert (store.root / "manifest.json").exists()
+    assert (store.root / "batches" / f"{0:020d}" / "samples.parquet").exists()
+    reopened = ha.open_store(store.root, create=False)
+    assert reopened.sql("SELECT run_id, key FROM stg_samples").rows() == [("r1", "a#1")]
+
+
 def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """``argv`` as a user without write permission: nobody (65534) when the tests run as root,
     which ignores permissions, else the current user (the copy is chmod a-w)."""

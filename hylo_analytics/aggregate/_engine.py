@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from hylo_analytics._harness import Errors, check_errors, policy_column
+from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
 from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
@@ -680,7 +681,10 @@ def _check_statistics(statistics: Sequence[str] | None) -> list[str]:
     known = (*STATISTICS, *ON_REQUEST)
     unknown = [s for s in statistics if s not in known]
     if unknown:
-        raise ValueError(f"aggregate: unknown statistics {unknown}; known: {', '.join(known)}")
+        raise ValueError(
+            f"aggregate: unknown statistics {unknown}{did_you_mean(unknown, known)}; known: "
+            f"{', '.join(known)}"
+        )
     return list(statistics)
 
 

@@ -140,6 +140,22 @@ def add_verdict_args(parser: argparse.ArgumentParser) -> None:
         "tests and no improved/regressed",
     )
     g.add_argument(
+        "--adjust",
+        choices=("holm", "bh", "none"),
+        default="holm",
+        help="multiple-comparison adjustment of the verdict's p within a family: holm "
+        "(default), bh (Benjamini-Hochberg) or none",
+    )
+    g.add_argument(
+        "--relative-noise",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="use the relative noise rule instead: improved / regressed need the change to "
+        "exceed FRACTION of the parent's mean and the test to reject; unchanged needs the "
+        "1-2*alpha CI inside +-FRACTION of the parent's mean (not with --margin / --threshold)",
+    )
+    g.add_argument(
         "--family",
         choices=("comparison", "level"),
         default="comparison",
@@ -170,7 +186,7 @@ def add_errors_arg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None
 
 def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
     """``rule``, ``directions``, ``family`` and ``errors`` from the arguments."""
-    from hylo_analytics.compare import StatisticalRule
+    from hylo_analytics.compare.verdicts import RelativeNoiseRule, Rule, StatisticalRule
 
     directions: dict[str, str] = {}
     for item in args.direction:
@@ -178,12 +194,37 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
         if not sep or direction not in ("maximize", "minimize") or not metric:
             raise ValueError(f"--direction {item!r}: expected METRIC=maximize or METRIC=minimize")
         directions[metric] = direction
+    rule: Rule
+    if args.relative_noise is not None:
+        if args.margin is not None or args.threshold:
+            raise ValueError(
+                "--relative-noise is a rule of its own: drop --margin / --threshold, or drop "
+                "--relative-noise to use them"
+            )
+        rule = RelativeNoiseRule(noise=args.relative_noise, alpha=args.alpha, adjust=args.adjust)
+    else:
+        rule = StatisticalRule(
+            alpha=args.alpha, adjust=args.adjust, margin=args.margin, threshold=args.threshold
+        )
     return {
-        "rule": StatisticalRule(alpha=args.alpha, margin=args.margin, threshold=args.threshold),
-        "directions": directions,
+        "rule": rule,
+        "directions": directions or None,
         "family": args.family,
         "errors": args.errors,
     }
+
+
+def check_directions(directions: dict[str, str] | None, metrics: list[str]) -> None:
+    """A ``--direction`` for a metric not compared is a typo, never silently unused."""
+    from hylo_analytics._text import did_you_mean
+
+    unused = [m for m in directions or {} if m not in metrics]
+    if unused:
+        raise ValueError(
+            f"--direction for {', '.join(map(repr, unused))}, which is not compared"
+            f"{did_you_mean(unused, metrics)} (the metrics compared: {', '.join(metrics)}; "
+            "add it with --metric)"
+        )
 
 
 def store_from(args: argparse.Namespace) -> Store:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from hylo_analytics.cli._common import (
     add_errors_arg,
@@ -12,7 +13,10 @@ from hylo_analytics.cli._common import (
     emit,
     store_from,
 )
-from hylo_analytics.cli._defaults import CI_METHODS
+from hylo_analytics.cli._defaults import CI_METHODS, STATISTICS
+
+if TYPE_CHECKING:
+    from hylo_analytics.api import Store
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +34,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_store_arg(p)
     p.add_argument("--by", default="run_id", help="comma-separated group columns (run_id)")
     p.add_argument("--metric", action="append", help="metric id or alias (repeatable)")
-    p.add_argument("--ci", choices=CI_METHODS, default="auto", help="interval method (auto)")
+    p.add_argument(
+        "--run",
+        action="append",
+        metavar="RUN",
+        help="only this run: an id, a unique prefix or a selector such as "
+        "agent=xvla,benchmark=libero_spatial (repeat; default: every run)",
+    )
+    p.add_argument(
+        "--statistics",
+        metavar="NAMES",
+        help="comma-separated statistic columns to keep (default: all of "
+        f"{', '.join(STATISTICS)}; 'sum' on request); counts, mean and the interval always",
+    )
+    p.add_argument(
+        "--ci",
+        type=_ci_arg,
+        default="auto",
+        metavar="METHOD",
+        help=f"interval method, one of {', '.join(CI_METHODS)} (default auto), or one per "
+        "metric as METRIC=METHOD,... (the metrics not named get auto)",
+    )
     add_interval_args(p)
     p.add_argument("--reduce", default="mean", help="epoch reducer: mean, median, max, min, "
                    "at_least(k), pass@k, or none")  # fmt: skip
@@ -38,8 +62,81 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--stratify", help="bootstrap within the levels of this column (task_id)")
     p.add_argument("--cluster", help="add the clustered stderr by this column (task_id)")
     add_errors_arg(p)
+    p.add_argument(
+        "--optimality-threshold",
+        type=float,
+        default=1.0,
+        metavar="T",
+        help="rliable's optimality gap mean(max(T - x, 0)) on normalized values (default 1.0)",
+    )
     add_format_args(p)
     p.set_defaults(func=run)
+
+
+def _ci_arg(text: str) -> str | dict[str, str]:
+    """``METHOD`` or ``METRIC=METHOD,...``, each method one of :data:`CI_METHODS`."""
+    if "=" not in text:
+        _check_ci(text)
+        return text
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        metric, sep, method = (part.strip() for part in item.partition("="))
+        if not sep or not metric:
+            raise argparse.ArgumentTypeError(f"expected METHOD or METRIC=METHOD,..., got {item!r}")
+        _check_ci(method)
+        out[metric] = method
+    return out
+
+
+def _check_ci(method: str) -> None:
+    if method not in CI_METHODS:
+        import difflib
+
+        near = difflib.get_close_matches(method, CI_METHODS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise argparse.ArgumentTypeError(
+            f"unknown interval method {method!r}{hint}; choose from {', '.join(CI_METHODS)}"
+        )
+
+
+def _check_names(what: str, asked: list[str], held: list[str]) -> None:
+    from hylo_analytics._text import did_you_mean
+
+    absent = [a for a in asked if a not in held]
+    if absent:
+        raise ValueError(
+            f"no scores of {what}(s) {absent}{did_you_mean(absent, held)}; the store holds "
+            f"{', '.join(held) or 'none'}"
+        )
+
+
+def _names(text: str | None) -> list[str]:
+    return [c.strip() for c in (text or "").split(",") if c.strip()]
+
+
+def options(args: argparse.Namespace, store: Store | None = None) -> dict[str, Any]:
+    """The keyword arguments of :func:`~hylo_analytics.aggregate.aggregate_scores` the flags
+    say (every option of Python has a flag with its default: tests/cli/test_cli_parity.py).
+    ``--run`` names are resolved on ``store`` (ids, prefixes, selectors)."""
+    runs = args.run
+    if runs is not None and store is not None:
+        runs = store.resolve_runs(runs)
+    return {
+        "by": tuple(_names(args.by)),
+        "metrics": args.metric,
+        "statistics": _names(args.statistics) if args.statistics is not None else None,
+        "ci": args.ci,
+        "level": args.level,
+        "seed": args.seed,
+        "n_resamples": args.resamples,
+        "reduce": None if args.reduce == "none" else args.reduce,
+        "stratify": args.stratify,
+        "cluster": args.cluster,
+        "optimality_threshold": args.optimality_threshold,
+        "source": args.source,
+        "runs": runs,
+        "errors": args.errors,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,20 +144,12 @@ def run(args: argparse.Namespace) -> int:
 
     from hylo_analytics.aggregate import aggregate_scores
 
-    out = aggregate_scores(
-        store_from(args),
-        by=[c.strip() for c in args.by.split(",") if c.strip()],
-        metrics=args.metric,
-        ci=args.ci,
-        level=args.level,
-        seed=args.seed,
-        n_resamples=args.resamples,
-        reduce=None if args.reduce == "none" else args.reduce,
-        source=args.source,
-        stratify=args.stratify,
-        cluster=args.cluster,
-        errors=args.errors,
-    )
+    store = store_from(args)
+    opts = options(args, store)
+    if opts["source"]:  # a typo would be an empty table (Python returns one: a source may come)
+        held = store.sql("select distinct source from stg_scores where source is not null")
+        _check_names("source", opts["source"], sorted(held["source"].to_list()))
+    out = aggregate_scores(store, **opts)
     if args.format in ("table", "csv"):
         # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
         reasons = pl.col("skip_breakdown").list.eval(
@@ -71,9 +160,10 @@ def run(args: argparse.Namespace) -> int:
         out = out.with_columns(skip_breakdown=reasons.list.join("; "))
     if args.format == "table":  # the columns a reader scans; csv / json / parquet keep them all
         by = [c.strip() for c in args.by.split(",") if c.strip()]
-        out = out.select(
+        shown = (
             *by, "metric", "n_total", "n_valid", "errors", "n_errors", "mean", "stderr",
             "ci_low", "ci_high", "ci_method", "skip_breakdown",
         )  # fmt: skip
+        out = out.select(c for c in shown if c in out.columns)  # --statistics may drop some
     emit(out, args.format, args.output, wide=args.wide)
     return 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from hylo_analytics.cli._common import (
     add_format_args,
     add_interval_args,
     add_store_arg,
     add_verdict_args,
+    check_directions,
     emit,
     say,
     store_from,
@@ -120,7 +122,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--mid-p", action="store_true", help="mid-p McNemar (less conservative)")
     p.add_argument(
         "--ci",
-        choices=("auto", "score", "newcombe", "bootstrap", "bca", "normal", "none"),
+        choices=("auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none"),
         default="auto",
         help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
         "seeded percentile bootstrap of the paired differences otherwise; bootstrap = "
@@ -132,28 +134,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Store.compare` the flags say (every option of Python
+    has a flag with its default: tests/cli/test_cli_parity.py)."""
+    return {
+        "metrics": tuple(args.metric) if args.metric else ("success",),
+        "by": tuple(args.by),
+        "source": args.source,
+        "force": args.force,
+        "reducer": None if args.reducer == "none" else args.reducer,
+        "pair_on_epoch": args.pair_on_epoch,
+        "alternative": "two-sided" if args.two_sided else "greater",
+        "mid_p": args.mid_p,
+        "ci": args.ci,
+        "n_resamples": args.resamples,
+        "level": args.level,
+        "seed": args.seed,
+        **verdict_options(args),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
     store = store_from(args)
-    options = verdict_options(args)
-    result = store.compare(
-        args.candidate,
-        args.parent,
-        metrics=args.metric or ["success"],
-        by=args.by,
-        source=args.source,
-        force=args.force,
-        reducer=None if args.reducer == "none" else args.reducer,
-        pair_on_epoch=args.pair_on_epoch,
-        alternative="two-sided" if args.two_sided else "greater",
-        mid_p=args.mid_p,
-        ci=args.ci,
-        n_resamples=args.resamples,
-        level=args.level,
-        seed=args.seed,
-        **options,
-    )
+    opts = options(args)
+    check_directions(opts["directions"], list(opts["metrics"]))
+    result = store.compare(args.candidate, args.parent, **opts)
     if args.format != "table":
         emit(result, args.format, args.output, wide=args.wide)
         return 0
@@ -163,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         wide=args.wide,
     )
-    notes = [options["rule"].describe()]
+    notes = [opts["rule"].describe()]
     notes += [
         f"{r['candidate']} ({r['metric']}): {r['drop_note']}"
         + (f" [{r['drop_reasons']}]" if r["drop_reasons"] else "")

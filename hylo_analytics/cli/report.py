@@ -8,6 +8,7 @@ from pathlib import Path
 from hylo_analytics.cli._common import (
     add_store_arg,
     add_verdict_args,
+    check_directions,
     say,
     store_from,
     verdict_options,
@@ -68,6 +69,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from hylo_analytics.report import write_report  # altair, vl-convert: on use
 
+    verdict = verdict_options(args)
+    check_directions(verdict["directions"], [args.metric])
     path = write_report(
         store_from(args),
         args.candidate,
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         metric=args.metric,
         force=args.force,
         redact=args.redact,
-        **verdict_options(args),
+        **verdict,
     )
     say(f"wrote {path}")
     return 0

@@ -75,8 +75,11 @@ def run(args: argparse.Namespace) -> int:
             raw = loaded.metadata.get("protocols") if isinstance(loaded, BenchmarkSpec) else None
             protocols = {p.name: p for p in EvaluationProtocolSpec.coerce_many(raw)}
             if args.protocol not in protocols:
+                from hylo_analytics._text import did_you_mean
+
                 raise ValueError(
-                    f"{args.metrics}: no protocol {args.protocol!r} in metadata.protocols "
+                    f"{args.metrics}: no protocol {args.protocol!r} in metadata.protocols"
+                    f"{did_you_mean([args.protocol], protocols)} "
                     f"(protocols: {', '.join(protocols) or 'none'})"
                 )
             metrics = protocols[args.protocol]

@@ -93,6 +93,12 @@ def run_spark_sql(args: argparse.Namespace) -> int:
         register(session, args.store)
         frame = spark_sql(session, args.query)
     except (PySparkException, Py4JError, StoreError, UntranslatableSQL) as exc:
+        from hylo_analytics.cli import verbose
+
+        if verbose(args):  # the whole plan and stack trace, for a bug report
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
         say(f"hylo-analytics spark-sql: error: {one_line(exc)}", file=sys.stderr)
         return 2
     emit(frame, args.format, args.output, wide=args.wide)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics._text import did_you_mean
 from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
@@ -74,6 +74,13 @@ def _compare(
     its harness's convention)."""
     runs = [*cands, parent]
     read = _Reader(store, runs, source, pending, options, by)
+    have = read.columns(metrics)
+    missing = [b for b in by if b not in have]
+    if missing:
+        raise ValueError(
+            f"compare: the scores have no column(s) {missing}{did_you_mean(missing, have)} "
+            f"(by= takes a score column: {', '.join(have)})"
+        )
     kinds = read.kinds(metrics)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split, errors_default(source_format) AS _policy "
@@ -91,6 +98,17 @@ def _compare(
             read = _Reader(store, runs, source, None, options, by)
             kinds = read.kinds(metrics)
     if kinds.filter(pl.col("run_id") == parent).is_empty():
+        if source is not None:
+            sources = store.sql(
+                "select distinct source from stg_scores where run_id = $p order by 1",
+                {"p": parent},
+            )["source"].to_list()
+            if source not in sources:
+                raise ValueError(
+                    f"parent {parent!r} has no scores of source {source!r}"
+                    f"{did_you_mean([source], sources)}; its sources are "
+                    f"{', '.join(sources) or 'none'}"
+                )
         held = store.sql(
             "select distinct metric from int_scores_preferred where run_id = $p order by 1",
             {"p": parent},
@@ -99,7 +117,7 @@ def _compare(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"
-            + (_did_you_mean(metrics or [], held) if held else "")
+            + (did_you_mean(metrics or [], held) if held else "")
             + (f"; it has scores of {', '.join(held)}" if held else "")
         )
     problems = _gate(meta, kinds.filter(pl.col("valid")), cands, parent)
@@ -171,7 +189,7 @@ class _Reader:
     def _sql(self, metrics: Sequence[str] | None, select: str) -> pl.DataFrame:
         return self.store.sql(self._query(metrics, select), self._params(metrics))
 
-    def _columns(self, metrics: Sequence[str] | None) -> list[str]:
+    def columns(self, metrics: Sequence[str] | None) -> list[str]:
         if self._have is None:
             self._have = self._sql(metrics, "select * from {scores} limit 0").columns
         return self._have
@@ -179,7 +197,7 @@ class _Reader:
     def rows(self, metrics: Sequence[str] | None) -> PairedRows | None:
         """The scores as SQL for the engine to pair where they lie (None: a ``by`` column
         the scores lack, which the frame path names)."""
-        have = self._columns(metrics)
+        have = self.columns(metrics)
         if any(b not in have or b == "source" for b in self.by):
             return None
         pk = ("key", "epoch") if self.options.get("pair_on_epoch") else ("key",)
@@ -203,7 +221,7 @@ class _Reader:
         errors convention (``_policy``, from ``policy``) and epoch and ``by`` if used, for
         what the engine pairs only from a frame (epochs to reduce, errors counted as
         failures)."""
-        have = self._columns(metrics)
+        have = self.columns(metrics)
         wanted = ["run_id", "key", "metric", "value", "skip_reason", "errored"]
         if self.options.get("pair_on_epoch"):
             wanted.append("epoch")
@@ -282,9 +300,3 @@ def _gate(
     problems = pl.concat(found).sort("run_id", "why").group_by("run_id", maintain_order=True)
     rows = problems.agg(pl.col("why").str.join(", ")).rows()
     return {str(r): str(w) for r, w in rows}
-
-
-def _did_you_mean(asked: Sequence[str], known: Sequence[str]) -> str:
-    """``; did you mean 'x' for 'y'?`` for each asked name with a close known one."""
-    near = {m: difflib.get_close_matches(m, known, n=1) for m in asked if m not in known}
-    return "".join(f"; did you mean {c[0]!r} for {m!r}?" for m, c in near.items() if c)

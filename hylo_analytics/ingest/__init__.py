@@ -328,6 +328,7 @@ def _ingest_sharded(
         skipped = skipped if i == 0 else []  # recorded once, by shard 0
     known_logs, known_traces = _known_files(store)
     todo, unchanged = _to_read(candidates, known_logs, known_traces, replace=replace)
+    store.ensure_on_disk()  # the first write: a store opened at an empty folder is made now
     claims = Claims(store.root, job_id(paths, n, i), lease=lease_seconds())
     sizes: list[tuple[str, int, int | None]] = []
     for p in todo:

@@ -23,6 +23,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics._redact import Redactor, redact_secrets
+from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
 from hylo_analytics.compare.engine import Family
@@ -183,7 +184,15 @@ def report_frames(
     if n_not_binary:
         raise ValueError(f"metric {metric!r} is not binary (values other than 0/1); use success")
     if n == 0:
-        raise ValueError(f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}")
+        held = store.sql(
+            "select metric from stg_scores where run_id in ($candidate, $parent) group by "
+            "metric having count(distinct run_id) = 2 order by 1",
+            {"candidate": candidate, "parent": parent},
+        )["metric"].to_list()
+        raise ValueError(
+            f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}"
+            f"{did_you_mean([metric], held)}; both have scores of {', '.join(held) or 'none'}"
+        )
     rule = rule or StatisticalRule()
     comparison = compare_runs(
         store,

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics._text import did_you_mean
 
 if TYPE_CHECKING:
     from scipy import special
@@ -45,7 +46,10 @@ class Reducer:
 
     def __post_init__(self) -> None:
         if self.name not in REDUCERS:
-            raise ValueError(f"unknown reducer {self.name!r}; known: {', '.join(REDUCERS)}")
+            raise ValueError(
+                f"unknown reducer {self.name!r}{did_you_mean([self.name], REDUCERS)}; known: "
+                f"{', '.join(REDUCERS)}"
+            )
         needs_k = self.name in ("at_least", "pass_at_k")
         if needs_k != (self.k is not None) or (self.k is not None and self.k < 1):
             raise ValueError(f"reducer {self.name!r}: k must be {'>= 1' if needs_k else 'None'}")

@@ -56,6 +56,8 @@ def test_json_and_protocol(sample_store, specs, capsys):
     card = json.loads(capsys.readouterr().out)
     assert card["primary"] == "success" and card["metrics"] == ["success"]
     assert [r["complete"] for r in card["runs"]] == [True, True, True]
+    assert main([*args, "--protocol", "quik"]) == 2
+    assert "did you mean 'quick' for 'quik'?" in capsys.readouterr().err
 
 
 def test_errors_name_the_file_and_field(sample_store, tmp_path, capsys):

@@ -24,6 +24,8 @@ from hylo_analytics.store import RunSelectionError
         ["aggregate"],
         ["score"],
         ["export", "--run", "a", "-o", "x.json"],
+        ["scorecard"],
+        ["serve", "--port", "0"],
     ],
 )
 def test_read_commands_refuse_a_missing_store_and_create_nothing(
@@ -33,6 +35,7 @@ def test_read_commands_refuse_a_missing_store_and_create_nothing(
     assert main([*argv, "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert f"no store at {store}" in err and "hylo-analytics ingest" in err
+    assert len(err.strip().splitlines()) == 1  # one line: the path and how to make a store
     assert not store.exists()
 
 
@@ -106,3 +109,50 @@ def test_demo_help_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "95% intervals" in out and "%%" not in out
+
+
+_PAIR = ["--candidate", "version=1.2.0-rc1", "--parent", "version=1.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["compare", *_PAIR, "--metric", "sucess"], "'success' for 'sucess'"),
+        (["compare", *_PAIR, "--by", "taskid"], "'task_id' for 'taskid'"),
+        (["compare", *_PAIR, "--direction", "sucess=maximize"], "'success' for 'sucess'"),
+        (
+            ["compare", "--candidate", "run-octo-ft-1.2.0-rc1-0003", "--parent", "version=1.0.0"],
+            "did you mean run-octo-ft-1.2.0-rc1-0002",
+        ),
+        (["compare", *_PAIR, "--source", "evalog"], "'evallog' for 'evalog'"),
+        (["aggregate", "--metric", "sucess"], "'success' for 'sucess'"),
+        (["aggregate", "--by", "taskid"], "'task_id' for 'taskid'"),
+        (["aggregate", "--stratify", "taskid"], "'task_id' for 'taskid'"),
+        (["aggregate", "--source", "evalog"], "'evallog' for 'evalog'"),
+        (["aggregate", "--statistics", "meen"], "'mean' for 'meen'"),
+        (["aggregate", "--reduce", "meen"], "'mean' for 'meen'"),
+        (["aggregate", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
+        (["report", *_PAIR, "--metric", "sucess"], "'success' for 'sucess'"),
+        (["report", *_PAIR, "--direction", "sucess=maximize"], "'success' for 'sucess'"),
+        (
+            ["export", "--run", "run-octo-ft-1.1.0-0011", "-o", "x.json"],
+            "did you mean run-octo-ft-1.1.0-0001",
+        ),
+        (["scorecard", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
+        (["sql", "select * from rns"], 'Did you mean "runs"?'),  # DuckDB's own, on one line
+    ],
+)
+def test_every_name_the_cli_takes_gets_a_did_you_mean(
+    sample_store: ha.Store,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    hint: str,
+) -> None:
+    """A typo in a metric, run, column, source, statistic or reducer exits 2 with one line
+    naming the nearest name."""
+    out = ["-o", str(tmp_path / "r.html")] if argv[0] == "report" else []
+    assert main([*argv, *out, "--store", str(sample_store.root)]) == 2
+    err = capsys.readouterr().err
+    assert hint in err, err
+    assert len(err.strip().splitlines()) == 1, err

@@ -11,12 +11,13 @@ from hylo_analytics.cli import _defaults
 
 
 def test_the_parsers_defaults_are_the_engines() -> None:
-    from hylo_analytics.aggregate import CI_METHODS
+    from hylo_analytics.aggregate import CI_METHODS, STATISTICS
     from hylo_analytics.scoring import BUILTIN_SCORERS
     from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
     from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 
     assert _defaults.CI_METHODS == CI_METHODS
+    assert _defaults.STATISTICS == STATISTICS
     assert _defaults.BUILTIN_SCORERS == BUILTIN_SCORERS
     assert _defaults.DEFAULT_RESAMPLES == DEFAULT_RESAMPLES
     assert _defaults.DEFAULT_LEVEL == DEFAULT_LEVEL

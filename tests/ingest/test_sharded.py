@@ -119,7 +119,7 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
     (or the re-run) finish, with exactly the single-ingest store."""
     rng = random.Random(16_000 + round_)
     root = tmp_path / "s"
-    ha.open_store(root)
+    ha.open_store(root).ensure_on_disk()
     args = _cmd("ingest", str(corpus), "--store", str(root), "--workers", "3", "--quiet")
     # claims of 3 files (about 50 publishes), and the kill at a random point of the progress,
     # not of the clock: a fast machine must not finish before the kill
@@ -166,7 +166,7 @@ def test_two_shards_as_two_processes_give_the_store_of_one_ingest(
     corpus: Path, truth: dict[str, tuple[int, str]], tmp_path: Path
 ) -> None:
     root = tmp_path / "s"
-    ha.open_store(root)
+    ha.open_store(root).ensure_on_disk()
     procs = [
         subprocess.Popen(
             _cmd("ingest", str(corpus), "--store", str(root), "--shard", f"{i}/2", "--quiet"),
@@ -199,6 +199,7 @@ def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
 ) -> None:
     root = tmp_path / "s"
     store = ha.open_store(root)
+    store.ensure_on_disk()  # for the stagers, which open it with create=False
     live, dead = (
         subprocess.Popen(
             [sys.executable, "-c", _STAGER, str(root)],
@@ -333,7 +334,7 @@ def test_a_file_every_worker_died_reading_is_quarantined_and_the_rest_stored(
         shutil.copytree(run, logs / run.name)
     poison = sorted(logs.glob("*/evallog.json"))[1]
     root = tmp_path / "s"
-    ha.open_store(root)
+    ha.open_store(root).ensure_on_disk()
     job = job_id([logs], 1, 0)
     claims = Claims(root, job, lease=60)
     st = poison.stat()

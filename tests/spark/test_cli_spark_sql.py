@@ -120,3 +120,16 @@ def test_spark_sql_help_names_the_uri_forms(capsys: pytest.CaptureFixture[str]) 
         main(["spark-sql", "--help"])
     text = capsys.readouterr().out
     assert "s3a://" in text and "spark-submit" in text and "--master" in text
+
+
+def test_spark_sql_verbose_shows_the_whole_error(
+    spark: object, spark_sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line by default; ``--verbose`` adds the traceback and Spark's whole message (its
+    plan), the one line still last."""
+    argv = ["spark-sql", "--store", str(spark_sample_store.root), "select nope from runs"]
+    assert main(["--verbose", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "AnalysisException" in err
+    assert err.strip().splitlines()[-1].startswith("hylo-analytics spark-sql: error: ")
+    assert len(err.splitlines()) > 3
