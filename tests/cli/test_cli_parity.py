@@ -30,7 +30,7 @@ COMPARE_NOT_FLAGS = {
     "forced": "set by Store.compare itself (what the gate found), not an option of it",
     "declared": "set by Store.compare itself (the scores' declared directions, read in SQL)",
     "rule": "a rule object: its fields are flags, checked in test_the_verdict_rule_has_flags",
-    "errors_as_failures": "errors policy: lead",
+    "errors_as_failures": "the deprecated alias of errors=: --errors-as-failures, hidden",
     "options": "**options: compare_scores's keywords, listed from its own signature",
 }
 AGGREGATE_NOT_FLAGS = {
@@ -60,6 +60,7 @@ COMPARE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "level": (["--level", "0.9"], 0.9),
     "seed": (["--seed", "3"], 3),
     "family": (["--family", "level"], "level"),
+    "errors": (["--errors", "exclude"], "exclude"),
 }
 AGGREGATE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "by": (["--by", "run_id,task_id"], ("run_id", "task_id")),
@@ -75,6 +76,7 @@ AGGREGATE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "optimality_threshold": (["--optimality-threshold", "0.5"], 0.5),
     "source": (["--source", "imported"], ["imported"]),
     "runs": (["--run", "a", "--run", "b"], ["a", "b"]),
+    "errors": (["--errors", "failure"], "failure"),
 }
 
 
