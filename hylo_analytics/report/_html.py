@@ -109,6 +109,8 @@ def _mcnemar_p(h: dict[str, Any]) -> str:
     """The McNemar p with its sidedness as the engine computed it."""
     if h.get("p_sides") == "two-sided":
         return f"two-sided McNemar p = {_p(h['p_value'])} (the metric's direction is unknown)"
+    if h.get("verdict") == "regressed":  # the p that decided: the test that it is worse
+        return f"one-sided McNemar p = {_p(h['p_worse'])} that the candidate is worse"
     return f"one-sided McNemar p = {_p(h['p_value'])} that the candidate is better"
 
 
@@ -154,7 +156,9 @@ def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
         (
             "paired outcomes",
             f"{h['candidate_wins']} / {h['parent_wins']} / {h['ties']}",
-            f"candidate / parent wins / ties · p = {_p(h['p_value'])}",
+            f"candidate / parent wins / ties · p = "
+            f"{_p(h['p_worse'] if h.get('verdict') == 'regressed' else h['p_value'])}"
+            + (" (worse)" if h.get("verdict") == "regressed" else ""),
         ),
     ]
     return (

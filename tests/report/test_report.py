@@ -280,3 +280,14 @@ def test_the_page_names_the_interval_and_the_sidedness_it_used(
     assert "two-sided McNemar test" in report.render_report(
         {**frames, "headline": pl.DataFrame([both])}
     )
+
+
+def test_a_regression_names_the_p_that_decided_it(frames: dict[str, pl.DataFrame]) -> None:
+    """A regressed verdict is decided by the test that the candidate is worse: the sentence
+    and the card show that p, not the p that it is better (which is near 1 there)."""
+    h = frames["headline"].row(0, named=True)
+    worse = {**h, "verdict": "regressed", "p_value": 0.99, "p_worse": 0.012}
+    sentence = report.summary_sentence(worse)
+    assert "p = 0.012 that the candidate is worse" in sentence and "0.990" not in sentence
+    page = report.render_report({**frames, "headline": pl.DataFrame([worse])})
+    assert "p = 0.012 (worse)" in page
