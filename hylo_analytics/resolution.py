@@ -28,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics._sql import PREFERRED_VIEW, scores_overlay, view_query
-from hylo_analytics.store import ParquetStore, pinned
+from hylo_analytics.store import FEW_RUNS, ParquetStore, pinned
 
 __all__ = [
     "EPISODE_VIEW",
@@ -106,7 +106,7 @@ def run_filter(store: ParquetStore, runs: Sequence[str] | None) -> list[str] | N
     if runs is None:
         return None
     asked = list(runs)
-    if len(asked) < 64:  # few runs: the filter reaches the scan's row groups, keep it
+    if len(asked) < FEW_RUNS:  # few runs: the filter reaches the scan's row groups, keep it
         return asked
     every = store.sql("select run_id from stg_runs")["run_id"]
     return None if every.is_in(asked).all() else asked

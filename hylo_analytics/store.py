@@ -85,6 +85,10 @@ __all__ = [
     "pinned",
 ]
 
+# Up to this many runs a run filter is a list of ids (it reaches the scan's row groups); from
+# here on a list can cost more than the scan, and readers check whether it names every run.
+FEW_RUNS = 64
+
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
 FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
@@ -392,7 +396,7 @@ class ParquetStore:
         One read of the runs table for all of them (a compare of 1,000 candidates names
         1,000 runs).
         """
-        if len(specs) < 64:  # a few run ids (the usual case): read those rows, not the table
+        if len(specs) < FEW_RUNS:  # a few run ids (the usual case): read those rows, not the table
             found = self.sql(
                 "SELECT run_id FROM stg_runs WHERE list_contains($ids, run_id)",
                 {"ids": list(specs)},

@@ -547,17 +547,17 @@ def _with_intervals(
     """Each group's interval by its method. Groups resampled together share a path: 0/1
     values, -1/0/1 values, others (``_path``), so a group's bounds depend on its values, the
     seed and the method alone."""
-    pairs = out.select("metric", "_kind").unique().iter_rows()
-    chosen = {(m, k): _method(m, k, ci, stratify is not None) for m, k in pairs}
-    method = (
-        pl.struct("metric", "_kind").map_elements(
-            lambda r: chosen[(r["metric"], r["_kind"])], return_dtype=pl.String
+    # the method of each (metric, kind): a handful of pairs, joined onto the groups
+    pairs = out.select("metric", "_kind").unique(maintain_order=True)
+    methods = pairs.with_columns(
+        ci_method=pl.Series(
+            [_method(m, k, ci, stratify is not None) for m, k in pairs.iter_rows()],
+            dtype=pl.String,
         )
-        if len(chosen) > 1
-        else pl.lit(next(iter(chosen.values()), "none"))
     )
-    out = out.with_columns(
-        ci_method=method,
+    out = out.join(
+        methods, on=["metric", "_kind"], how="left", nulls_equal=True, maintain_order="left"
+    ).with_columns(
         _path=pl.when(pl.col("_is01")).then(0).when(pl.col("_is101")).then(1).otherwise(2),
     )
     low = np.full(out.height, np.nan)
@@ -602,7 +602,10 @@ def _with_intervals(
             sub = idx[n_valid[idx] > 0]
             if not len(sub):
                 continue
-            take = np.concatenate([np.arange(at[g], at[g] + n_valid[g]) for g in sub])
+            # the positions of the groups' values, back to back (no loop over groups)
+            lens = n_valid[sub]
+            first = np.concatenate([[0], np.cumsum(lens)[:-1]])
+            take = np.arange(lens.sum()) + np.repeat(at[sub] - first, lens)
             strata_sizes = None
             if strata is not None:
                 strata_sizes = _strata_sizes(strata, out, sub)
