@@ -54,20 +54,26 @@ def check_errors(errors: str | None, where: str = "errors") -> Errors | None:
     )
 
 
-def errors_sql(source_format: str) -> str:
-    """SQL of :func:`default_errors` on the column ``source_format`` (the macro's body)."""
+def errors_sql(errors_policy: str, source_format: str) -> str:
+    """SQL of a run's errors convention (the macro ``run_errors``' body): its stored
+    ``errors_policy`` (set at ingest; an exported run keeps its harness's), else
+    :func:`default_errors` of its ``source_format`` (a store written before that column)."""
     formats = ", ".join("'" + f.replace("'", "''") + "'" for f in FAILURE_FORMATS)
-    return f"CASE WHEN {source_format} IN ({formats}) THEN 'failure' ELSE 'exclude' END"
+    derived = f"CASE WHEN {source_format} IN ({formats}) THEN 'failure' ELSE 'exclude' END"
+    return f"coalesce({errors_policy}, {derived})"
 
 
 def policy_column(columns: Sequence[str], errors: Errors | None) -> pl.Expr:
     """Each row's errors policy as a polars expression: ``errors`` when given, else the row's
-    ``_policy`` (a store's rows, from their runs), else its ``source_format``'s convention,
-    else hylo's own (``exclude``: a None score abstains)."""
+    ``_policy`` (a store's rows, from their runs), else its run's ``errors_policy``, else its
+    ``source_format``'s convention, else hylo's own (``exclude``: a None score abstains)."""
     if errors is not None:
         return pl.lit(errors, pl.String)
     if "_policy" in columns:
         return pl.col("_policy").cast(pl.String)
+    if "errors_policy" in columns:
+        derived = policy_column([c for c in columns if c != "errors_policy"], None)
+        return pl.coalesce(pl.col("errors_policy").cast(pl.String), derived)
     if "source_format" in columns:
         failing = pl.col("source_format").is_in(list(FAILURE_FORMATS)).fill_null(False)
         return pl.when(failing).then(pl.lit("failure")).otherwise(pl.lit("exclude"))

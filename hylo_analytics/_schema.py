@@ -40,6 +40,9 @@ RUNS = pa.schema(
         ("results", _str),  # JSON: the run's own summary, as written
         ("status", _str),
         ("created", _str),
+        # the harness's errors convention (failure | exclude: hylo_analytics._harness), from
+        # the log (an exported run keeps its harness's) or its source_format's at ingest
+        ("errors_policy", _str),
         ("n_samples", _i64),
         ("extra", _str),  # JSON: top-level fields we do not model
         ("ingested_at", _ts),

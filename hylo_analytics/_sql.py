@@ -126,8 +126,11 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
         "declared_kind": (("metric",), f"CASE metric {kinds} END"),
         "ci_z": ((), f"CAST({z!r} AS DOUBLE)"),
         # the errors policy of a run's harness (hylo_analytics._harness: vla-eval counts an
-        # errored episode as a failure, the other formats leave it out)
-        "errors_default": (("source_format",), errors_sql("source_format")),
+        # errored episode as a failure, the other formats leave it out), as stored at ingest
+        "run_errors": (
+            ("errors_policy", "source_format"),
+            errors_sql("errors_policy", "source_format"),
+        ),
         # a score counts when it is a real number not flagged invalid (NaN is an abstention)
         "score_is_valid": (
             ("value", "valid"),

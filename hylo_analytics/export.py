@@ -38,6 +38,10 @@ Run metadata (``runs.extra``: the log's unmodelled top-level members) and sample
 v0.2: ``eval.extra`` and each episode's ``extra``). ``tests/test_export.py`` round-trips the
 real vla-eval and inspect-robots files and compares every column of every table.
 
+A run's errors convention (``runs.errors_policy``: vla-eval's counts an errored episode as a
+failure) is written as ``errors_policy`` (v0.2: ``eval.errors_policy``) when it is not a hylo
+log's own, so the run read back keeps its default rate.
+
 v0.2 is the inspect-robots layout with the hylo identity kept beside it: ``{version, status,
 eval, results, stats, samples}``, one sample per key with ``scene_id`` (the key), ``status``,
 ``epochs`` (one ``{metric: value}`` per epoch, as inspect-robots writes them) and ``reduced``
@@ -63,6 +67,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics._harness import default_errors
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.resolution import preferred_query
 
@@ -213,13 +218,21 @@ def export_evallog(
     )
     results = json.loads(run["results"]) if run["results"] else None
     extra = json.loads(run["extra"]) if run["extra"] else {}
+    # the run's errors convention travels with it when it is not a hylo log's own (a vla-eval
+    # run counts a timeout as a failure, and so does its export when read back)
+    policy = run.get("errors_policy") or default_errors(run["source_format"])
+    carried = policy if policy != default_errors(V01) else None
     if version == "v0.1":
         samples = ",".join(_with_scores(r[7], r[8]) for r in rows)
         top = {**extra, "version": V01, "run_id": run_id, "benchmark": benchmark, "agent": agent}
         if run["parent_run_id"] is not None:
             top["parent_run_id"] = run["parent_run_id"]
         # not in the v0.1 spec's list, read back by the hylo reader (v0.2: status, eval.created)
-        top.update(_drop_none({"status": run["status"], "created": run["created"]}))
+        top.update(
+            _drop_none(
+                {"status": run["status"], "created": run["created"], "errors_policy": carried}
+            )
+        )
         if results is not None:
             top["results"] = results
     else:
@@ -236,6 +249,7 @@ def export_evallog(
                     "benchmark": benchmark,
                     "agent": agent,
                     "source_format": run["source_format"],
+                    "errors_policy": carried,
                     "results": results,
                     "extra": extra or None,
                 }

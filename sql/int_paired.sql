@@ -7,7 +7,7 @@
 -- metric_specs): for metrics to minimize (steps, safety_interventions, latency_p95) a lower
 -- value wins. Pairs where either side abstained are kept with outcome 'dropped'. The
 -- comparability gate (benchmark digest, scorer version) is Python's (Store.compare).
--- Each side is read under its run's errors policy (errors_default: the convention of the
+-- Each side is read under its run's errors policy (run_errors: the convention of the
 -- harness that wrote it; hylo_analytics._harness): under 'failure' an errored key of a 0/1
 -- metric (declared binary, or declared nothing and every valid value of the run 0 or 1) is
 -- a failure (0), as Store.compare pairs it; under 'exclude' it is a drop.
@@ -25,8 +25,8 @@ pairs as (
         cp.parent,
         rc.benchmark_id,
         rc.split,
-        errors_default(rc.source_format) as candidate_errors,
-        errors_default(rp.source_format) as parent_errors
+        run_errors(rc.errors_policy, rc.source_format) as candidate_errors,
+        run_errors(rp.errors_policy, rp.source_format) as parent_errors
     from int_comparisons as cp
     inner join stg_runs as rc on rc.run_id = cp.candidate
     inner join stg_runs as rp on rp.run_id = cp.parent

@@ -2,7 +2,7 @@
 -- with level = 'run' and task_id null, and per (run_id, task_id, metric) with level = 'task',
 -- over the key-level scores (int_key_scores: one per key, epochs reduced by their mean), under
 -- each run's errors policy (errors: the convention of the harness that wrote it, macro
--- errors_default; hylo_analytics._harness). Under 'failure' an errored key of a 0/1 group is a
+-- run_errors; hylo_analytics._harness). Under 'failure' an errored key of a 0/1 group is a
 -- valid 0 (in n_valid and n_errors, out of the skip breakdown); under 'exclude' it abstains.
 -- n_scored counts the keys with a value of their own (errors never filled in).
 -- Counts, coverage, the skip breakdown (list of {reason, count}, sorted by reason), mean,
@@ -15,8 +15,8 @@
 with scores as (
     select
         k.*,
-        errors_default(r.source_format) as errors,
-        k.errored and errors_default(r.source_format) = 'failure' as fails
+        run_errors(r.errors_policy, r.source_format) as errors,
+        k.errored and run_errors(r.errors_policy, r.source_format) = 'failure' as fails
     from int_key_scores as k
     left join stg_runs as r on r.run_id = k.run_id
 ),

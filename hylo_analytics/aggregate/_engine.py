@@ -341,7 +341,7 @@ def _store_rows(
     select = ", ".join(f"s.{q(c)}" if c in have else f"r.{q(c)}" for c in cols)
     of_run_sql = [q(c) for c in of_run]
     if errors is None:  # each run's harness convention
-        of_run_sql.append("errors_default(source_format) as _policy")
+        of_run_sql.append("run_errors(errors_policy, source_format) as _policy")
         select += ", r._policy"
     else:
         params["errors"] = errors
@@ -396,7 +396,7 @@ def _may_fail(store: ParquetStore, errors: Errors | None, runs: Sequence[str] | 
     """Whether a row of ``runs`` can count an error as a failure (so the fill is needed)."""
     if errors is not None:
         return errors == "failure"
-    where = "errors_default(source_format) = 'failure'"
+    where = "run_errors(errors_policy, source_format) = 'failure'"
     if runs is None:
         return bool(store.sql(f"select count(*) as n from stg_runs where {where}").item())
     found = store.sql(

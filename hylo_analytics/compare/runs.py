@@ -83,7 +83,7 @@ def _compare(
         )
     kinds = read.kinds(metrics)
     meta = store.sql(
-        "SELECT run_id, benchmark_digest, split, errors_default(source_format) AS _policy "
+        "SELECT run_id, benchmark_digest, split, run_errors(errors_policy, source_format) AS _policy "
         "FROM stg_runs WHERE list_contains($runs, run_id)",
         {"runs": runs},
     )

@@ -1119,6 +1119,8 @@ def _concat(tables: list[pa.Table], name: str) -> pa.Table:
         ref = t["trace_ref"] if "trace_ref" in t.column_names else pa.nulls(t.num_rows, pa.int32())
         body = t.drop_columns([c for c in t.column_names if c in ("file_idx", "trace_ref")])
         body = _schema.conform(body, name).drop_columns(["batch_seq"])
+        if name == "runs":
+            body = _with_errors_policy(body)
         body = body.append_column("file_idx", fi.cast(pa.int32()))
         if name == "samples":  # the position of the sample's trace in the chunk's refs
             body = body.append_column("trace_ref", ref.cast(pa.int32()))
@@ -1130,6 +1132,20 @@ def _concat(tables: list[pa.Table], name: str) -> pa.Table:
             empty = empty.append_column("trace_ref", pa.array([], pa.int32()))
         return empty
     return pa.concat_tables(fitted) if len(fitted) > 1 else fitted[0]
+
+
+def _with_errors_policy(runs: pa.Table) -> pa.Table:
+    """Each run's errors convention: the log's own (an exported run keeps its harness's),
+    else the one of the format that wrote it (:func:`hylo_analytics._harness.default_errors`)."""
+    import pyarrow.compute as pc
+
+    from hylo_analytics._harness import FAILURE_FORMATS
+
+    failing = pc.is_in(runs["source_format"], value_set=pa.array(FAILURE_FORMATS, pa.string()))
+    derived = pc.if_else(pc.fill_null(failing, False), "failure", "exclude")
+    given = runs["errors_policy"]
+    at = runs.schema.get_field_index("errors_policy")
+    return runs.set_column(at, "errors_policy", pc.coalesce(given, derived))
 
 
 _RUN_COLS = {
@@ -1152,6 +1168,7 @@ _RUN_COLS = {
     "results",
     "status",
     "created",
+    "errors_policy",
     "n_samples",
     "extra",
     "ingested_at",

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from hylo_analytics._harness import ERRORS
 from hylo_analytics.ingest._files import SourceFile
 
 __all__ = ["FastLogs", "parse_fast"]
@@ -33,7 +34,8 @@ _BOOL = (pa.types.is_boolean, pa.types.is_null)
 _NUM = (pa.types.is_floating, pa.types.is_integer, pa.types.is_boolean, pa.types.is_null)
 
 _TOP = {"version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples"}
-_RUN_STRINGS = ("status", "created")  # run fields at the top, when strings (else: checked path)
+# run fields at the top, when strings (else: checked path); errors_policy also when valid
+_RUN_STRINGS = ("status", "created", "errors_policy")
 _TOP |= set(_RUN_STRINGS)
 
 
@@ -103,6 +105,7 @@ _RUNS = pa.schema(
         ("results", pa.string()),
         ("status", pa.string()),
         ("created", pa.string()),
+        ("errors_policy", pa.string()),
         ("n_samples", pa.int64()),
         ("extra", pa.string()),
     ]
@@ -254,6 +257,9 @@ def _log(idx: int, doc: pa.Table | None, fmt: str) -> _Log | None:
     strings = {k: top.get(k) for k in _RUN_STRINGS}
     if any(v is not None and not pa.types.is_string(v.type) for v in strings.values()):
         return None  # not a string: kept in the run's extra by the checked path
+    policy = strings["errors_policy"]
+    if policy is not None and policy[0].as_py() not in ERRORS:
+        return None  # the checked path names the field and what it holds
     samples = top["samples"]
     if not pa.types.is_list(samples.type) or samples.null_count:
         return None

@@ -71,7 +71,7 @@ _V02_RUN = "hylo.v02"  # the top-level member of a rewritten v0.2 log holding it
 _TOP_KEYS = ("version", "run_id", "parent_run_id", "benchmark", "agent", "results", "samples")
 # a run's status and creation time (v0.2: ``status`` and ``eval.created``) are read from a v0.1
 # log's top level when they are strings (the exporter writes them there); else they stay extra
-_RUN_STRINGS = ("status", "created")
+_RUN_STRINGS = ("status", "created", "errors_policy")
 _SAMPLE_KEYS = ("key", "task_id", "seed", "epoch", "episode_id", "status", "scores", "trace")
 
 _TOP_CHECKS = compile_checks(
@@ -150,8 +150,19 @@ _BENCH_V02_CHECKS = f"""list_concat(
     list_transform({_entries(f"json_extract({_UP}, '$.assets')")}, lambda e:
         CASE WHEN json_type(e.value) <> 'VARCHAR'
              THEN {_problem("'benchmark.upstream.assets.' || e.key", "'expected a string (a hash), got ' || CAST(e.value AS VARCHAR)")} END))"""
+# the errors convention an exported run keeps (hylo_analytics._harness): one of its names
+_POLICY_CHECK = (
+    "CASE WHEN d.top_errors_policy IS NOT NULL AND NOT (json_type(d.top_errors_policy) = "
+    "'VARCHAR' AND d.top_errors_policy->>'$' IN ('failure', 'exclude')) THEN ["
+    + _problem(
+        "'errors_policy'",
+        "'expected \"failure\" or \"exclude\" (the harness''s errors convention), got ' "
+        "|| CAST(d.top_errors_policy AS VARCHAR)",
+    )
+    + "] ELSE [] END"
+)
 _TOP_CHECKS = (
-    f"list_concat({_TOP_CHECKS}, "
+    f"list_concat(list_concat({_TOP_CHECKS}, {_POLICY_CHECK}), "
     f"CASE WHEN json_type(d.benchmark) = 'OBJECT' THEN list_filter({_BENCH_V02_CHECKS}, "
     "lambda x: x IS NOT NULL) ELSE [] END)"
 )
@@ -332,6 +343,7 @@ SELECT d2.i, CAST(to_json(map_from_entries(list_concat(
         'benchmark', j->'$.eval.benchmark', 'agent', j->'$.eval.agent',
         'results', j->'$.eval.results',
         '{_V02_RUN}', json_object('status', j->'$.status', 'created', j->'$.eval.created'),
+        'errors_policy', j->'$.eval.errors_policy',
         'samples', CASE WHEN json_type(j->'$.samples') = 'ARRAY'
                         THEN coalesce(arr.a, '[]'::JSON) ELSE j->'$.samples' END),
         '"MAP(VARCHAR, JSON)"')), lambda e: coalesce(json_type(e.value), 'NULL') <> 'NULL')
@@ -553,6 +565,8 @@ def _parse_checked(
                coalesce(extra->>'$."{_V02_RUN}".created',
                         CASE WHEN json_type(top_created) = 'VARCHAR' THEN top_created->>'$' END)
                    AS created,
+               CASE WHEN json_type(top_errors_policy) = 'VARCHAR'
+                    THEN top_errors_policy->>'$' END AS errors_policy,
                coalesce(n.n, 0) AS n_samples,
                CASE WHEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') <> '{{}}'
                     THEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') END AS extra

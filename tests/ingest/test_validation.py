@@ -448,3 +448,27 @@ def test_duplicate_inspect_sample_in_one_epoch_is_a_field_error(tmp_path: Path) 
     assert "duplicate sample 'arith#1' in epoch 1" in q["error"]
     assert store.sql("SELECT run_id FROM stg_runs")["run_id"].to_list() == ["E1"]
     assert store.sql("SELECT count(*) FROM stg_samples").item() == 2
+
+
+@pytest.mark.parametrize("bad", ["failures", 1, ["failure"]])
+def test_an_errors_policy_is_one_of_its_names(tmp_path: Path, bad: object) -> None:
+    """A log's ``errors_policy`` (an exported run keeps its harness's) is ``failure`` or
+    ``exclude``; anything else is a field error, and a valid one is the run's convention
+    whichever reader path reads it (the fast path or the checked one)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "bad.json").write_text(json.dumps(_log("bad", [_sample(1)], errors_policy=bad)))
+    (logs / "good.json").write_text(
+        json.dumps(_log("good", [_sample(1)], errors_policy="failure"))
+    )
+    # a log the fast path cannot take (a non-string status) is read by the checked path
+    checked = _log("checked", [_sample(1)], errors_policy="failure", status={"odd": 1})
+    (logs / "checked.json").write_text(json.dumps(checked))
+    (logs / "plain.json").write_text(json.dumps(_log("plain", [_sample(1)])))
+    store = ha.open_store(tmp_path / "s")
+    store.ingest(logs, progress=False)
+    q = store.sql("select field, error from quarantine")
+    assert q["field"].to_list() == ["errors_policy"]
+    assert "expected \"failure\" or \"exclude\"" in q["error"].item()
+    got = dict(store.sql("select run_id, errors_policy from runs").rows())
+    assert got == {"good": "failure", "checked": "failure", "plain": "exclude"}
