@@ -458,9 +458,7 @@ def test_an_errors_policy_is_one_of_its_names(tmp_path: Path, bad: object) -> No
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "bad.json").write_text(json.dumps(_log("bad", [_sample(1)], errors_policy=bad)))
-    (logs / "good.json").write_text(
-        json.dumps(_log("good", [_sample(1)], errors_policy="failure"))
-    )
+    (logs / "good.json").write_text(json.dumps(_log("good", [_sample(1)], errors_policy="failure")))
     # a log the fast path cannot take (a non-string status) is read by the checked path
     checked = _log("checked", [_sample(1)], errors_policy="failure", status={"odd": 1})
     (logs / "checked.json").write_text(json.dumps(checked))
@@ -469,6 +467,6 @@ def test_an_errors_policy_is_one_of_its_names(tmp_path: Path, bad: object) -> No
     store.ingest(logs, progress=False)
     q = store.sql("select field, error from quarantine")
     assert q["field"].to_list() == ["errors_policy"]
-    assert "expected \"failure\" or \"exclude\"" in q["error"].item()
+    assert 'expected "failure" or "exclude"' in q["error"].item()
     got = dict(store.sql("select run_id, errors_policy from runs").rows())
     assert got == {"good": "failure", "checked": "failure", "plain": "exclude"}
