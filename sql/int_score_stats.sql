@@ -53,6 +53,18 @@ filled as (
     from counts
 ),
 
+spread as (
+    -- std (ddof 1) on the policy's values: a filled 0/1 group's from its counts
+    select
+        *,
+        case
+            when not is_filled then scored_std
+            when n_valid > 1
+                then sqrt(value_sum * (n_valid - value_sum) / (n_valid * (n_valid - 1.0)))
+        end as std
+    from filled
+),
+
 reasons as (
     select
         case when grouping(task_id) = 1 then 'run' else 'task' end as level,
@@ -104,22 +116,14 @@ final as (
         coalesce(b.skip_breakdown, []) as skip_breakdown,
         c.n_valid / c.n_total as coverage,
         case when c.is_filled then c.value_sum / c.n_valid else c.scored_mean end as mean,
-        case
-            when not c.is_filled then c.scored_std
-            when c.n_valid > 1
-                then sqrt(c.value_sum * (c.n_valid - c.value_sum) / (c.n_valid * (c.n_valid - 1.0)))
-        end as std,
-        case
-            when not c.is_filled then c.scored_std
-            when c.n_valid > 1
-                then sqrt(c.value_sum * (c.n_valid - c.value_sum) / (c.n_valid * (c.n_valid - 1.0)))
-        end / sqrt(c.n_valid) as stderr,
+        c.std,
+        c.std / sqrt(c.n_valid) as stderr,
         case when c.n_scored > 0 or c.is_filled then c.value_sum end as value_sum,
         c.is_binary,
         case when c.is_binary then wilson_low(c.value_sum, c.n_valid, ci_z()) end as wilson_low,
         case when c.is_binary then wilson_high(c.value_sum, c.n_valid, ci_z()) end as wilson_high,
         ci_level() as ci_level
-    from filled as c
+    from spread as c
     left join breakdown as b
         on b.level = c.level
         and b.run_id = c.run_id

@@ -93,6 +93,16 @@ def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> N
     assert (overall["n_pairs"], overall["n_dropped"]) == (500, 0)
     assert (overall["candidate_wins"], overall["parent_wins"]) == (9, 36)
     assert comparison.filter(pl.col("level") != "overall").height == 10
+    # the SQL pairing reads the runs under the same convention as Store.compare
+    pi05_id, xvla_id = (vla.resolve_run(f"agent={a},{SPATIAL}") for a in ("pi05", "xvla"))
+    vla.declare_parent(pi05_id, xvla_id)
+    mart = vla.sql(
+        "select errors, n_pairs, candidate_wins, parent_wins, n_dropped from mart_compare "
+        "where candidate = $c and parent = $p and metric = 'success' and level = 'overall'",
+        {"c": pi05_id, "p": xvla_id},
+    ).row(0, named=True)
+    assert mart == {"errors": "failure", "n_pairs": 500, "candidate_wins": 9,
+                    "parent_wins": 36, "n_dropped": 0}  # fmt: skip
     excluded = vla.compare(f"agent=pi05,{SPATIAL}", f"agent=xvla,{SPATIAL}", errors="exclude")
     row = excluded.row(0, named=True)
     assert (row["errors"], row["n_pairs"], row["n_dropped"]) == ("exclude", 470, 30)
