@@ -257,14 +257,18 @@ def test_demo_on_real_logs(
 
 
 def test_libero_spatial_verdict_is_honest(vla: ha.Store) -> None:
-    """xvla vs pi05 on libero_spatial: 7:9, p 0.77, inconclusive; the 30 drops are pi05's
-    harness timeouts, with what they could change; and how many episodes would settle it."""
+    """xvla vs pi05 on libero_spatial: 7:9, score-test p 0.69 (exact McNemar 0.77),
+    inconclusive; the 30 drops are pi05's harness timeouts, with what they could change; and
+    how many episodes would settle it."""
     from hylo_analytics.compare.planning import plan_from_runs
 
     xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
     row = vla.compare(xvla, pi05, errors="exclude").row(0, named=True)
     assert (row["candidate_wins"], row["parent_wins"], row["n_pairs"]) == (7, 9, 470)
-    assert row["p_value"] == pytest.approx(0.7728, abs=1e-4)
+    # Tango's score test: z = (7 - 9) / sqrt(16) = -0.5; the exact McNemar beside it
+    assert row["test"] == "tango score"
+    assert row["p_value"] == pytest.approx(0.6915, abs=1e-4)
+    assert row["p_mcnemar"] == pytest.approx(0.7728, abs=1e-4)
     assert row["verdict"] == "inconclusive" and row["ci_method"] == "tango"
     assert "needs an equivalence margin" in row["verdict_note"]
     assert (row["n_dropped_candidate"], row["n_dropped_parent"]) == (0, 30)

@@ -20,9 +20,11 @@ Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epoc
 from hylo_analytics.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     BootstrapMethod,
+    BootstrapTest,
     Seed,
     bootstrap_ci,
     bootstrap_means,
+    bootstrap_test,
 )
 from hylo_analytics.stats.intervals import (
     DEFAULT_LEVEL,
@@ -50,6 +52,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "Alternative",
     "BootstrapMethod",
+    "BootstrapTest",
     "Reducer",
     "Seed",
     "StatisticsWarning",
@@ -57,6 +60,7 @@ __all__ = [
     "benjamini_hochberg",
     "bootstrap_ci",
     "bootstrap_means",
+    "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
     "holm",
