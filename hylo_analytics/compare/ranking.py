@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,13 +29,15 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics.compare.engine import Reducer, _prepare, compare_scores
+from hylo_analytics.compare.runs import _Reader
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, _check_level
+from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["Ranking", "rank_policies"]
+__all__ = ["Ranking", "rank_policies", "rank_runs"]
 
 _SEP = "\x1f"
 _REF = "\x00opponent"
@@ -149,6 +152,47 @@ def rank_policies(
     strengths = strengths.join(means, on="policy", how="left")
     ranks = _ranks(matrix, strengths, names)
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, level, n_resamples)
+
+
+_RUN_COLUMNS = ("run_id", "agent_name", "agent_version", "benchmark_id", "split")
+
+
+@pinned
+def rank_runs(
+    store: ParquetStore,
+    runs: Sequence[str] | None = None,
+    *,
+    policy: str = "agent_name",
+    strata: Sequence[str] = ("benchmark_id", "split"),
+    metric: str = "success",
+    source: str | None = None,
+    **options: Any,
+) -> Ranking:
+    """:func:`rank_policies` over the store's resolved scores (``Store.rank``).
+
+    ``runs``: ids, unique prefixes or selectors (default every run); ``policy`` and
+    ``strata`` are run fields (``run_id, agent_name, agent_version, benchmark_id, split``):
+    by default a policy is an agent and its runs pair by suite. Each run's errors convention
+    is its harness's unless ``errors=`` says otherwise; ``options`` are
+    :func:`rank_policies`'s.
+    """
+    bad = [c for c in [policy, *strata] if c not in _RUN_COLUMNS]
+    if bad:
+        raise ValueError(f"rank: {bad} are not run fields; use {', '.join(_RUN_COLUMNS)}")
+    if runs is None:
+        ids = store.sql("SELECT run_id FROM stg_runs ORDER BY run_id")["run_id"].to_list()
+    else:
+        ids = store.resolve_runs(list(runs))
+    meta = store.sql(
+        f"SELECT {', '.join(_RUN_COLUMNS)}, run_errors(errors_policy, source_format) AS _policy "
+        "FROM stg_runs WHERE list_contains($runs, run_id)",
+        {"runs": ids},
+    )
+    conventions = dict(zip(meta["run_id"].to_list(), meta["_policy"].to_list(), strict=True))
+    scores = _Reader(store, ids, source, None, {}, ()).scores([metric], conventions)
+    fields = [c for c in dict.fromkeys([policy, *strata]) if c != "run_id"]
+    scores = scores.join(meta.select("run_id", *fields), on="run_id", how="left")
+    return rank_policies(scores, policy=policy, strata=strata, metric=metric, **options)
 
 
 def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:

@@ -4,6 +4,8 @@ and relabelling / swapping outcomes act as they must."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -160,3 +162,25 @@ def test_refusals_and_html(ranking: Ranking) -> None:
         rank_policies(_scores(), policy="team")
     page = ranking._repr_html_()
     assert "<table" in page and "Bradley-Terry" in page and "rank_set" in page
+
+
+def test_charts_render(ranking: Ranking, tmp_path: Path) -> None:
+    """The heatmap draws every pair twice (mirrored) and both charts render to PNG."""
+    from PIL import Image
+
+    from hylo_analytics import charts
+
+    heat = charts.ranking_matrix(ranking.matrix, order=ranking.ranks["policy"].to_list())
+    spec = heat.to_dict()
+    rect = spec["layer"][0]
+    rows = {(c["policy"], c["opponent"]): c for c in spec["data"]["values"]}
+    assert len(rows) == 6 and rect["mark"]["type"] == "rect"
+    assert rows[("A", "C")]["verdict"] == "improved" and rows[("C", "A")]["verdict"] == "regressed"
+    assert rows[("C", "A")]["mean_diff"] == pytest.approx(-rows[("A", "C")]["mean_diff"])
+    assert rows[("C", "A")]["label"] == "-60.0 pts" and rows[("A", "C")]["record"] == "48 : 0"
+    for name, chart in (("heat", heat), ("strengths", charts.strength_intervals(ranking.ranks))):
+        png = charts.save(chart, tmp_path / f"{name}.png")
+        pixels = np.asarray(Image.open(png).convert("L"), dtype=float)
+        assert pixels.shape[1] > 300 and pixels.std() > 10 and (pixels < 128).mean() > 0.005
+    with pytest.raises(ValueError, match="lacks column"):
+        charts.strength_intervals(ranking.matrix)
