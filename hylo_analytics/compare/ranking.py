@@ -270,7 +270,8 @@ def _matrix(
         }
     )
     # the pair's own keys, not the reference run's (which holds every pair's)
-    out = out.drop("candidate", "parent", "level", "n_unmatched", "family")
+    # (the gate is compare_runs'; rank_runs has none: no forced rows)
+    out = out.drop("candidate", "parent", "level", "n_unmatched", "family", "forced", "gate_note")
     order = pl.col("policy").replace_strict(idx, return_dtype=pl.Int64)
     opp = pl.col("opponent").replace_strict(idx, return_dtype=pl.Int64)
     first = ["policy", "opponent", "metric", "direction", "n_pairs", "wins", "losses", "ties"]
