@@ -32,7 +32,7 @@ from hylo_analytics.compare.engine import Reducer, _prepare, compare_scores
 from hylo_analytics.compare.runs import _Reader
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
 from hylo_analytics.metrics import Direction
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, _check_level
 from hylo_analytics.store import ParquetStore, pinned
@@ -113,7 +113,7 @@ def rank_policies(
     penalty: float = DEFAULT_PENALTY,
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
-    seed: Seed = 0,
+    seed: int = 0,
 ) -> Ranking:
     """Rank the policies of ``scores`` on ``metric``, with the uncertainty of the ranking.
 
@@ -132,6 +132,9 @@ def rank_policies(
     penalty : the Bradley-Terry L2 penalty (:data:`~hylo_analytics.stats.bradley_terry.
         DEFAULT_PENALTY`): keeps a never-beaten policy finite.
     n_resamples, level, seed : the bootstrap of the strengths (and of numeric pairs).
+
+    A metric without a known direction gets two-sided tests, so no pair is separated (every
+    rank set is 1-N), and its strengths read a higher value as a win.
     """
     _check_level(level)
     base = _policy_rows(scores, policy, list(strata), metric)
@@ -144,7 +147,8 @@ def rank_policies(
         raise ValueError(f"rank: needs at least two policies, got {names}")
     base = base.filter(pl.col("_pol").is_in(names))
     rule = rule or StatisticalRule()
-    matrix = _matrix(base, names, metric, directions, rule, errors, reducer, (n_resamples, level))
+    boot = (n_resamples, level, seed)
+    matrix = _matrix(base, names, metric, directions, rule, errors, reducer, boot)
     values, stratum, means = _values(base, names, metric, errors, reducer)
     if matrix["direction"][0] == "minimize":
         values = -values  # a win is being better in the metric's direction
@@ -229,7 +233,7 @@ def _matrix(
     rule: Rule,
     errors: Errors | None,
     reducer: Reducer | None,
-    boot: tuple[int, float],
+    boot: tuple[int, float, int],
 ) -> pl.DataFrame:
     """Every pair through the engine in one call: pair ``i < j`` is a candidate run holding
     policy i's rows and one reference run holds policy j's rows, their keys prefixed by the
@@ -239,7 +243,8 @@ def _matrix(
         [(a, b) for a in names for b in names if idx[a] < idx[b]],
         schema={"policy": pl.String, "opponent": pl.String},
         orient="row",
-    ).with_columns(_pair=pl.format("{}{}{}", "policy", pl.lit(_SEP), "opponent"))
+    ).with_row_index("_pair")
+    pairs = pairs.with_columns(pl.col("_pair").cast(pl.String))  # a pair's run id: its number
     rest = [c for c in base.columns if c not in ("_pol", "_key", "_stratum")]
     key = pl.format("{}{}{}", "_pair", pl.lit(_SEP), "_key").alias("key")
     cand = base.join(pairs, left_on="_pol", right_on="policy").select(
@@ -260,6 +265,7 @@ def _matrix(
         reducer=reducer,
         n_resamples=boot[0],
         level=boot[1],
+        seed=boot[2],
     ).filter(pl.col("level") == "overall")
     out = out.join(pairs, left_on="candidate", right_on="_pair").rename(
         {
@@ -320,7 +326,7 @@ def _strengths(
     penalty: float,
     n_resamples: int,
     level: float,
-    seed: Seed,
+    seed: int,
 ) -> pl.DataFrame:
     """Bradley-Terry strengths of the keys' wins, with a bootstrap of keys within strata."""
     diff = values[:, :, None] - values[:, None, :]
@@ -331,10 +337,16 @@ def _strengths(
     wins = games.sum(axis=0).reshape(n, n)
     theta = bradley_terry(wins, penalty=penalty)
     rng = np.random.default_rng(seed)
-    counts = _resample_counts(stratum, decisive, n_resamples, rng)
+    # the win matrices of a chunk of resamples are one product (counts x games): memory
+    # stays at a chunk's counts whatever n_resamples is
     fits = np.concatenate(
         [
-            bradley_terry((counts[s : s + _CHUNK] @ games).reshape(-1, n, n), penalty=penalty)
+            bradley_terry(
+                (
+                    _resample_counts(stratum, decisive, min(_CHUNK, n_resamples - s), rng) @ games
+                ).reshape(-1, n, n),
+                penalty=penalty,
+            )
             for s in range(0, n_resamples, _CHUNK)
         ]
     )

@@ -184,3 +184,21 @@ def test_charts_render(ranking: Ranking, tmp_path: Path) -> None:
         assert pixels.shape[1] > 300 and pixels.std() > 10 and (pixels < 128).mean() > 0.005
     with pytest.raises(ValueError, match="lacks column"):
         charts.strength_intervals(ranking.matrix)
+
+
+def test_policies_sharing_no_key_are_not_separated() -> None:
+    """A and B ran on different suites: their pair has no pairs, and ranks stay open."""
+    scores = pl.DataFrame(
+        {
+            "agent": ["A"] * 4 + ["B"] * 4 + ["C"] * 4,
+            "suite": ["s1"] * 4 + ["s2"] * 4 + ["s1", "s1", "s2", "s2"],
+            "key": ["k0", "k1", "k2", "k3"] * 3,
+            "metric": "success",
+            "value": [1.0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0],
+        }
+    )
+    r = rank_policies(scores, policy="agent", strata=["suite"], n_resamples=50)
+    ab = r.matrix.row(0, named=True)
+    assert (ab["n_pairs"], ab["verdict"], ab["verdict_note"]) == (0, "inconclusive",
+                                                                   "no pairs to compare")  # fmt: skip
+    assert r.ranks["rank_set"].to_list() == ["1-3"] * 3
