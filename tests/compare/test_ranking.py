@@ -202,3 +202,20 @@ def test_policies_sharing_no_key_are_not_separated() -> None:
     assert (ab["n_pairs"], ab["verdict"], ab["verdict_note"]) == (0, "inconclusive",
                                                                    "no pairs to compare")  # fmt: skip
     assert r.ranks["rank_set"].to_list() == ["1-3"] * 3
+
+
+def test_resampled_counts_are_keys_drawn_within_their_suite() -> None:
+    """Each decisive key is drawn Binomial(n_suite, 1 / n_suite) times (mean 1, variance
+    1 - 1 / n), and a suite's draws never exceed its size."""
+    from hylo_analytics.compare.ranking import _resample_counts
+
+    stratum = np.repeat([0, 1], [10, 30])
+    decisive = np.zeros(40, dtype=bool)
+    decisive[[0, 3, 12, 39]] = True
+    counts = _resample_counts(stratum, decisive, 20_000, np.random.default_rng(0))
+    assert counts.shape == (20_000, 4)
+    assert counts.mean(axis=0) == pytest.approx([1, 1, 1, 1], abs=0.03)
+    assert counts.var(axis=0) == pytest.approx([0.9, 0.9, 29 / 30, 29 / 30], abs=0.04)
+    assert counts[:, :2].sum(axis=1).max() <= 10 and counts[:, 2:].sum(axis=1).max() <= 30
+    # two keys of one suite compete for its draws: negatively correlated (-1 / n)
+    assert np.cov(counts[:, 0], counts[:, 1])[0, 1] == pytest.approx(-0.1, abs=0.03)
