@@ -18,7 +18,6 @@ within a suite. It answers three questions, each from the one paired engine:
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._harness import Errors
+from hylo_analytics._html import text
 from hylo_analytics.compare.engine import Reducer, _prepare, compare_scores
 from hylo_analytics.compare.runs import _Reader
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
@@ -74,29 +74,46 @@ class Ranking:
 
     def _repr_html_(self) -> str:
         ranks = self.ranks.select(
-            "rank", "policy", "rank_set", "mean", "strength", "strength_low", "strength_high"
-        )
-        pairs = self.matrix.select(
+            "rank",
             "policy",
-            "opponent",
-            "wins",
-            "losses",
-            "mean_diff",
-            "ci_low",
-            "ci_high",
-            "p_holm",
-            "p_worse_holm",
-            "verdict",
+            rank_set="rank_set",
+            mean=pl.format("{}%", (pl.col("mean") * 100).round(2)),
+            strength=pl.format(
+                "{} [{}, {}]",
+                *(pl.col(c).round(3) for c in ("strength", "strength_low", "strength_high")),
+            ),
+        )
+        pts = [(pl.col(c) * 100).round(2) for c in ("mean_diff", "ci_low", "ci_high")]
+        pairs = self.matrix.select(
+            pair=pl.format("{} vs {}", "policy", "opponent"),
+            record=pl.format("{} : {}", "wins", "losses"),
+            difference=pl.format("{} pts [{}, {}]", *pts),
+            holm_p=pl.format(
+                "{} / {}", *(pl.col(c).round_sig_figs(3) for c in ("p_holm", "p_worse_holm"))
+            ),
+            verdict="verdict",
         )
         intro = (
-            f"<strong>Ranking on <code>{html.escape(self.metric)}</code></strong> &mdash; "
-            f"{len(self.policies)} policies; rank sets from the {self.matrix.height} paired "
-            "comparisons (Holm over all of them); Bradley-Terry log-strengths (sum 0, "
+            f"<strong>Ranking on <code>{text(self.metric)}</code></strong> &mdash; "
+            f"{len(self.policies)} policies. Rank sets from the {self.matrix.height} paired "
+            "comparisons (Holm over all of them: a policy's best rank is 1 + the policies "
+            "separated above it, its worst N - those below); Bradley-Terry log-strengths (sum 0, "
             f"L2 penalty {self.penalty:g}) with {self.level:.0%} bootstrap intervals over keys "
-            f"within suites ({self.n_resamples:,} resamples)"
+            f"within suites ({self.n_resamples:,} resamples)."
         )
-        with pl.Config(float_precision=4, tbl_hide_dataframe_shape=True):
-            return f"<div>{intro}{ranks._repr_html_()}{pairs._repr_html_()}</div>"
+        heads = ["rank", "policy", "rank set", "mean over suites", "log-strength [interval]"]
+        pair_heads = ["pair", "wins : losses", "difference [CI]", "Holm p (better / worse)",
+                      "verdict of the first"]  # fmt: skip
+        return f"<div>{intro}{_table(heads, ranks)}{_table(pair_heads, pairs)}</div>"
+
+
+def _table(heads: list[str], frame: pl.DataFrame) -> str:
+    """A small HTML table of ``frame``'s (few, display-only) rows, every cell escaped."""
+    head = "".join(f"<th>{text(h)}</th>" for h in heads)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{text(v)}</td>" for v in row) + "</tr>" for row in frame.iter_rows()
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def rank_policies(

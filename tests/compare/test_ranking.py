@@ -161,7 +161,8 @@ def test_refusals_and_html(ranking: Ranking) -> None:
     with pytest.raises(ValueError, match=r"lack column\(s\) \['team'\]"):
         rank_policies(_scores(), policy="team")
     page = ranking._repr_html_()
-    assert "<table" in page and "Bradley-Terry" in page and "rank_set" in page
+    assert "<table" in page and "Bradley-Terry" in page and "<td>1-3</td>" not in page
+    assert "<td>2-3</td>" in page and "<td>A vs C</td>" in page
 
 
 def test_charts_render(ranking: Ranking, tmp_path: Path) -> None:
