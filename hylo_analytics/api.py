@@ -2,7 +2,7 @@
 
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
-user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``,
+user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``, ``rank``,
 ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
 package imports it.
 """
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     import polars as pl
 
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
+    from hylo_analytics.compare.ranking import Ranking
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
     from hylo_analytics.scoring import ScorersArg, ScoringReport
@@ -134,6 +135,24 @@ class Store(ParquetStore):
         return compare_runs(
             self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
         )
+
+    def rank(
+        self,
+        runs: Sequence[str] | None = None,
+        *,
+        policy: str = "agent_name",
+        strata: Sequence[str] = ("benchmark_id", "split"),
+        metric: str = "success",
+        **options: Any,
+    ) -> Ranking:
+        """N policies ranked with the uncertainty of the ranking: the pairwise matrix (Holm
+        over all pairs), rank sets and Bradley-Terry strengths with bootstrap intervals.
+
+        See :func:`hylo_analytics.compare.rank_runs` (and ``rank_policies`` for the options).
+        """
+        from hylo_analytics.compare import rank_runs
+
+        return rank_runs(self, runs, policy=policy, strata=strata, metric=metric, **options)
 
     def declare_parent(
         self,

@@ -12,6 +12,7 @@ offline, unless another renderer was chosen.
 
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
+from hylo_analytics.charts.ranking import ranking_matrix, strength_intervals
 from hylo_analytics.charts.runs import (
     cost_vs_success,
     coverage_breakdown,
@@ -31,7 +32,9 @@ __all__ = [
     "metric_trend",
     "paired_forest",
     "pareto_front",
+    "ranking_matrix",
     "save",
+    "strength_intervals",
     "success_rate_by_task",
     "summarize_distribution",
     "win_loss_bars",
