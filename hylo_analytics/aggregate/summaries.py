@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hylo_analytics.metrics import MetricRegistry
     from hylo_analytics.store import ParquetStore
 
-__all__ = ["TASK_COLUMNS", "TaskSummaries", "task_summaries"]
+__all__ = ["TASK_COLUMNS", "TaskSummaries", "select_runs", "task_summaries"]
 
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")
 CI_METHOD = "stratified bootstrap"
@@ -122,6 +122,28 @@ def task_summaries(
         profiles=(pl.concat(profiles) if profiles else pl.DataFrame()).with_columns(**meta),
         improvement=_improvement(matrices, tasks, level, n_resamples, seed),
     )
+
+
+def select_runs(store: ParquetStore, specs: str | Sequence[str]) -> list[str]:
+    """Every run each of ``specs`` names: an id, a unique prefix, or a selector, which here
+    may match several runs (``agent=pi05`` is pi05's runs on every suite)."""
+    from hylo_analytics.store import RunSelectionError, _selector
+
+    specs = [specs] if isinstance(specs, str) else list(specs)
+    fields = store._run_fields()
+    found: list[str] = []
+    for spec in specs:
+        if "=" not in spec:
+            found += store.resolve_runs([spec])
+            continue
+        hits = fields.filter(_selector(spec))["run_id"].to_list()
+        if not hits:
+            raise RunSelectionError(
+                f"no run matches {spec!r} (the store holds {fields.height} run(s): see "
+                "'hylo-analytics runs'; select by agent=, version=, benchmark=, split=)"
+            )
+        found += hits
+    return list(dict.fromkeys(found))
 
 
 def _cells(
