@@ -10,8 +10,7 @@ stage's module; ``docs/architecture.md`` has the module map):
   :class:`EpisodeScorer`, :class:`ScoringCall`, :class:`ScoringReport`
 - **grade**: :class:`Grader`, :class:`GradeEvent`, :func:`vlm_judge` (run with
   ``Store.grade``; the rest in :mod:`hylo_analytics.scoring.graders`)
-- **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`, :func:`scorecard`,
-  :func:`task_summaries` (IQM, performance profiles, P(X > Y) across tasks)
+- **aggregate**: :func:`aggregate_scores`, :class:`AggregateResult`, :func:`scorecard`
 - **compare**: :func:`compare_runs`, :func:`compare_scores`, :func:`paired_compare`,
   :class:`StatisticalRule`, :class:`RelativeNoiseRule`, :class:`ComparabilityError`
 - **derive**: :func:`token_cost`, :func:`load_pricing`, :func:`paired_baseline`,
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checkers see them here
     from hylo_analytics import charts, stats
     from hylo_analytics._config import ConfigError
-    from hylo_analytics.aggregate import AggregateResult, aggregate_scores, task_summaries
+    from hylo_analytics.aggregate import AggregateResult, aggregate_scores
     from hylo_analytics.aggregate.scorecard import scorecard
     from hylo_analytics.analysis import load_analysis_spec, run_analysis
     from hylo_analytics.api import Store, open_store
@@ -124,7 +123,6 @@ __all__ = [
     "run_analysis",
     "scorecard",
     "stats",
-    "task_summaries",
     "token_cost",
     "vlm_judge",
 ]
@@ -140,7 +138,6 @@ _LAZY: dict[str, str] = {
     "ConfigError": "hylo_analytics._config",
     "AggregateResult": "hylo_analytics.aggregate",
     "aggregate_scores": "hylo_analytics.aggregate",
-    "task_summaries": "hylo_analytics.aggregate",
     "scorecard": "hylo_analytics.aggregate.scorecard",
     "load_analysis_spec": "hylo_analytics.analysis",
     "run_analysis": "hylo_analytics.analysis",
