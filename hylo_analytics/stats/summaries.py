@@ -92,6 +92,8 @@ def cell_resamples(
     equal values the same draws (common random numbers, right for per-group intervals,
     wrong for a statistic of several groups), so each cell is its own call with its own seed,
     spawned from ``seed``; a loop over cells (tasks), each vectorized over the resamples.
+    A 0/1 cell costs its ``n_resamples`` binomial draws (about 5 ms at 10,000); a cell of
+    other values pays the engine's per-call cost of its shared weights (about 0.1 s).
     """
     x = _f(values)
     n = np.asarray(sizes, dtype=np.int64)
