@@ -2,8 +2,8 @@
 
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
-user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``, ``rank``,
-``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
+user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``,
+``rank``, ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
 package imports it.
 """
 
@@ -20,7 +20,9 @@ from hylo_analytics.store import ParquetStore
 if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store stays cheap
     import polars as pl
 
+    from hylo_analytics._harness import Errors
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
+    from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.ranking import Ranking
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
@@ -114,6 +116,26 @@ class Store(ParquetStore):
         from hylo_analytics.aggregate.scorecard import scorecard
 
         return scorecard(self, runs, metrics, **options)
+
+    def summarize(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        by: Sequence[str] = ("agent_name",),
+        metric: str = "success",
+        errors: Errors | None = None,
+        **options: Any,
+    ) -> TaskSummaries:
+        """Each ``by`` group's IQM and mean across tasks, performance profile and P(X > Y),
+        with stratified bootstrap intervals; see :func:`hylo_analytics.aggregate.task_summaries`.
+
+        ``runs``: ids, prefixes or selectors, a selector naming all the runs it matches
+        (``agent=pi05`` is pi05 on every suite); default every run.
+        """
+        from hylo_analytics.aggregate.summaries import select_runs, task_summaries
+
+        ids = None if runs is None else select_runs(self, runs)
+        return task_summaries(self, by=by, metric=metric, runs=ids, errors=errors, **options)
 
     def compare(
         self,

@@ -334,3 +334,37 @@ def test_rank_on_the_cli(vla: ha.Store, capsys: pytest.CaptureFixture[str]) -> N
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
     assert pl.DataFrame(rows).equals(vla.rank(n_resamples=200).ranks)
+
+
+def test_libero_across_task_summaries(vla: ha.Store) -> None:
+    """The IQM of each policy's 40 LIBERO task rates (4 suites x 10 tasks, 50 episodes each,
+    timeouts failures as the harness counts them), with its stratified interval; one run per
+    task, so P(X > Y) is refused with the reason instead of a number."""
+    from scipy import stats
+
+    from hylo_analytics.stats.summaries import ONE_RUN_NOTE
+
+    out = vla.summarize(n_resamples=2000)
+    cells = vla.aggregate(by=["agent_name", "run_id", "task_id"], metrics=["success"])
+    iqm = out.summary.filter(pl.col("statistic") == "iqm")
+    expected = {"oft-joint": 0.981, "pi05": 0.985, "xvla": 0.988}
+    assert dict(iqm.select("agent_name", "estimate").iter_rows()) == pytest.approx(expected)
+    for agent, value in expected.items():
+        rates = cells.filter(pl.col("agent_name") == agent)["mean"].to_numpy()
+        assert value == pytest.approx(stats.trim_mean(rates, 0.25))
+    assert set(iqm["n_tasks"]) == {40} and set(iqm["n_episodes"]) == {2000}
+    assert set(iqm["errors"]) == {"failure"}
+    # the mean of equal-sized tasks is the policy's overall rate, inside its interval
+    mean = out.summary.filter(pl.col("statistic") == "mean")
+    overall = vla.aggregate(by=["agent_name"], metrics=["success"])
+    joined = mean.join(overall.select("agent_name", "mean"), on="agent_name")
+    assert (joined["estimate"] - joined["mean"]).abs().max() < 1e-12
+    assert (mean["ci_low"] <= mean["estimate"]).all() and (
+        mean["estimate"] <= mean["ci_high"]
+    ).all()
+    assert (iqm["ci_low"] <= iqm["ci_high"]).all()
+    assert out.improvement.height == 6 and set(out.improvement["note"]) == {ONE_RUN_NOTE}
+    assert out.improvement["estimate"].is_null().all()
+    # a selector names every run it matches: pi05 on its four suites
+    pi05 = vla.summarize("agent=pi05", n_resamples=200).summary
+    assert pi05.filter(pl.col("statistic") == "iqm")["estimate"].item() == expected["pi05"]

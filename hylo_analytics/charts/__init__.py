@@ -21,6 +21,7 @@ from hylo_analytics.charts.runs import (
     pareto_front,
     summarize_distribution,
 )
+from hylo_analytics.charts.summaries import iqm_intervals, performance_profiles
 
 use_safe_renderer()  # notebook outputs escape the spec as saved files do
 
@@ -28,10 +29,12 @@ __all__ = [
     "VERDICT_COLORS",
     "cost_vs_success",
     "coverage_breakdown",
+    "iqm_intervals",
     "metric_distribution",
     "metric_trend",
     "paired_forest",
     "pareto_front",
+    "performance_profiles",
     "ranking_matrix",
     "save",
     "strength_intervals",

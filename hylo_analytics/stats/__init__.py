@@ -14,7 +14,9 @@ Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal
 standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
 means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango and Newcombe intervals for paired proportions, the
 score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
-Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key).
+Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
+:mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
+improvement, as rliable).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -46,6 +48,14 @@ from hylo_analytics.stats.significance import (
     signed_rank_p,
     wilcoxon_p,
 )
+from hylo_analytics.stats.summaries import (
+    TaskSummary,
+    interquartile_mean,
+    performance_profile,
+    probability_of_improvement,
+    probability_of_improvement_ci,
+    summarize_tasks,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -56,6 +66,7 @@ __all__ = [
     "Reducer",
     "Seed",
     "StatisticsWarning",
+    "TaskSummary",
     "at_least",
     "benjamini_hochberg",
     "bootstrap_ci",
@@ -64,13 +75,18 @@ __all__ = [
     "clopper_pearson",
     "clustered_stderr",
     "holm",
+    "interquartile_mean",
     "mcnemar_exact",
     "mcnemar_p",
     "newcombe_ci",
     "normal_ci",
     "pass_at_k",
+    "performance_profile",
+    "probability_of_improvement",
+    "probability_of_improvement_ci",
     "reducer",
     "signed_rank_p",
+    "summarize_tasks",
     "tango_ci",
     "tango_p",
     "wilcoxon_p",
