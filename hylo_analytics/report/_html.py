@@ -260,7 +260,7 @@ _TASK_HEADER = [
     "diff (pts)",
     "95% CI",
     "wins c / p / ties",
-    "p (one-sided)",
+    "p better (one-sided)",
     "p (verdict)",
     "verdict",
 ]
