@@ -15,12 +15,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
+
+if TYPE_CHECKING:
+    from hylo_analytics.ingest.inspect_transcript import Transcript
 
 __all__ = [
     "EVENT_PAGE",
@@ -28,9 +31,11 @@ __all__ = [
     "LONG_FIELDS",
     "MAX_CANDIDATES",
     "MAX_PAGE",
+    "MAX_TRANSCRIPTS",
     "NAME_CHARS",
     "PAGE_SIZE",
     "SORTS",
+    "TRANSCRIPT_CHARS",
     "DataVersion",
     "Page",
     "StoreReader",
@@ -48,6 +53,8 @@ MAX_CANDIDATES = 50  # candidates per comparison (each is a comparison and a for
 NAME_CHARS = 256  # a name or value shown in a page is cut here (links carry it whole)
 FIELD_CHARS = 4096  # a trace field (an explanation) is cut here, with a link to the whole
 LONG_FIELDS = ("reason", "status", "grader", "name", "explanation")  # cut and linked
+TRANSCRIPT_CHARS = 20_000  # a message of a transcript is cut here (the log has the whole)
+MAX_TRANSCRIPTS = 10  # epochs of one key whose transcripts an episode page reads
 _CUT = NAME_CHARS + 1  # names read from DuckDB one character past the cut: the page marks it
 _CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
 
@@ -165,6 +172,16 @@ SELECT episode_id, idx, type, t, reward, terminated, truncated, success, latency
 FROM events WHERE run_id = $run AND key = $key
 ORDER BY episode_id, idx
 LIMIT $limit OFFSET $offset
+"""
+
+
+# the epochs of a run's key and what finds each one's sample in the log it came from
+_TRANSCRIPT_SQL = """
+SELECT r.source_format, r.source_path, s.epoch,
+       coalesce(json_extract_string(s.extra, '$.sample_id'),
+                substr(s.key, strpos(s.key, '#') + 1)) AS sample_id
+FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
+WHERE s.run_id = $run AND s.key = $key ORDER BY s.epoch LIMIT $limit
 """
 
 
@@ -506,6 +523,23 @@ class StoreReader:
             {"run": run, "key": key, "cut": FIELD_CHARS, "limit": EVENT_PAGE},
         )
 
+    def transcripts(self, run: str, key: str) -> list[Transcript | str] | None:
+        """The Inspect transcript of each epoch of ``run``'s episode at ``key`` (at most
+        :data:`MAX_TRANSCRIPTS`), read from the run's source log on demand (ingest keeps no
+        messages) and kept per data version; an epoch whose log cannot be read is the
+        message that says why. None: the run is not an Inspect log."""
+        from hylo_analytics.ingest.inspect_transcript import FORMATS
+
+        rows = self.sql(_TRANSCRIPT_SQL, {"run": run, "key": key, "limit": MAX_TRANSCRIPTS})
+        if rows.is_empty() or rows["source_format"][0] not in FORMATS:
+            return None
+
+        def make() -> list[Transcript | str]:
+            return [_transcript(path, sid, epoch) for _f, path, epoch, sid in rows.iter_rows()]
+
+        found: list[Transcript | str] = self.memo(("transcripts", run, key), make)
+        return found
+
     def key_scores(self, runs: Sequence[str], key: str) -> pl.DataFrame:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
         frames = [
@@ -518,3 +552,15 @@ class StoreReader:
             for run in runs
         ]
         return pl.concat(frames)
+
+
+def _transcript(path: str | None, sample_id: str, epoch: int) -> Transcript | str:
+    """One epoch's transcript, or why it cannot be read."""
+    from hylo_analytics.ingest.inspect_transcript import TranscriptUnavailable, read_transcript
+
+    if not path:
+        return "no source file is recorded for this run: its transcript cannot be read"
+    try:
+        return read_transcript(path, sample_id, int(epoch))
+    except TranscriptUnavailable as exc:
+        return str(exc)

@@ -334,6 +334,7 @@ def create_app(
                 version=reader.version(),
                 samples={r: reader.key_samples(r, key) for r in (candidate, parent)},
                 errors=errors,
+                transcripts={r: reader.transcripts(r, key) for r in (candidate, parent)},
             )
         )
 

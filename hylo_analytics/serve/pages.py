@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import polars as pl
@@ -21,10 +21,14 @@ from hylo_analytics.serve._data import (
     NAME_CHARS,
     PAGE_SIZE,
     SORTS,
+    TRANSCRIPT_CHARS,
     DataVersion,
     Page,
     errors_label,
 )
+
+if TYPE_CHECKING:
+    from hylo_analytics.ingest.inspect_transcript import Message, Transcript
 
 __all__ = [
     "comparison_page",
@@ -548,6 +552,64 @@ def _extra(r: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _long(value: str | None) -> str:
+    """A transcript's text as page text: escaped once, cut at :data:`TRANSCRIPT_CHARS`."""
+    if value is None:
+        return ""
+    if len(value) <= TRANSCRIPT_CHARS:
+        return text(value)
+    return text(value[:TRANSCRIPT_CHARS]) + f"\u2026 ({len(value):,} characters in the log)"
+
+
+def _message(m: Message) -> str:
+    """One message as Inspect's viewer shows it: the role, the text, each tool call with its
+    arguments, and for a tool's answer the call it answers and its error."""
+    role = m.role if m.role in ("system", "user", "assistant", "tool") else "other"
+    who = _e(m.role) + (f" <small>{_e(m.model)}</small>" if m.model else "")
+    if m.function:
+        who += f" <small>{_e(m.function)}</small>"
+    calls = "".join(
+        f'<div class="call">call <b>{_e(c.function)}</b>'
+        + (f" <small>{_e(c.id)}</small>" if c.id else "")
+        + f"<pre>{_long(c.arguments)}</pre></div>"
+        for c in m.tool_calls
+    )
+    error = f'<p class="err">error: {_prose(m.error)}</p>' if m.error else ""
+    body = f"<pre>{_long(m.text)}</pre>" if m.text else ""
+    return f'<div class="msg {role}"><div class="role">{who}</div>{body}{calls}{error}</div>'
+
+
+def _transcript(t: Transcript | str) -> str:
+    """One epoch's transcript (messages, then scores with their explanations), or why the
+    log could not be read."""
+    if isinstance(t, str):
+        return f'<div class="transcript"><p class="err">transcript: {_prose(t)}</p></div>'
+    head = (
+        f"<h3>transcript, epoch {_e(t.epoch)} <small>sample {_e(t.sample_id)}, read from "
+        f"{_e(t.path)}</small></h3>"
+    )
+    more = (
+        f'<p class="note">{t.n_messages - len(t.messages):,} more messages in the log</p>'
+        if t.n_messages > len(t.messages)
+        else ""
+    )
+    scores = "".join(
+        f"<tr><td>{_e(s.scorer)}</td><td>{_e(s.value)}</td><td>{_prose(s.answer)}</td>"
+        f"<td>{_prose(s.explanation)}</td></tr>"
+        for s in t.scores
+    )
+    table = (
+        '<div class="scroll"><table><thead><tr><th>scorer</th><th>value</th><th>answer</th>'
+        f"<th>explanation</th></tr></thead><tbody>{scores}</tbody></table></div>"
+        if scores
+        else ""
+    )
+    target = f'<p class="note">target: {_prose(t.target)}</p>' if t.target else ""
+    error = f'<p class="err">sample error: {_prose(t.error)}</p>' if t.error else ""
+    messages = "".join(_message(m) for m in t.messages)
+    return f'<div class="transcript">{head}{error}{messages}{more}{target}{table}</div>'
+
+
 def _side(
     title: str,
     run: str,
@@ -555,6 +617,7 @@ def _side(
     scores: pl.DataFrame,
     samples: pl.DataFrame,
     whole: Callable[[dict[str, Any], str], str],
+    transcripts: Sequence[Transcript | str] | None = None,
 ) -> str:
     columns: list[tuple[str, Cell]] = [
         ("idx", lambda r: _e(r["idx"])),
@@ -570,6 +633,8 @@ def _side(
     )
     if events.height:
         trace = _timeline(events) + _table(columns, events)
+    elif transcripts is not None:
+        trace = ""
     elif samples.height:
         trace = (
             '<p class="note">no trace events stored for this episode (or this page): the '
@@ -579,7 +644,8 @@ def _side(
         trace = '<p class="note">no trace stored for this episode (or this page)</p>'
     return (
         f"<section><h2>{_e(title)} <small>{_e(run)}</small></h2>"
-        f'<p class="note">{score_line or "no scores"}</p>{_fields(samples)}{trace}</section>'
+        f'<p class="note">{score_line or "no scores"}</p>{_fields(samples)}{trace}'
+        f"{''.join(_transcript(t) for t in transcripts or ())}</section>"
     )
 
 
@@ -595,9 +661,11 @@ def episode_page(
     version: DataVersion,
     samples: Mapping[str, pl.DataFrame] | None = None,
     errors: str | None = None,
+    transcripts: Mapping[str, Sequence[Transcript | str] | None] | None = None,
 ) -> str:
     """Both sides of one pair, side by side, a page of events at a time (the stored scores,
-    before any errors policy: the links back keep the comparison's, ``errors``)."""
+    before any errors policy: the links back keep the comparison's, ``errors``), with an
+    Inspect sample's transcript per epoch (``transcripts``: read from its log, or why not)."""
     back = (
         url(
             "/compare/task",
@@ -630,6 +698,7 @@ def episode_page(
             scores.filter(pl.col("run_id") == run),
             (samples or {}).get(run, pl.DataFrame()),
             whole(run),
+            (transcripts or {}).get(run),
         )
         for role, run in (("candidate", candidate), ("parent", parent))
     )
