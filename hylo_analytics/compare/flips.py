@@ -39,6 +39,7 @@ __all__ = ["CHANGES", "flip_runs", "flip_scores"]
 #: The values of ``change``, in the order rows are listed within a task.
 CHANGES = ("regression", "worse", "fix", "better")
 
+# one run a query: an equality on run_id reaches the scan of the samples (a list does not)
 _LINKS_SQL = """
 SELECT s.run_id, s.key,
        list(s.epoch ORDER BY s.epoch, s.episode_id) AS epochs,
@@ -46,7 +47,7 @@ SELECT s.run_id, s.key,
        min(json_extract_string(s.extra, '$.sample_id')) AS sample_id,
        any_value(r.source_path) AS path
 FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
-WHERE list_contains($runs, s.run_id) AND list_contains($keys, s.key)
+WHERE s.run_id = $run AND list_contains($keys, s.key)
 GROUP BY s.run_id, s.key
 """
 
@@ -191,7 +192,8 @@ def flip_runs(
 def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
     """Each flip with each side's epochs, episode ids and source file, and the sample id."""
     keys = flips["key"].unique().to_list()
-    links = store.sql(_LINKS_SQL, {"runs": runs, "keys": keys})
+    found = [store.sql(_LINKS_SQL, {"run": run, "keys": keys}) for run in runs] if keys else []
+    links = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else None
     empty = pl.DataFrame(
         schema={
             "run_id": pl.String,
@@ -202,7 +204,7 @@ def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.Dat
             "path": pl.String,
         }
     )
-    links = links if links.height else empty
+    links = empty if links is None else links
     cand = links.select(
         pl.col("run_id").alias("candidate"),
         "key",

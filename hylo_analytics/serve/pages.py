@@ -568,6 +568,8 @@ def _message(m: Message) -> str:
     who = _e(m.role) + (f" <small>{_e(m.model)}</small>" if m.model else "")
     if m.function:
         who += f" <small>{_e(m.function)}</small>"
+    if m.tool_call_id:
+        who += f" <small>answers {_e(m.tool_call_id)}</small>"
     calls = "".join(
         f'<div class="call">call <b>{_e(c.function)}</b>'
         + (f" <small>{_e(c.id)}</small>" if c.id else "")
