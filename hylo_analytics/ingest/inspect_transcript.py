@@ -16,8 +16,8 @@ returns markup: every string is the log's, for the caller to escape.
 
 from __future__ import annotations
 
-import io
 import json
+import mmap
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,13 +115,9 @@ def read_transcript(path: str | Path, sample_id: str, epoch: int) -> Transcript:
                 f"{p} is a .json log of more than {MAX_JSON_BYTES >> 20} MB: too large to "
                 "parse for one transcript (an .eval log is read one sample at a time)"
             )
-        data = p.read_bytes()
+        doc = _eval_sample(p, sample_id, epoch) if zipped else _json_sample(p, sample_id, epoch)
     except OSError as exc:
         raise TranscriptUnavailable(f"cannot read {p}: {exc.strerror or exc}") from exc
-    try:
-        doc = (
-            _eval_sample(data, sample_id, epoch) if zipped else _json_sample(data, sample_id, epoch)
-        )
     except (ArchiveError, zipfile.BadZipFile, ValueError, MemoryError) as exc:
         raise TranscriptUnavailable(f"cannot read the transcript from {p}: {exc}") from exc
     if doc is None:
@@ -137,21 +133,24 @@ def _is_zip(p: Path) -> bool:
         return fh.read(2) == b"PK"
 
 
-def _eval_sample(data: bytes, sample_id: str, epoch: int) -> dict[str, Any] | None:
-    """The sample's member of an ``.eval`` zip, or None."""
-    zf = zipfile.ZipFile(io.BytesIO(data))
+def _eval_sample(p: Path, sample_id: str, epoch: int) -> dict[str, Any] | None:
+    """The sample's member of an ``.eval`` zip, or None. The file is mapped, not read: only
+    the central directory and the member's own bytes are touched, however large the log."""
     name = f"samples/{sample_id}_epoch_{epoch}.json"
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        return None
-    doc = json.loads(read_zip_member(data, zf, info))
+    with p.open("rb") as fh, zipfile.ZipFile(fh) as zf:
+        try:
+            info = zf.getinfo(name)
+        except KeyError:
+            return None
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            raw = read_zip_member(mapped, zf, info)  # type: ignore[arg-type]
+    doc = json.loads(raw)
     return doc if isinstance(doc, dict) else None
 
 
-def _json_sample(data: bytes, sample_id: str, epoch: int) -> dict[str, Any] | None:
+def _json_sample(p: Path, sample_id: str, epoch: int) -> dict[str, Any] | None:
     """The sample's entry in a ``.json`` log's ``samples``, or None."""
-    doc = json.loads(data)
+    doc = json.loads(p.read_bytes())
     samples = doc.get("samples") if isinstance(doc, dict) else None
     for s in samples or []:
         if isinstance(s, dict) and str(s.get("id")) == sample_id and s.get("epoch") == epoch:

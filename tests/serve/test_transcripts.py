@@ -131,6 +131,11 @@ def test_unreadable_logs_and_missing_samples_raise_with_the_reason(
     bad.write_text("{not json")
     with pytest.raises(TranscriptUnavailable, match="cannot read the transcript from"):
         read_transcript(bad, "h1", 1)
+    cut = tmp_path / "cut.eval"  # a log cut short: its central directory is gone
+    data = logs["det"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TranscriptUnavailable, match="cannot read the transcript from"):
+        read_transcript(cut, "h1", 1)
 
 
 def test_a_hostile_tool_call_and_score_are_escaped() -> None:
