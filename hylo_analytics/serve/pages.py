@@ -273,13 +273,18 @@ def comparison_page(
     page: int = 1,
     errors: str | None = None,
     errored: Mapping[str, int] | None = None,
+    metric: str | None = None,
 ) -> str:
     """Headline verdict, rule, forest plot, the per-task table (a page of it) and the
     dropped pairs, all under one errors policy (``errors``, None: each run's harness
     convention; the frame's ``errors`` column names the one applied); ``errored``: each run's
     errored episodes."""
     errored = errored or {}
-    params: list[tuple[str, Any]] = [("parent", parent), *(("candidate", c) for c in candidates)]
+    params: list[tuple[str, Any]] = [
+        ("parent", parent),
+        *(("candidate", c) for c in candidates),
+        ("metric", metric),
+    ]
     applied = sorted(set(frame["errors"].drop_nulls().to_list())) if "errors" in frame else []
     label = errors_label(
         errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None),
@@ -300,7 +305,8 @@ def comparison_page(
             continue
         o = overall.row(0, named=True)
         parts.append(
-            f'<p class="headline">{_badge(o["verdict"])} success {_num(o["mean_candidate"])} '
+            f'<p class="headline">{_badge(o["verdict"])} {_e(metric or "success")} '
+            f"{_num(o['mean_candidate'])} "
             f"vs {_num(o['mean_parent'])}: difference {_num(o['mean_diff'])} "
             f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], "
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
@@ -318,7 +324,7 @@ def comparison_page(
             parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
 
-        task_href = _task_link(parent, cand, errors)
+        task_href = _task_link(parent, cand, errors, metric)
         columns: list[tuple[str, Cell]] = [
             ("task", lambda r, h=task_href: f'<a href="{h(r)}">{_e(r["task_id"])}</a>'),  # type: ignore[misc]
             ("pairs", lambda r: _e(r["n_pairs"])),
@@ -349,12 +355,18 @@ def comparison_page(
 
 
 def _task_link(
-    parent: str, candidate: str, errors: str | None = None
+    parent: str, candidate: str, errors: str | None = None, metric: str | None = None
 ) -> Callable[[dict[str, Any]], str]:
     def href(r: dict[str, Any]) -> str:
         return url(
             "/compare/task",
-            {"parent": parent, "candidate": candidate, "task": r["task_id"], "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "task": r["task_id"],
+                "errors": errors,
+                "metric": metric,
+            },
         )
 
     return href
@@ -380,15 +392,22 @@ def task_page(
     labels: Mapping[str, str],
     version: DataVersion,
     errors: str | None = None,
+    metric: str | None = None,
 ) -> str:
-    """The paired episodes of one task: candidate wins, then parent wins, drops, ties, each
+    """The paired episodes of one task (on ``metric``, None: success): candidate wins, then parent wins, drops, ties, each
     side read under the errors policy of the comparison (``errors``; ``page.policy`` names
     the one applied)."""
 
     def href(r: dict[str, Any]) -> str:
         return url(
             "/episode",
-            {"parent": parent, "candidate": candidate, "key": r["key"], "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "key": r["key"],
+                "errors": errors,
+                "metric": metric,
+            },
         )
 
     def klass(r: dict[str, Any]) -> str:
@@ -416,9 +435,12 @@ def task_page(
             (c.replace("_elapsed_sec", " elapsed s"), lambda r, c=c: _num(r[c], 1))  # type: ignore[misc]
             for c in timed
         ]
-    back = url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
+    back = url(
+        "/compare",
+        [("parent", parent), ("candidate", candidate), ("errors", errors), ("metric", metric)],
+    )
     counts = dict(page.counts)
-    kept = [("parent", parent), ("candidate", candidate), ("task", task)]
+    kept = [("parent", parent), ("candidate", candidate), ("task", task), ("metric", metric)]
     head = (
         f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
         f"candidate {_e(labels.get(candidate, candidate))} vs parent "
@@ -443,7 +465,13 @@ def task_page(
             f"p worse = {_p(summary['p_worse'])}, adjusted p of the verdict = "
             f"{_p(summary['p_verdict'])}</p>"
         )
-    params = {"parent": parent, "candidate": candidate, "task": task, "errors": errors}
+    params = {
+        "parent": parent,
+        "candidate": candidate,
+        "task": task,
+        "errors": errors,
+        "metric": metric,
+    }
     body = (
         f"{head}{_pager(page, '/compare/task', params)}"
         f"{_table(columns, page.rows, href=href, row_class=klass)}"
@@ -664,6 +692,7 @@ def episode_page(
     samples: Mapping[str, pl.DataFrame] | None = None,
     errors: str | None = None,
     transcripts: Mapping[str, Sequence[Transcript | str] | None] | None = None,
+    metric: str | None = None,
 ) -> str:
     """Both sides of one pair, side by side, a page of events at a time (the stored scores,
     before any errors policy: the links back keep the comparison's, ``errors``), with an
@@ -671,10 +700,19 @@ def episode_page(
     back = (
         url(
             "/compare/task",
-            {"parent": parent, "candidate": candidate, "task": task, "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "task": task,
+                "errors": errors,
+                "metric": metric,
+            },
         )
         if task
-        else url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
+        else url(
+            "/compare",
+            [("parent", parent), ("candidate", candidate), ("errors", errors), ("metric", metric)],
+        )
     )
 
     def whole(run: str) -> Callable[[dict[str, Any], str], str]:
@@ -705,7 +743,13 @@ def episode_page(
         for role, run in (("candidate", candidate), ("parent", parent))
     )
     longest = max(events.values(), key=lambda p: p.total)
-    params = [("parent", parent), ("candidate", candidate), ("key", key), ("errors", errors)]
+    params = [
+        ("parent", parent),
+        ("candidate", candidate),
+        ("key", key),
+        ("errors", errors),
+        ("metric", metric),
+    ]
     pager = _pager(longest, "/episode", params) if longest.pages > 1 else ""
     body = (
         f'<h1>Episode {_e(key)}</h1><p><a href="{back}">back to the task</a></p>'

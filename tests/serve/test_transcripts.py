@@ -159,3 +159,27 @@ def test_a_hostile_tool_call_and_score_are_escaped() -> None:
     assert "2 more messages in the log" in html
     assert_nothing_injected(html, scripts=0)
     assert "transcript: " in _transcript(evil) and "<script" not in _transcript(evil)
+
+
+def test_from_the_comparison_to_each_flipped_episodes_transcript(
+    client: TestClient, store: ha.Store
+) -> None:
+    """An Inspect comparison on its scorer (``?metric=``): comparison -> task -> the
+    episode of each discordant pair, whose page shows both transcripts."""
+    import html
+    import re
+
+    params = {"parent": _run(store, "det"), "candidate": _run(store, "odd"), "metric": "match"}
+    r = client.get("/compare", params=params)
+    assert r.status_code == 200 and "2 wins / 2 losses / 0 ties" in r.text
+    [task] = {html.unescape(h) for h in re.findall(r'href="(/compare/task\?[^"]+)"', r.text)}
+    assert "metric=match" in task
+    r = client.get(task)
+    assert r.status_code == 200
+    outcomes = re.findall(r"<td>(candidate won|parent won|tie|dropped)</td>", r.text)
+    assert outcomes == ["candidate won"] * 2 + ["parent won"] * 2
+    episodes = {html.unescape(h) for h in re.findall(r'href="(/episode\?[^"]+)"', r.text)}
+    assert len(episodes) == 4
+    for link in episodes:
+        page = client.get(link).text
+        assert page.count('<div class="transcript">') == 2 and "metric=match" in page
