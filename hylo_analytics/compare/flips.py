@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics.compare._counts import PairedRows, frame_rows
-from hylo_analytics.compare.engine import Reducer, _declared_pairs, _prepare
+from hylo_analytics.compare.engine import Reducer, _declared_pairs, _one_direction, _prepare
 from hylo_analytics.compare.runs import paired_inputs
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.resolution import registered
@@ -96,13 +96,6 @@ def flip_scores(
     found = found.rename({f"_k_{k}": k for k in pk if k not in by})
     found = found.drop([f"_k_{k}" for k in pk if k in by])
     return _classified(found, parent, pk, by, directions, declared, policy)
-
-
-def _one_direction(declared: pl.DataFrame | None) -> dict[str, str]:
-    if declared is None or declared.is_empty():
-        return {}
-    rows = declared.drop_nulls().unique().group_by("metric").agg(pl.col("direction").first())
-    return {str(m): str(d) for m, d in rows.iter_rows()}
 
 
 def _classified(

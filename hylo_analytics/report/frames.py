@@ -414,6 +414,11 @@ class ComparisonReport:
         """One row per task: paired counts, difference, CI, p, adjusted p, verdict."""
         return self.frames["tasks"]
 
+    @property
+    def flips(self) -> pl.DataFrame:
+        """One row per key that flipped, per task: the pairs behind the wins and losses."""
+        return self.frames["flips"]
+
     def __repr__(self) -> str:
         h = self.headline
         return (

@@ -313,3 +313,8 @@ def test_the_flipped_episodes_per_task_are_the_wins_and_losses(
         assert f'<h3 id="flips-{i}">{task} ' in page
     for key in flips["key"]:
         assert f"<td>{html.escape(key)}</td>" in page
+
+
+def test_the_report_object_holds_the_flips(sample_store: ha.Store) -> None:
+    flips = sample_store.report(CANDIDATE, PARENT).flips
+    assert flips.height > 0 and set(flips["change"]) <= {"fix", "regression"}
