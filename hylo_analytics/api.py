@@ -3,7 +3,7 @@
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
 user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``,
-``rank``, ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
+``flips``, ``rank``, ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
 package imports it.
 """
 
@@ -175,6 +175,25 @@ class Store(ParquetStore):
         from hylo_analytics.compare import rank_runs
 
         return rank_runs(self, runs, policy=policy, strata=strata, metric=metric, **options)
+
+    def flips(
+        self,
+        candidates: Sequence[str] | str,
+        parent: str,
+        *,
+        metrics: Sequence[str] | None = ("success",),
+        source: str | None = None,
+        force: bool = False,
+        **options: Any,
+    ) -> pl.DataFrame:
+        """The keys that flipped between ``parent`` and each candidate, per task, each with
+        its links (episode ids, sample id, source files): the rows behind :meth:`compare`'s
+        wins and losses. See :func:`hylo_analytics.compare.flip_runs`."""
+        from hylo_analytics.compare import flip_runs
+
+        return flip_runs(
+            self, candidates, parent, metrics=metrics, source=source, force=force, **options
+        )
 
     def declare_parent(
         self,

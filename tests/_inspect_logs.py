@@ -66,6 +66,8 @@ class HyloTestModel(ModelAPI):
                 f"bad config {self.model_args!r} read from {Path.cwd() / 'cfg.json'}"
             )
         answer = str(n) if n % 2 == 0 else "wrong"
+        if self.model_name.startswith("odd"):  # right where det is wrong: every key flips
+            answer = str(n) if n % 2 else "wrong"
         out = ModelOutput.from_content(model=self.model_name, content=answer)
         out.usage = ModelUsage(
             input_tokens=10 + n,
@@ -195,6 +197,41 @@ def generate_leaky(root: Path) -> dict[str, Path]:
             fail_on_error=False,
         )
         out[name] = Path(lg.location)
+    return out
+
+
+# a prompt as hostile as a log can be: markup, an OSC title change, a screen clear, a bidi
+# override; the model still reads the number at its end
+HOSTILE_PROMPT = "what is <script>alert('x')</script>\x1b]0;pwned\x07\x1b[2J\u202e"
+
+
+@task
+def hostile_arith(n: int = 4) -> Task:
+    return Task(
+        dataset=[
+            Sample(id=f"h{i}", input=f"{HOSTILE_PROMPT} {i}", target=str(i)) for i in range(n)
+        ],
+        solver=generate(),
+        scorer=[match()],
+    )
+
+
+def generate_transcripts(root: Path) -> dict[str, Path]:
+    """Two runs of the hostile task whose successes are opposite on every sample: ``det``
+    (an .eval log) and ``odd`` (a .json log)."""
+    out: dict[str, Path] = {}
+    for name, fmt in (("det-1", "eval"), ("odd-1", "json")):
+        [lg] = eval(
+            hostile_arith(),
+            model=f"hylotest/{name}",
+            log_dir=str(root / name),
+            log_format=fmt,
+            display="none",
+            log_samples=True,
+            max_connections=1,
+            max_samples=1,
+        )
+        out[name.split("-")[0]] = Path(lg.location)
     return out
 
 

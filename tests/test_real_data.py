@@ -368,3 +368,28 @@ def test_libero_across_task_summaries(vla: ha.Store) -> None:
     # a selector names every run it matches: pi05 on its four suites
     pi05 = vla.summarize("agent=pi05", n_resamples=200).summary
     assert pi05.filter(pl.col("statistic") == "iqm")["estimate"].item() == expected["pi05"]
+
+
+@pytest.mark.parametrize("errors", ["exclude", None])
+def test_libero_spatial_flips_are_the_wins_and_losses(
+    vla: ha.Store, real_dir: Path, errors: str | None
+) -> None:
+    """xvla vs pi05 on libero_spatial: 7 fixes and 9 regressions with pi05's timeouts left
+    out; under the harness's convention (timeouts are failures) the timeouts xvla solved are
+    fixes too. Each flip names the real result files."""
+    xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
+    flips = vla.flips(xvla, pi05, errors=errors)
+    tasks = vla.compare(xvla, pi05, by=["task_id"], errors=errors, ci="none")
+    tasks = tasks.filter(pl.col("level") != "overall")
+    counted = flips.group_by("task_id").agg(
+        fixes=(pl.col("change") == "fix").sum(),
+        regressions=(pl.col("change") == "regression").sum(),
+    )
+    joined = tasks.join(counted, on="task_id", how="left").fill_null(0)
+    assert joined["candidate_wins"].to_list() == joined["fixes"].to_list()
+    assert joined["parent_wins"].to_list() == joined["regressions"].to_list()
+    if errors == "exclude":
+        assert (int(joined["fixes"].sum()), int(joined["regressions"].sum())) == (7, 9)
+    assert set(flips["change"]) <= {"fix", "regression"}
+    for column in ("candidate_path", "parent_path"):
+        assert all(Path(p).is_file() and Path(p).is_relative_to(real_dir) for p in flips[column])

@@ -14,6 +14,7 @@ from hylo_analytics.cli._common import (
     emit,
     say,
     store_from,
+    table_text,
     verdict_options,
 )
 
@@ -34,6 +35,12 @@ Bonferroni-adjusted over the row's family, at ci_adj_level) agrees; unchanged wh
 1-2*alpha CI lies inside +-margin (needs --margin); otherwise inconclusive. Errored episodes
 follow --errors (default: each run's harness convention; the errors column names it). Runs whose benchmark digest, split or scorer version differ are refused unless
 --force is given; forced rows say so in the 'forced' and 'gate_note' columns.
+
+--flips lists the keys behind the wins and losses instead, grouped by candidate, metric and
+task: regressions (success -> failure) and fixes (failure -> success) of 0/1 metrics, and
+the keys that got worse / better in the metric's direction otherwise, largest first, each
+with its epochs, episode ids, the Inspect sample id and the runs' source files (Store.flips;
+paired exactly as the comparison pairs them, so a task's flips are its wins and losses).
 
 example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
              --parent version=1.0.0 --by task_id --margin 0.05"""
@@ -134,6 +141,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "seeded percentile bootstrap of the paired differences otherwise; bootstrap = "
         "percentile; normal = Wald)",
     )
+    p.add_argument(
+        "--flips",
+        action="store_true",
+        help="list the keys that flipped (regressions and fixes, worse and better), grouped "
+        "by task, with their links, instead of the comparison",
+    )
     add_interval_args(p, what="CI")
     add_verdict_args(p)
     add_format_args(p, parquet=False)
@@ -166,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     opts = options(args)
     check_directions(opts["directions"], list(opts["metrics"]))
+    if args.flips:
+        return _flips(store, args, opts)
     result = store.compare(args.candidate, args.parent, **opts)
     if args.format != "table":
         emit(result, args.format, args.output, wide=args.wide)
@@ -185,9 +200,57 @@ def run(args: argparse.Namespace) -> int:
         .iter_rows(named=True)
     ]
     text = "".join(f"* {n}\n" for n in notes)
+    _append(text, args)
+    return 0
+
+
+# the options of Store.compare that Store.flips takes too (the rest are statistics)
+_FLIP_OPTIONS = ("metrics", "source", "force", "reducer", "pair_on_epoch", "directions", "errors")
+_FLIP_COLUMNS = (
+    "key",
+    "change",
+    "candidate_value",
+    "parent_value",
+    "diff",
+    "epochs",
+    "sample_id",
+    "candidate_episode_ids",
+    "parent_episode_ids",
+)
+
+
+def _append(text: str, args: argparse.Namespace) -> None:
     if args.output is None:
         say(text, end="")
     else:
         with args.output.open("a") as fh:
             fh.write(text)
+
+
+def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    """``--flips``: Store.flips, as a frame (csv, json) or grouped by task (table)."""
+    flips = store.flips(args.candidate, args.parent, **{k: opts[k] for k in _FLIP_OPTIONS})
+    if args.format != "table":
+        emit(flips, args.format, args.output, wide=args.wide)
+        return 0
+    if flips.is_empty():
+        _append("no key flipped: every pair tied or was dropped\n", args)
+        return 0
+    if args.output is not None:
+        args.output.write_text("")
+    groups = flips.group_by("candidate", "metric", "task_id", maintain_order=True)
+    for (cand, metric, task), rows in groups:  # laying out a few groups, not computing
+        counts = rows["change"].value_counts(sort=True).rows()
+        first = rows.row(0, named=True)
+        head = (
+            f"\n{cand} vs {first['parent']}, {metric}, task {task} "
+            f"(errors: {first['errors']}): "
+            + ", ".join(f"{n} {c}" for c, n in counts)
+            + f"\n  files: candidate {first['candidate_path']}; parent {first['parent_path']}\n"
+        )
+        _append(head, args)
+        table = table_text(rows.select(_FLIP_COLUMNS), wide=args.wide)
+        _append(table, args)
+    total = flips.group_by("change").len().sort("change").rows()
+    _append("* " + ", ".join(f"{n} {c}" for c, n in total) + " in all\n", args)
     return 0

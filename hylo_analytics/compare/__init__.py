@@ -6,6 +6,8 @@
 - :func:`paired_compare`: the two-run case (:class:`PairedComparison`), same engine;
 - :mod:`~hylo_analytics.compare.verdicts`: ``improved | regressed | unchanged |
   inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`;
+- :func:`flip_scores` / :func:`flip_runs` (``Store.flips``): the keys that flipped, one row
+  each, paired as the comparison pairs them;
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
@@ -13,6 +15,7 @@
 """
 
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
+from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
 from hylo_analytics.compare.ranking import Ranking, rank_policies, rank_runs
@@ -26,6 +29,7 @@ from hylo_analytics.compare.verdicts import (
 )
 
 __all__ = [
+    "CHANGES",
     "COLUMNS",
     "VERDICTS",
     "ComparabilityError",
@@ -38,6 +42,8 @@ __all__ = [
     "add_verdicts",
     "compare_runs",
     "compare_scores",
+    "flip_runs",
+    "flip_scores",
     "paired_compare",
     "plan_from_runs",
     "rank_policies",

@@ -53,6 +53,8 @@ class PairedRows:
         on = " and ".join(f"p.{_q(c)} = c.{_q(c)}" for c in (*self.pk, "metric"))
         by = "".join(f", c.{_q(b)} as {_q(b)}" for b in self.by)
         order = "".join(f", c.{_q(o)} as {_q('_o_' + o)}" for o in self.order)
+        # the pair key itself, for the rows of the pairs (``discordant``); unread by counts
+        order += "".join(f", c.{_q(k)} as {_q('_k_' + k)}" for k in self.pk)
         pk = ", ".join(_q(c) for c in self.pk)
         reason = "skip_reason" if self.has_reason else "cast(null as varchar)"
         c_reason = "c.skip_reason" if self.has_reason else reason
@@ -104,6 +106,18 @@ class PairedRows:
             f"select {keys}, count(*) as n_parent from {self.relation} "
             f"where run_id = $parent group by {keys}",
             {**self.params, "parent": parent},
+        )
+
+    def discordant(self, parent: str) -> pl.DataFrame:
+        """The pairs whose two values differ, one row each (the pairs :meth:`patterns` counts
+        as wins of either side): ``candidate``, ``metric``, the ``by`` columns, the pair key
+        (``_k_`` + its column), ``candidate_value`` and ``parent_value``."""
+        keys = ", ".join(_q("_k_" + k) for k in self.pk)
+        return self._sql(
+            f"""
+            select {self._groups()}, {keys}, v as candidate_value, pv as parent_value
+            from pairs where ok and v <> pv""",
+            parent,
         )
 
     def differences(self, parent: str, metrics: Sequence[str]) -> pl.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
@@ -13,7 +14,7 @@ from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["ComparabilityError", "compare_runs"]
+__all__ = ["ComparabilityError", "PairedInputs", "compare_runs", "paired_inputs"]
 
 _GATE_FIELDS = ("benchmark_digest", "split")
 
@@ -54,10 +55,30 @@ def compare_runs(
     cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
     parent = store.resolve_run(parent)
     with registered(store, pending) as rel:
-        return _compare(store, cands, parent, rel, metrics, by, source, force, options)
+        got = paired_inputs(store, cands, parent, rel, metrics, by, source, force, options)
+        return compare_scores(
+            got.scores,
+            declared=got.declared,
+            candidates=cands,
+            parent=parent,
+            metrics=got.metrics,
+            by=by,
+            forced=got.forced,
+            **options,  # type: ignore[arg-type]
+        )
 
 
-def _compare(
+@dataclass(frozen=True)
+class PairedInputs:
+    """What the engine pairs for a comparison of stored runs (:func:`paired_inputs`)."""
+
+    scores: pl.DataFrame | PairedRows
+    declared: pl.DataFrame
+    metrics: Sequence[str] | None
+    forced: dict[str, str]
+
+
+def paired_inputs(
     store: ParquetStore,
     cands: list[str],
     parent: str,
@@ -67,11 +88,12 @@ def _compare(
     source: str | None,
     force: bool,
     options: Mapping[str, object],
-) -> pl.DataFrame:
+) -> PairedInputs:
     """:func:`compare_runs` once the runs are resolved and pending rows registered: the
-    gate, then the engine on the scores where they lie (or as a frame, when epochs must be
+    gate, then the scores for the engine where they lie (or as a frame, when epochs must be
     reduced or errors counted as failures first: a run's errors policy is ``errors``, else
-    its harness's convention)."""
+    its harness's convention). :func:`~hylo_analytics.compare.flips.flip_runs` pairs the
+    same inputs."""
     runs = [*cands, parent]
     read = _Reader(store, runs, source, pending, options, by)
     have = read.columns(metrics)
@@ -135,15 +157,11 @@ def _compare(
     in_sql = not failing and (bool(options.get("pair_on_epoch")) or epochs == 1)
     scores = read.rows(metrics) if in_sql else None
     policy = dict(zip(meta["run_id"].to_list(), meta["_policy"].to_list(), strict=True))
-    return compare_scores(
+    return PairedInputs(
         scores if scores is not None else read.scores(metrics, policy),
-        declared=read.declared(metrics),
-        candidates=cands,
-        parent=parent,
-        metrics=metrics,
-        by=by,
-        forced=problems,
-        **options,  # type: ignore[arg-type]
+        read.declared(metrics),
+        metrics,
+        problems,
     )
 
 

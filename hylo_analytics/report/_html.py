@@ -186,11 +186,17 @@ def _task_header(tasks: pl.DataFrame) -> list[str]:
     return [ci if h == "95% CI" else h for h in _TASK_HEADER]
 
 
-def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
+def _task_rows(tasks: pl.DataFrame, anchors: dict[str, str] | None = None) -> list[list[str]]:
+    """The per-task rows; a task with flipped keys links to them (``anchors``)."""
     ordered = tasks.sort(["diff", "task_id"], descending=[True, False])
+    anchors = anchors or {}
+
+    def task(t: Any) -> str:
+        return f'<a href="#{anchors[t]}">{text(t)}</a>' if t in anchors else text(t)
+
     return [
         [
-            text(r["task_id"]),
+            task(r["task_id"]),
             str(r["n_pairs"]),
             _pct(r["candidate_rate"]),
             _pct(r["parent_rate"]),
@@ -203,6 +209,54 @@ def _task_rows(tasks: pl.DataFrame) -> list[list[str]]:
         ]
         for r in ordered.iter_rows(named=True)
     ]
+
+
+def _flip_anchors(flips: pl.DataFrame | None) -> dict[str, str]:
+    """Task -> the id of its part of the flips section (ids made here, never from a log)."""
+    if flips is None or flips.is_empty():
+        return {}
+    tasks = flips["task_id"].unique(maintain_order=True).to_list()
+    return {t: f"flips-{i}" for i, t in enumerate(tasks)}
+
+
+def _flips_section(flips: pl.DataFrame | None) -> str:
+    """The keys that flipped, per task: regressions first, each with its episodes and sample
+    id, and the two runs' source files once."""
+    if flips is None:
+        return ""
+    head = "<h2>Episodes that flipped</h2>"
+    if flips.is_empty():
+        return head + '<p class="note">none: every paired key tied (or was dropped)</p>'
+    first = flips.row(0, named=True)
+    parts = [
+        head,
+        '<p class="note">The pairs behind each task\'s wins and losses: a regression went '
+        "from success (parent) to failure (candidate), a fix the other way; worse / better "
+        "where a key's epochs average to other values. Source files: candidate "
+        f"<code>{text(first['candidate_path'] or '')}</code>, parent "
+        f"<code>{text(first['parent_path'] or '')}</code>.</p>",
+    ]
+    anchors = _flip_anchors(flips)
+    for (task,), rows in flips.group_by("task_id", maintain_order=True):
+        counts = ", ".join(f"{n} {c}" for c, n in rows["change"].value_counts(sort=True).rows())
+        parts.append(
+            f'<h3 id="{anchors[task]}">{text(task)} <small class="note">({text(counts)})</small>'
+            "</h3>"
+        )
+        body = [
+            [
+                text(r["key"]),
+                text(r["change"]),
+                f"{r['parent_value']:g} \u2192 {r['candidate_value']:g}",
+                text(r["sample_id"] or ""),
+                text(r["candidate_episodes"] or ""),
+                text(r["parent_episodes"] or ""),
+            ]
+            for r in rows.iter_rows(named=True)
+        ]
+        header = ["key", "change", "parent \u2192 candidate", "sample id"]
+        parts.append(_table([*header, "candidate episodes", "parent episodes"], body))
+    return "".join(parts)
 
 
 def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
@@ -383,7 +437,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>',
         _cards(h, runs),
         "<h2>Per task</h2>",
-        _table(_task_header(tasks), _task_rows(tasks)),
+        _table(_task_header(tasks), _task_rows(tasks, _flip_anchors(frames.get("flips")))),
         _method_note(h),
         _svg(
             charts.paired_forest(
@@ -427,6 +481,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         "</div>",
         _svg(charts.coverage_breakdown(frames["coverage"].with_columns(run=pl.col("label")))),
         _latency_chart(latency_order),
+        _flips_section(frames.get("flips")),
     ]
     body = "\n".join(parts)
     return (

@@ -25,7 +25,7 @@ from hylo_analytics._harness import Errors
 from hylo_analytics._redact import Redactor, redact_secrets
 from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate import aggregate_scores
-from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs
+from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs, flip_runs
 from hylo_analytics.compare.engine import Family
 from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
@@ -172,7 +172,9 @@ def report_frames(
     words), ``task_success`` and ``runs`` (:func:`aggregate_scores`: success with Wilson CIs
     per task of the two runs, and per run for every stored run, with the mean of the ``steps``
     metric and inference seconds per episode), ``coverage`` (``run, metric, reason, n``), ``latency`` (step latency
-    quantiles). ``metric`` must be binary (0/1); ``rule`` defaults to
+    quantiles), ``flips`` (the keys behind the per-task wins and losses, from
+    :func:`~hylo_analytics.compare.flip_runs`: ``task_id, key, change, candidate_value,
+    parent_value, sample_id``, each side's episode ids joined by ", " and its source file). ``metric`` must be binary (0/1); ``rule`` defaults to
     :class:`StatisticalRule` (Store.compare's default); ``force`` passes the comparability gate.
     """
     # a run id, a unique prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
@@ -296,7 +298,17 @@ def report_frames(
         )
 
     pair_params = {"candidate": candidate, "parent": parent}
+    flips = flip_runs(
+        store,
+        candidate,
+        parent,
+        metrics=[metric],
+        force=force,
+        directions=directions,
+        errors=errors,
+    )
     return {
+        "flips": _flip_frame(flips),
         "headline": headline,
         "tasks": tasks,
         "comparison": comparison,
@@ -305,6 +317,22 @@ def report_frames(
         "latency": labelled(store.sql(_LATENCY, pair_params)),
         "task_success": labelled(task_success),
     }
+
+
+def _flip_frame(flips: pl.DataFrame) -> pl.DataFrame:
+    """The report's flips: one text cell per link (redacted as every string of the page)."""
+    return flips.select(
+        "task_id",
+        "key",
+        "change",
+        "candidate_value",
+        "parent_value",
+        "sample_id",
+        pl.col("candidate_episode_ids").list.join(", ").alias("candidate_episodes"),
+        pl.col("parent_episode_ids").list.join(", ").alias("parent_episodes"),
+        "candidate_path",
+        "parent_path",
+    ).sort("task_id", maintain_order=True)
 
 
 def run_labels(runs: pl.DataFrame, *, id_column: str = "run_id") -> dict[str, str]:
@@ -387,6 +415,11 @@ class ComparisonReport:
     def tasks(self) -> pl.DataFrame:
         """One row per task: paired counts, difference, CI, p, adjusted p, verdict."""
         return self.frames["tasks"]
+
+    @property
+    def flips(self) -> pl.DataFrame:
+        """One row per key that flipped, per task: the pairs behind the wins and losses."""
+        return self.frames["flips"]
 
     def __repr__(self) -> str:
         h = self.headline

@@ -24,6 +24,11 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 kbd{border:1px solid #9ca3af;border-radius:3px;padding:0 3px;font-size:12px}
 .scroll{overflow-x:auto;max-width:100%}.cols>section{min-width:0}
 h1,h2,p{overflow-wrap:anywhere}.chart img,svg.timeline{max-width:100%;height:auto}
+.transcript .msg{border-left:3px solid #9ca3af;background:#fff;margin:.4rem 0;padding:.3rem .6rem}
+.transcript .msg.user{border-color:#2563eb}.transcript .msg.assistant{border-color:#15803d}
+.transcript .msg.tool{border-color:#b45309}.transcript .msg.system{border-color:#6b7280}
+.transcript .role{font-size:12px;font-weight:600;text-transform:uppercase;color:#4b5563}
+.transcript pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2rem 0;font:13px/1.4 ui-monospace,monospace}
 """
 
 # j/k or arrows move the selected row, Enter opens it, "/" focuses the filter, "p" / "c" pick

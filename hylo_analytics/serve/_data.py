@@ -15,12 +15,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
+
+if TYPE_CHECKING:
+    from hylo_analytics.ingest.inspect_transcript import Transcript
 
 __all__ = [
     "EVENT_PAGE",
@@ -28,9 +31,11 @@ __all__ = [
     "LONG_FIELDS",
     "MAX_CANDIDATES",
     "MAX_PAGE",
+    "MAX_TRANSCRIPTS",
     "NAME_CHARS",
     "PAGE_SIZE",
     "SORTS",
+    "TRANSCRIPT_CHARS",
     "DataVersion",
     "Page",
     "StoreReader",
@@ -48,6 +53,8 @@ MAX_CANDIDATES = 50  # candidates per comparison (each is a comparison and a for
 NAME_CHARS = 256  # a name or value shown in a page is cut here (links carry it whole)
 FIELD_CHARS = 4096  # a trace field (an explanation) is cut here, with a link to the whole
 LONG_FIELDS = ("reason", "status", "grader", "name", "explanation")  # cut and linked
+TRANSCRIPT_CHARS = 20_000  # a message of a transcript is cut here (the log has the whole)
+MAX_TRANSCRIPTS = 10  # epochs of one key whose transcripts an episode page reads
 _CUT = NAME_CHARS + 1  # names read from DuckDB one character past the cut: the page marks it
 _CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
 
@@ -133,20 +140,20 @@ def errors_label(errors: str | None, convention: bool = False) -> str:
 _SIDE_SQL = """
 SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason,
        coalesce(errored, false) AS errored FROM int_key_scores
-WHERE run_id = $run AND task_id = $task AND metric IN ('success', 'steps', 'elapsed_sec')
+WHERE run_id = $run AND task_id = $task AND metric IN ($metric, 'steps', 'elapsed_sec')
 """
 
 # whether every valid success value of a run is 0 or 1: the rule by which Store.compare
 # decides that an errored abstention may count as a failure (read only under "failure")
 _ZERO_ONE_SQL = """
 SELECT coalesce(bool_and(value IN (0, 1)) FILTER (WHERE value IS NOT NULL), true) AS zero_one
-FROM int_key_scores WHERE run_id = $run AND metric = 'success'
+FROM int_key_scores WHERE run_id = $run AND metric = $metric
 """
 
 # the errored keys of a run's success (one run at a time: the equality is pushed down)
 _ERRORED_SQL = """
 SELECT count(*) FILTER (WHERE errored) AS n_errors FROM int_key_scores
-WHERE run_id = $run AND metric = 'success'
+WHERE run_id = $run AND metric = $metric
 """
 
 _STATUS_SQL = """
@@ -165,6 +172,16 @@ SELECT episode_id, idx, type, t, reward, terminated, truncated, success, latency
 FROM events WHERE run_id = $run AND key = $key
 ORDER BY episode_id, idx
 LIMIT $limit OFFSET $offset
+"""
+
+
+# the epochs of a run's key and what finds each one's sample in the log it came from
+_TRANSCRIPT_SQL = """
+SELECT r.source_format, r.source_path, s.epoch,
+       coalesce(json_extract_string(s.extra, '$.sample_id'),
+                substr(s.key, strpos(s.key, '#') + 1)) AS sample_id
+FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
+WHERE s.run_id = $run AND s.key = $key ORDER BY s.epoch LIMIT $limit
 """
 
 
@@ -354,37 +371,50 @@ class StoreReader:
         return run_labels(frame)
 
     def compare(
-        self, candidates: Sequence[str], parent: str, errors: Errors | None = None
+        self,
+        candidates: Sequence[str],
+        parent: str,
+        errors: Errors | None = None,
+        metric: str = "success",
     ) -> pl.DataFrame:
-        """``store.compare`` per task on success under the errors policy ``errors`` (None:
-        each run's harness convention), kept per data version."""
+        """``store.compare`` per task on ``metric`` (default success) under the errors policy
+        ``errors`` (None: each run's harness convention), kept per data version."""
 
         def make() -> pl.DataFrame:
             with self._lock:
                 return self._store.compare(
-                    list(candidates), parent, metrics=["success"], by=["task_id"], errors=errors
+                    list(candidates), parent, metrics=[metric], by=["task_id"], errors=errors
                 )
 
-        frame: pl.DataFrame = self.memo(("compare", parent, tuple(candidates), errors), make)
+        key = ("compare", parent, tuple(candidates), errors, metric)
+        frame: pl.DataFrame = self.memo(key, make)
         return frame
 
     def compared(
-        self, candidates: Sequence[str], parent: str, errors: Errors | None = None
+        self,
+        candidates: Sequence[str],
+        parent: str,
+        errors: Errors | None = None,
+        metric: str = "success",
     ) -> pl.DataFrame | None:
         """The comparison if it was already computed at this version (else None)."""
-        frame: pl.DataFrame | None = self.cached(("compare", parent, tuple(candidates), errors))
+        key = ("compare", parent, tuple(candidates), errors, metric)
+        frame: pl.DataFrame | None = self.cached(key)
         return frame
 
-    def errored(self, runs: Sequence[str]) -> dict[str, int]:
-        """The errored keys of each run's success (``int_key_scores``), kept per version."""
+    def errored(self, runs: Sequence[str], metric: str = "success") -> dict[str, int]:
+        """The errored keys of each run's ``metric`` (``int_key_scores``), kept per version."""
 
         def make() -> dict[str, int]:
-            return {r: int(self.sql(_ERRORED_SQL, {"run": r})["n_errors"][0] or 0) for r in runs}
+            return {
+                r: int(self.sql(_ERRORED_SQL, {"run": r, "metric": metric})["n_errors"][0] or 0)
+                for r in runs
+            }
 
-        counts: dict[str, int] = self.memo(("errored", tuple(runs)), make)
+        counts: dict[str, int] = self.memo(("errored", tuple(runs), metric), make)
         return counts
 
-    def _fails(self, run: str, errors: Errors | None) -> tuple[str, bool]:
+    def _fails(self, run: str, errors: Errors | None, metric: str) -> tuple[str, bool]:
         """The policy ``run``'s side follows and whether its errored success abstentions
         count as failures under it: as ``Store.compare`` decides (the policy is ``errors``,
         else the run's harness convention; a failure only where the metric is 0/1 for the
@@ -394,19 +424,21 @@ class StoreReader:
         formats = self.sql("SELECT source_format FROM runs WHERE run_id = $run", {"run": run})
         policy = errors or default_errors(formats["source_format"][0] if formats.height else None)
         reg = default_registry()
-        if policy != "failure" or ("success" in reg and reg.get("success").kind != "binary"):
+        if policy != "failure" or (metric in reg and reg.get(metric).kind != "binary"):
             return policy, False
         zero_one = self.memo(
-            ("zero_one", run), lambda: bool(self.sql(_ZERO_ONE_SQL, {"run": run})["zero_one"][0])
+            ("zero_one", run, metric),
+            lambda: bool(self.sql(_ZERO_ONE_SQL, {"run": run, "metric": metric})["zero_one"][0]),
         )
         return policy, bool(zero_one)
 
-    def _side(self, run: str, task: str, role: str, fails: bool) -> pl.DataFrame:
-        scores = self.sql(_SIDE_SQL, {"run": run, "task": task, "cut": _CUT})
+    def _side(self, run: str, task: str, role: str, fails: bool, metric: str) -> pl.DataFrame:
+        params = {"run": run, "task": task, "cut": _CUT, "metric": metric}
+        scores = self.sql(_SIDE_SQL, params)
         status = self.sql(_STATUS_SQL, {"run": run, "task": task, "cut": _CUT})
         # under "failure" an errored abstention is a failure (0), as the comparison counts it
         fill = pl.col("value").is_null() & pl.col("errored") & pl.lit(fails)
-        value = scores.filter(pl.col("metric") == "success").select(
+        value = scores.filter(pl.col("metric") == metric).select(
             "key",
             "seed",
             pl.when(fill).then(0.0).otherwise(pl.col("value")).alias(f"{role}_value"),
@@ -434,14 +466,16 @@ class StoreReader:
         page: int,
         size: int = PAGE_SIZE,
         errors: Errors | None = None,
+        metric: str = "success",
     ) -> Page:
-        """The paired keys of one task, discordant pairs first (one task: ~a hundred rows),
-        each side's errored abstentions read under ``errors`` as the comparison reads them
-        (None: each run's harness convention); ``counts`` holds every outcome's count."""
-        c_policy, c_fails = self._fails(candidate, errors)
-        p_policy, p_fails = self._fails(parent, errors)
-        c = self._side(candidate, task, "candidate", c_fails)
-        p = self._side(parent, task, "parent", p_fails)
+        """The paired keys of one task on ``metric`` (default success), discordant pairs
+        first (one task: ~a hundred rows), each side's errored abstentions read under
+        ``errors`` as the comparison reads them (None: each run's harness convention);
+        ``counts`` holds every outcome's count."""
+        c_policy, c_fails = self._fails(candidate, errors, metric)
+        p_policy, p_fails = self._fails(parent, errors, metric)
+        c = self._side(candidate, task, "candidate", c_fails, metric)
+        p = self._side(parent, task, "parent", p_fails, metric)
         c_val, p_val = pl.col("candidate_value"), pl.col("parent_value")
         paired = (
             c.join(p, on="key", how="full", coalesce=True)
@@ -506,6 +540,23 @@ class StoreReader:
             {"run": run, "key": key, "cut": FIELD_CHARS, "limit": EVENT_PAGE},
         )
 
+    def transcripts(self, run: str, key: str) -> list[Transcript | str] | None:
+        """The Inspect transcript of each epoch of ``run``'s episode at ``key`` (at most
+        :data:`MAX_TRANSCRIPTS`), read from the run's source log on demand (ingest keeps no
+        messages) and kept per data version; an epoch whose log cannot be read is the
+        message that says why. None: the run is not an Inspect log."""
+        from hylo_analytics.ingest.inspect_transcript import FORMATS
+
+        rows = self.sql(_TRANSCRIPT_SQL, {"run": run, "key": key, "limit": MAX_TRANSCRIPTS})
+        if rows.is_empty() or rows["source_format"][0] not in FORMATS:
+            return None
+
+        def make() -> list[Transcript | str]:
+            return [_transcript(path, sid, epoch) for _f, path, epoch, sid in rows.iter_rows()]
+
+        found: list[Transcript | str] = self.memo(("transcripts", run, key), make)
+        return found
+
     def key_scores(self, runs: Sequence[str], key: str) -> pl.DataFrame:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
         frames = [
@@ -518,3 +569,15 @@ class StoreReader:
             for run in runs
         ]
         return pl.concat(frames)
+
+
+def _transcript(path: str | None, sample_id: str, epoch: int) -> Transcript | str:
+    """One epoch's transcript, or why it cannot be read."""
+    from hylo_analytics.ingest.inspect_transcript import TranscriptUnavailable, read_transcript
+
+    if not path:
+        return "no source file is recorded for this run: its transcript cannot be read"
+    try:
+        return read_transcript(path, sample_id, int(epoch))
+    except TranscriptUnavailable as exc:
+        return str(exc)

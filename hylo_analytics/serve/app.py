@@ -36,6 +36,7 @@ from hylo_analytics.serve._data import (
     LONG_FIELDS,
     MAX_CANDIDATES,
     MAX_PAGE,
+    NAME_CHARS,
     SORTS,
     StoreReader,
     UnknownRunError,
@@ -169,6 +170,14 @@ def _errors(request: Request) -> Errors | None:
         raise BadRequestError(f"{exc}: on a page, leave errors= out for that") from exc
 
 
+def _metric(request: Request) -> str | None:
+    """``?metric=``: the metric a comparison is on; absent (None) is success."""
+    value = request.query_params.get("metric") or None
+    if value is not None and len(value) > NAME_CHARS:
+        raise BadRequestError(f"metric must be a metric's name (at most {NAME_CHARS} characters)")
+    return None if value == "success" else value
+
+
 def _one(request: Request, name: str) -> str:
     value = request.query_params.get(name)
     if not value:
@@ -247,13 +256,17 @@ def create_app(
         if not candidates:
             raise BadRequestError("the parent is its only candidate: pick another run")
         page_number = _page_number(request)
+        metric = _metric(request)
         reader.check_runs([parent, *candidates])
-        frame = _compared(reader, candidates, parent, errors)
+        frame = _compared(reader, candidates, parent, errors, metric)
         labels = reader.labels([parent, *candidates])
         # the chart is its own request (vl-convert takes a few hundred ms): the page comes first
         forests = {
             c: f'<div class="chart"><img alt="forest plot of {attr(c)}" src="'
-            + pages.url("/compare/forest.svg", {"parent": parent, "candidate": c, "errors": errors})
+            + pages.url(
+                "/compare/forest.svg",
+                {"parent": parent, "candidate": c, "errors": errors, "metric": metric},
+            )
             + '"></div>'
             for c in candidates
         }
@@ -268,7 +281,8 @@ def create_app(
                 version=reader.version(),
                 page=page_number,
                 errors=errors,
-                errored=reader.errored([parent, *candidates]),
+                errored=reader.errored([parent, *candidates], metric or "success"),
+                metric=metric,
             )
         )
 
@@ -276,11 +290,11 @@ def create_app(
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
         if candidate == parent:
             raise BadRequestError("the parent is its only candidate: pick another run")
-        errors = _errors(request)
+        errors, metric = _errors(request), _metric(request)
         reader.check_runs([parent, candidate])
         svg: str = reader.memo(
-            ("forest", parent, candidate, errors),
-            lambda: _forest(_compared(reader, [candidate], parent, errors)),
+            ("forest", parent, candidate, errors, metric),
+            lambda: _forest(_compared(reader, [candidate], parent, errors, metric)),
         )
         return Response(
             svg,
@@ -291,14 +305,16 @@ def create_app(
     def task(request: Request) -> Response:
         parent, candidate, task_id = (_one(request, n) for n in ("parent", "candidate", "task"))
         page_number = _page_number(request)
-        errors = _errors(request)
+        errors, metric = _errors(request), _metric(request)
         reader.check_runs([parent, candidate])
-        page = reader.task_page(candidate, parent, task_id, page=page_number, errors=errors)
+        page = reader.task_page(
+            candidate, parent, task_id, page=page_number, errors=errors, metric=metric or "success"
+        )
         if page.total == 0:
             return error(404, f"no episodes of task {task_id!r}")
         # the task's verdict row if its comparison was computed (the usual way here); a task
         # page opened cold does not pay for a whole comparison
-        done = reader.compared([candidate], parent, errors)
+        done = reader.compared([candidate], parent, errors, metric or "success")
         rows = pl.DataFrame() if done is None else done.filter(pl.col("task_id") == task_id)
         return html(
             pages.task_page(
@@ -310,6 +326,7 @@ def create_app(
                 labels=reader.labels([parent, candidate]),
                 version=reader.version(),
                 errors=errors,
+                metric=metric,
             )
         )
 
@@ -334,6 +351,8 @@ def create_app(
                 version=reader.version(),
                 samples={r: reader.key_samples(r, key) for r in (candidate, parent)},
                 errors=errors,
+                transcripts={r: reader.transcripts(r, key) for r in (candidate, parent)},
+                metric=_metric(request),
             )
         )
 
@@ -400,12 +419,16 @@ def create_app(
 
 
 def _compared(
-    reader: StoreReader, candidates: Sequence[str], parent: str, errors: Errors | None
+    reader: StoreReader,
+    candidates: Sequence[str],
+    parent: str,
+    errors: Errors | None,
+    metric: str | None = None,
 ) -> pl.DataFrame:
     """``reader.compare``, its refusals as the 4xx they are: the gate's a 409 (its handler),
     any other (a parent with no scores of the metric) a 400 that quotes it."""
     try:
-        return reader.compare(candidates, parent, errors)
+        return reader.compare(candidates, parent, errors, metric or "success")
     except ComparabilityError:
         raise
     except ValueError as exc:

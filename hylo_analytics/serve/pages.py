@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import polars as pl
@@ -22,10 +22,14 @@ from hylo_analytics.serve._data import (
     NAME_CHARS,
     PAGE_SIZE,
     SORTS,
+    TRANSCRIPT_CHARS,
     DataVersion,
     Page,
     errors_label,
 )
+
+if TYPE_CHECKING:
+    from hylo_analytics.ingest.inspect_transcript import Message, Transcript
 
 __all__ = [
     "comparison_page",
@@ -270,13 +274,18 @@ def comparison_page(
     page: int = 1,
     errors: str | None = None,
     errored: Mapping[str, int] | None = None,
+    metric: str | None = None,
 ) -> str:
     """Headline verdict, rule, forest plot, the per-task table (a page of it) and the
     dropped pairs, all under one errors policy (``errors``, None: each run's harness
     convention; the frame's ``errors`` column names the one applied); ``errored``: each run's
     errored episodes."""
     errored = errored or {}
-    params: list[tuple[str, Any]] = [("parent", parent), *(("candidate", c) for c in candidates)]
+    params: list[tuple[str, Any]] = [
+        ("parent", parent),
+        *(("candidate", c) for c in candidates),
+        ("metric", metric),
+    ]
     applied = sorted(set(frame["errors"].drop_nulls().to_list())) if "errors" in frame else []
     label = errors_label(
         errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None),
@@ -297,7 +306,8 @@ def comparison_page(
             continue
         o = overall.row(0, named=True)
         parts.append(
-            f'<p class="headline">{_badge(o["verdict"])} success {_num(o["mean_candidate"])} '
+            f'<p class="headline">{_badge(o["verdict"])} {_e(metric or "success")} '
+            f"{_num(o['mean_candidate'])} "
             f"vs {_num(o['mean_parent'])}: difference {_num(o['mean_diff'])} "
             f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], "
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
@@ -316,7 +326,7 @@ def comparison_page(
             parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
 
-        task_href = _task_link(parent, cand, errors)
+        task_href = _task_link(parent, cand, errors, metric)
         columns: list[tuple[str, Cell]] = [
             ("task", lambda r, h=task_href: f'<a href="{h(r)}">{_e(r["task_id"])}</a>'),  # type: ignore[misc]
             ("pairs", lambda r: _e(r["n_pairs"])),
@@ -347,12 +357,18 @@ def comparison_page(
 
 
 def _task_link(
-    parent: str, candidate: str, errors: str | None = None
+    parent: str, candidate: str, errors: str | None = None, metric: str | None = None
 ) -> Callable[[dict[str, Any]], str]:
     def href(r: dict[str, Any]) -> str:
         return url(
             "/compare/task",
-            {"parent": parent, "candidate": candidate, "task": r["task_id"], "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "task": r["task_id"],
+                "errors": errors,
+                "metric": metric,
+            },
         )
 
     return href
@@ -378,15 +394,22 @@ def task_page(
     labels: Mapping[str, str],
     version: DataVersion,
     errors: str | None = None,
+    metric: str | None = None,
 ) -> str:
-    """The paired episodes of one task: candidate wins, then parent wins, drops, ties, each
+    """The paired episodes of one task (on ``metric``, None: success): candidate wins, then parent wins, drops, ties, each
     side read under the errors policy of the comparison (``errors``; ``page.policy`` names
     the one applied)."""
 
     def href(r: dict[str, Any]) -> str:
         return url(
             "/episode",
-            {"parent": parent, "candidate": candidate, "key": r["key"], "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "key": r["key"],
+                "errors": errors,
+                "metric": metric,
+            },
         )
 
     def klass(r: dict[str, Any]) -> str:
@@ -414,9 +437,12 @@ def task_page(
             (c.replace("_elapsed_sec", " elapsed s"), lambda r, c=c: _num(r[c], 1))  # type: ignore[misc]
             for c in timed
         ]
-    back = url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
+    back = url(
+        "/compare",
+        [("parent", parent), ("candidate", candidate), ("errors", errors), ("metric", metric)],
+    )
     counts = dict(page.counts)
-    kept = [("parent", parent), ("candidate", candidate), ("task", task)]
+    kept = [("parent", parent), ("candidate", candidate), ("task", task), ("metric", metric)]
     head = (
         f'<h1>Task {_e(task)}</h1><p><a href="{back}">back to the comparison</a>: '
         f"candidate {_e(labels.get(candidate, candidate))} vs parent "
@@ -441,7 +467,13 @@ def task_page(
             f"p worse = {_p(summary['p_worse'])}, adjusted p of the verdict = "
             f"{_p(summary['p_verdict'])}</p>"
         )
-    params = {"parent": parent, "candidate": candidate, "task": task, "errors": errors}
+    params = {
+        "parent": parent,
+        "candidate": candidate,
+        "task": task,
+        "errors": errors,
+        "metric": metric,
+    }
     body = (
         f"{head}{_pager(page, '/compare/task', params)}"
         f"{_table(columns, page.rows, href=href, row_class=klass)}"
@@ -550,6 +582,66 @@ def _extra(r: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _long(value: str | None) -> str:
+    """A transcript's text as page text: escaped once, cut at :data:`TRANSCRIPT_CHARS`."""
+    if value is None:
+        return ""
+    if len(value) <= TRANSCRIPT_CHARS:
+        return text(value)
+    return text(value[:TRANSCRIPT_CHARS]) + f"\u2026 ({len(value):,} characters in the log)"
+
+
+def _message(m: Message) -> str:
+    """One message as Inspect's viewer shows it: the role, the text, each tool call with its
+    arguments, and for a tool's answer the call it answers and its error."""
+    role = m.role if m.role in ("system", "user", "assistant", "tool") else "other"
+    who = _e(m.role) + (f" <small>{_e(m.model)}</small>" if m.model else "")
+    if m.function:
+        who += f" <small>{_e(m.function)}</small>"
+    if m.tool_call_id:
+        who += f" <small>answers {_e(m.tool_call_id)}</small>"
+    calls = "".join(
+        f'<div class="call">call <b>{_e(c.function)}</b>'
+        + (f" <small>{_e(c.id)}</small>" if c.id else "")
+        + f"<pre>{_long(c.arguments)}</pre></div>"
+        for c in m.tool_calls
+    )
+    error = f'<p class="err">error: {_prose(m.error)}</p>' if m.error else ""
+    body = f"<pre>{_long(m.text)}</pre>" if m.text else ""
+    return f'<div class="msg {role}"><div class="role">{who}</div>{body}{calls}{error}</div>'
+
+
+def _transcript(t: Transcript | str) -> str:
+    """One epoch's transcript (messages, then scores with their explanations), or why the
+    log could not be read."""
+    if isinstance(t, str):
+        return f'<div class="transcript"><p class="err">transcript: {_prose(t)}</p></div>'
+    head = (
+        f"<h3>transcript, epoch {_e(t.epoch)} <small>sample {_e(t.sample_id)}, read from "
+        f"{_e(t.path)}</small></h3>"
+    )
+    more = (
+        f'<p class="note">{t.n_messages - len(t.messages):,} more messages in the log</p>'
+        if t.n_messages > len(t.messages)
+        else ""
+    )
+    scores = "".join(
+        f"<tr><td>{_e(s.scorer)}</td><td>{_e(s.value)}</td><td>{_prose(s.answer)}</td>"
+        f"<td>{_prose(s.explanation)}</td></tr>"
+        for s in t.scores
+    )
+    table = (
+        '<div class="scroll"><table><thead><tr><th>scorer</th><th>value</th><th>answer</th>'
+        f"<th>explanation</th></tr></thead><tbody>{scores}</tbody></table></div>"
+        if scores
+        else ""
+    )
+    target = f'<p class="note">target: {_prose(t.target)}</p>' if t.target else ""
+    error = f'<p class="err">sample error: {_prose(t.error)}</p>' if t.error else ""
+    messages = "".join(_message(m) for m in t.messages)
+    return f'<div class="transcript">{head}{error}{messages}{more}{target}{table}</div>'
+
+
 def _side(
     title: str,
     run: str,
@@ -557,6 +649,7 @@ def _side(
     scores: pl.DataFrame,
     samples: pl.DataFrame,
     whole: Callable[[dict[str, Any], str], str],
+    transcripts: Sequence[Transcript | str] | None = None,
 ) -> str:
     columns: list[tuple[str, Cell]] = [
         ("idx", lambda r: _e(r["idx"])),
@@ -572,6 +665,8 @@ def _side(
     )
     if events.height:
         trace = _timeline(events) + _table(columns, events)
+    elif transcripts is not None:
+        trace = ""
     elif samples.height:
         trace = (
             '<p class="note">no trace events stored for this episode (or this page): the '
@@ -581,7 +676,8 @@ def _side(
         trace = '<p class="note">no trace stored for this episode (or this page)</p>'
     return (
         f"<section><h2>{_e(title)} <small>{_e(run)}</small></h2>"
-        f'<p class="note">{score_line or "no scores"}</p>{_fields(samples)}{trace}</section>'
+        f'<p class="note">{score_line or "no scores"}</p>{_fields(samples)}{trace}'
+        f"{''.join(_transcript(t) for t in transcripts or ())}</section>"
     )
 
 
@@ -597,16 +693,28 @@ def episode_page(
     version: DataVersion,
     samples: Mapping[str, pl.DataFrame] | None = None,
     errors: str | None = None,
+    transcripts: Mapping[str, Sequence[Transcript | str] | None] | None = None,
+    metric: str | None = None,
 ) -> str:
     """Both sides of one pair, side by side, a page of events at a time (the stored scores,
-    before any errors policy: the links back keep the comparison's, ``errors``)."""
+    before any errors policy: the links back keep the comparison's, ``errors``), with an
+    Inspect sample's transcript per epoch (``transcripts``: read from its log, or why not)."""
     back = (
         url(
             "/compare/task",
-            {"parent": parent, "candidate": candidate, "task": task, "errors": errors},
+            {
+                "parent": parent,
+                "candidate": candidate,
+                "task": task,
+                "errors": errors,
+                "metric": metric,
+            },
         )
         if task
-        else url("/compare", [("parent", parent), ("candidate", candidate), ("errors", errors)])
+        else url(
+            "/compare",
+            [("parent", parent), ("candidate", candidate), ("errors", errors), ("metric", metric)],
+        )
     )
 
     def whole(run: str) -> Callable[[dict[str, Any], str], str]:
@@ -632,11 +740,18 @@ def episode_page(
             scores.filter(pl.col("run_id") == run),
             (samples or {}).get(run, pl.DataFrame()),
             whole(run),
+            (transcripts or {}).get(run),
         )
         for role, run in (("candidate", candidate), ("parent", parent))
     )
     longest = max(events.values(), key=lambda p: p.total)
-    params = [("parent", parent), ("candidate", candidate), ("key", key), ("errors", errors)]
+    params = [
+        ("parent", parent),
+        ("candidate", candidate),
+        ("key", key),
+        ("errors", errors),
+        ("metric", metric),
+    ]
     pager = _pager(longest, "/episode", params) if longest.pages > 1 else ""
     body = (
         f'<h1>Episode {_e(key)}</h1><p><a href="{back}">back to the task</a></p>'

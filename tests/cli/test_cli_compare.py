@@ -200,3 +200,38 @@ def test_epochs_reduce_by_mean_as_python_does_or_pair_on_the_epoch(
     assert main([*base, "--reducer", "none"]) == 2
     err = capsys.readouterr().err
     assert "--reducer" in err and "--pair-on-epoch" in err
+
+
+def test_flips_json_is_store_flips(
+    sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "--store", str(sample_store.root), "--candidate", CAND, "--parent",
+            PARENT, "--flips", "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    want = sample_store.flips(CAND, PARENT)
+    assert len(rows) == want.height > 0
+    assert [r["key"] for r in rows] == want["key"].to_list()
+    assert {r["change"] for r in rows} <= {"regression", "fix", "worse", "better"}
+
+
+def test_flips_table_groups_by_task_with_compares_counts(
+    sample_store: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "--store", str(sample_store.root), "--candidate", CAND, "--parent",
+            PARENT, "--flips"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    compared = sample_store.compare(CAND, PARENT, by=["task_id"], ci="none")
+    tasks = compared.filter(pl.col("level") != "overall")
+    for row in tasks.filter(pl.col("candidate_wins") + pl.col("parent_wins") > 0).iter_rows(
+        named=True
+    ):
+        head = next(line for line in out.splitlines() if f"task {row['task_id']} (" in line)
+        n_fix = row["candidate_wins"]
+        n_reg = row["parent_wins"]
+        assert (f"{n_fix} fix" in head) == (n_fix > 0), head
+        assert (f"{n_reg} regression" in head) == (n_reg > 0), head
+    o = tasks.select(pl.col("candidate_wins", "parent_wins").sum()).row(0)
+    assert out.strip().splitlines()[-1].startswith("* ")
+    assert f"{o[0]} fix" in out.splitlines()[-1] and f"{o[1]} regression" in out.splitlines()[-1]

@@ -136,3 +136,14 @@ def test_report_of_runs_whose_names_and_digests_are_hostile(
     page = write_report(store, CAND, PARENT, tmp_path / "r.html", force=True, n_resamples=50)
     text = page.read_text()  # drawn: vl-convert used to abort the process on ESC in a label
     assert "sha256:%(x)s{name}" in text and "<svg" in text
+
+
+def test_compare_flips_prints_names_and_paths_escaped(
+    hostile_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "--store", str(hostile_store), f"--candidate={CAND}",
+            f"--parent={PARENT}", "--force", "--flips", "--wide"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    heads = [line for line in out.splitlines() if line.startswith(printable(CAND))]
+    assert heads and all(f"vs {printable(PARENT)}, success, task " in h for h in heads)

@@ -202,8 +202,8 @@ def test_report_page_is_self_contained_and_has_the_numbers(
     assert f"{h['diff'] * 100:+.1f}" in page
     assert f"{h['candidate_wins']} / {h['parent_wins']} / {h['ties']}" in page
     assert report.summary_sentence(h) in page
-    for task in frames["tasks"]["task_id"]:
-        assert f"<td>{task}</td>" in page
+    for task in frames["tasks"]["task_id"]:  # a task with flipped keys links to them
+        assert f"<td>{task}</td>" in page or f'">{task}</a></td>' in page
     assert page.count('class="verdict ') == frames["tasks"].height
 
 
@@ -303,3 +303,30 @@ def test_a_regression_names_the_p_that_decided_it(frames: dict[str, pl.DataFrame
     assert "p = 0.012 that the candidate is worse" in sentence and "0.990" not in sentence
     page = report.render_report({**frames, "headline": pl.DataFrame([worse])})
     assert "p = 0.012 (worse)" in page
+
+
+def test_the_flipped_episodes_per_task_are_the_wins_and_losses(
+    frames: dict[str, pl.DataFrame],
+) -> None:
+    flips, tasks = frames["flips"], frames["tasks"]
+    counted = flips.group_by("task_id").agg(
+        fixes=pl.col("change").is_in(["fix", "better"]).sum(),
+        regressions=pl.col("change").is_in(["regression", "worse"]).sum(),
+    )
+    joined = tasks.join(counted, on="task_id", how="left").fill_null(0)
+    assert joined["candidate_wins"].to_list() == joined["fixes"].to_list()
+    assert joined["parent_wins"].to_list() == joined["regressions"].to_list()
+    assert flips.height > 0 and flips["candidate_episodes"].str.len_chars().min() > 0
+    page = report.render_report(frames)
+    assert "<h2>Episodes that flipped</h2>" in page
+    for i, task in enumerate(flips["task_id"].unique(maintain_order=True)):
+        # the per-task row links to the task's flips, which list each key
+        assert f'<a href="#flips-{i}">{task}</a>' in page
+        assert f'<h3 id="flips-{i}">{task} ' in page
+    for key in flips["key"]:
+        assert f"<td>{html.escape(key)}</td>" in page
+
+
+def test_the_report_object_holds_the_flips(sample_store: ha.Store) -> None:
+    flips = sample_store.report(CANDIDATE, PARENT).flips
+    assert flips.height > 0 and set(flips["change"]) <= {"fix", "regression"}

@@ -460,3 +460,16 @@ def test_the_memo_keeps_each_policy_apart(served_store: Path) -> None:
     assert reader.compared([CAND], PARENT) is None
     over = [f.filter(level="overall")["n_dropped"].item() for f in (failed, excluded)]
     assert over[0] < over[1]
+
+
+def test_each_discordant_pair_links_to_its_episode_page(client: TestClient) -> None:
+    r = client.get("/compare/task", params={"parent": PARENT, "candidate": CAND, "task": TASK})
+    rows = re.findall(r"<tr data-row[^>]*>(.*?)</tr>", r.text)
+    discordant = [row for row in rows if re.search(r"<td>(candidate|parent) won</td>", row)]
+    assert discordant
+    for row in discordant:
+        [href] = re.findall(r'<a href="(/episode\?[^"]+)">([^<]+)</a>', row)[:1]
+        query = parse_qs(urlsplit(html.unescape(href[0])).query)
+        assert query["key"] == [html.unescape(href[1])]
+        assert (query["parent"], query["candidate"]) == ([PARENT], [CAND])
+        assert client.get(html.unescape(href[0])).status_code == 200

@@ -1,0 +1,217 @@
+"""The episodes that flipped: the keys behind a comparison's wins and losses, one row each.
+
+A comparison counts, per (candidate, metric, task), the pairs the candidate won and lost;
+:func:`flip_scores` and :func:`flip_runs` (``Store.flips``) list them. They pair the rows
+exactly as :func:`~hylo_analytics.compare.compare_scores` does (the same
+:class:`~hylo_analytics.compare._counts.PairedRows` query: epochs reduced by their mean,
+the errors policy applied, abstentions dropped), so the flips of a task are its
+``candidate_wins`` and ``parent_wins`` (a test holds them equal), and the direction of each
+metric is the comparison's (:func:`hylo_analytics.metrics.resolve_directions`).
+
+``change`` names the flip: for a pair of 0/1 values of a metric to maximize, ``regression``
+(success -> failure) or ``fix`` (failure -> success); otherwise ``worse`` or ``better`` in the
+metric's direction (higher is better when it is unknown, as the comparison counts wins),
+with ``diff`` (candidate - parent) and ``improvement`` (``diff`` signed so that positive is
+better). Rows come grouped by task, regressions and the worst first, then by size.
+
+From the store, each row also carries what leads to its episode: the runs' episode ids and
+epochs of the key, the raw sample id an Inspect log gave it (``sample_id``) and each run's
+source file (``candidate_path``, ``parent_path``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+import pyarrow as pa
+
+from hylo_analytics._harness import Errors, check_errors
+from hylo_analytics.compare._counts import PairedRows, frame_rows
+from hylo_analytics.compare.engine import Reducer, _declared_pairs, _one_direction, _prepare
+from hylo_analytics.compare.runs import paired_inputs
+from hylo_analytics.metrics import Direction, resolve_directions
+from hylo_analytics.resolution import registered
+from hylo_analytics.store import ParquetStore, pinned
+
+__all__ = ["CHANGES", "flip_runs", "flip_scores"]
+
+#: The values of ``change``, in the order rows are listed within a task.
+CHANGES = ("regression", "worse", "fix", "better")
+
+# one run a query: an equality on run_id reaches the scan of the samples (a list does not)
+_LINKS_SQL = """
+SELECT s.run_id, s.key,
+       list(s.epoch ORDER BY s.epoch, s.episode_id) AS epochs,
+       list(s.episode_id ORDER BY s.epoch, s.episode_id) AS episode_ids,
+       min(json_extract_string(s.extra, '$.sample_id')) AS sample_id,
+       any_value(r.source_path) AS path
+FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
+WHERE s.run_id = $run AND list_contains($keys, s.key)
+GROUP BY s.run_id, s.key
+"""
+
+
+def flip_scores(
+    scores: pl.DataFrame | PairedRows,
+    *,
+    candidates: Sequence[str] | str,
+    parent: str,
+    metrics: Sequence[str] | None = None,
+    by: Sequence[str] = (),
+    reducer: Reducer | None = "mean",
+    pair_on_epoch: bool = False,
+    directions: Mapping[str, Direction] | None = None,
+    errors: Errors | None = None,
+    declared: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The keys whose paired values differ, for every candidate against ``parent``.
+
+    ``scores``, ``metrics``, ``by``, ``reducer``, ``pair_on_epoch``, ``directions`` and
+    ``errors`` mean what they mean to :func:`~hylo_analytics.compare.compare_scores`; the
+    pairs are the same. Returns one row per (candidate, metric, pair key) that flipped:
+    ``candidate``, ``parent``, ``metric``, the ``by`` columns, ``key`` (and ``epoch`` when
+    ``pair_on_epoch``), ``change``, ``direction``, ``candidate_value``, ``parent_value``,
+    ``diff``, ``improvement`` and ``errors`` (the policy applied).
+    """
+    cands = [candidates] if isinstance(candidates, str) else list(candidates)
+    if parent in cands:
+        raise ValueError(f"parent {parent!r} is also listed as a candidate")
+    policy_arg = check_errors(errors, "flips: errors")
+    if isinstance(scores, PairedRows):
+        if policy_arg == "failure":
+            raise ValueError("errors='failure' needs the scores frame (see Store.flips)")
+        found = scores.discordant(parent)
+        policy: str = policy_arg or "exclude"
+        pk, by = list(scores.pk), list(scores.by)
+    else:
+        pk, by = (["key", "epoch"] if pair_on_epoch else ["key"]), list(by)
+        reduced, has_reason, _dtypes, policy = _prepare(
+            scores, cands, parent, metrics, by, pk, reducer, policy_arg
+        )
+        if declared is None and "metadata" in scores.columns:
+            declared = _declared_pairs(scores)
+        with frame_rows(reduced, pk, by, has_reason) as rows:
+            found = rows.discordant(parent)
+    found = found.rename({f"_k_{k}": k for k in pk if k not in by})
+    found = found.drop([f"_k_{k}" for k in pk if k in by])
+    return _classified(found, parent, pk, by, directions, declared, policy)
+
+
+def _classified(
+    found: pl.DataFrame,
+    parent: str,
+    pk: list[str],
+    by: list[str],
+    directions: Mapping[str, Direction] | None,
+    declared: pl.DataFrame | None,
+    policy: str,
+) -> pl.DataFrame:
+    """``change``, ``direction`` and ``improvement`` of each discordant pair, sorted."""
+    metrics = found["metric"].cast(pl.String).unique().to_list()
+    dirs = resolve_directions(metrics, explicit=directions, declared=_one_direction(declared))
+    direction = (
+        pl.col("metric")
+        .cast(pl.String)
+        .replace_strict({m: d for m, (d, _) in dirs.items()}, default="unknown")
+    )
+    c, p = pl.col("candidate_value"), pl.col("parent_value")
+    down = pl.col("direction") == "minimize"
+    zero_one = c.is_in([0.0, 1.0]) & p.is_in([0.0, 1.0]) & ~down
+    better = pl.col("improvement") > 0
+    out = (
+        found.with_columns(
+            pl.col("candidate").cast(pl.String),
+            pl.lit(parent).alias("parent"),
+            direction.alias("direction"),
+            (c - p).alias("diff"),
+        )
+        .with_columns(improvement=pl.when(down).then(-pl.col("diff")).otherwise("diff"))
+        .with_columns(
+            change=pl.when(zero_one & better)
+            .then(pl.lit("fix"))
+            .when(zero_one)
+            .then(pl.lit("regression"))
+            .when(better)
+            .then(pl.lit("better"))
+            .otherwise(pl.lit("worse")),
+            errors=pl.lit(policy),
+        )
+    )
+    keys = [k for k in pk if k not in by]
+    first = ["candidate", "parent", "metric", *by, *keys, "change", "direction"]
+    values = ["candidate_value", "parent_value", "diff", "improvement", "errors"]
+    order = pl.col("change").replace_strict({c: i for i, c in enumerate(CHANGES)})
+    return out.select(*first, *values).sort(
+        ["candidate", "metric", *by, order, pl.col("improvement").abs(), *keys],
+        descending=[False, False, *([False] * len(by)), False, True, *([False] * len(keys))],
+        nulls_last=False,
+    )
+
+
+@pinned
+def flip_runs(
+    store: ParquetStore,
+    candidates: Sequence[str] | str,
+    parent: str,
+    *,
+    metrics: Sequence[str] | None = ("success",),
+    source: str | None = None,
+    force: bool = False,
+    pending: pa.Table | None = None,
+    **options: object,
+) -> pl.DataFrame:
+    """:func:`flip_scores` on the store's resolved scores, per task, behind the same gate as
+    :func:`~hylo_analytics.compare.compare_runs` (same runs, metrics, ``errors``, ``source``,
+    ``force`` and engine options), with each key's links (see the module docstring)."""
+    cands = [candidates] if isinstance(candidates, str) else list(candidates)
+    cands = store.resolve_runs(cands)
+    parent = store.resolve_run(parent)
+    by = ["task_id"]
+    with registered(store, pending) as rel:
+        got = paired_inputs(store, cands, parent, rel, metrics, by, source, force, options)
+        flips = flip_scores(
+            got.scores,
+            candidates=cands,
+            parent=parent,
+            metrics=got.metrics,
+            by=by,
+            declared=got.declared,
+            **options,  # type: ignore[arg-type]
+        )
+    return _linked(store, flips, [*cands, parent])
+
+
+def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
+    """Each flip with each side's epochs, episode ids and source file, and the sample id."""
+    keys = flips["key"].unique().to_list()
+    found = [store.sql(_LINKS_SQL, {"run": run, "keys": keys}) for run in runs] if keys else []
+    links = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else None
+    empty = pl.DataFrame(
+        schema={
+            "run_id": pl.String,
+            "key": pl.String,
+            "epochs": pl.List(pl.Int64),
+            "episode_ids": pl.List(pl.String),
+            "sample_id": pl.String,
+            "path": pl.String,
+        }
+    )
+    links = empty if links is None else links
+    cand = links.select(
+        pl.col("run_id").alias("candidate"),
+        "key",
+        pl.col("epochs"),
+        pl.col("episode_ids").alias("candidate_episode_ids"),
+        "sample_id",
+        pl.col("path").alias("candidate_path"),
+    )
+    par = links.select(
+        pl.col("run_id").alias("parent"),
+        "key",
+        pl.col("episode_ids").alias("parent_episode_ids"),
+        pl.col("path").alias("parent_path"),
+    )
+    return flips.join(cand, on=["candidate", "key"], how="left", maintain_order="left").join(
+        par, on=["parent", "key"], how="left", maintain_order="left"
+    )
