@@ -14,7 +14,9 @@ Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal
 standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
 means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango and Newcombe intervals for paired proportions, the
 score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
-Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key).
+Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a difference pooled
+over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
+:mod:`~hylo_analytics.stats.reducers` (epochs of a key).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -34,6 +36,15 @@ from hylo_analytics.stats.intervals import (
     z_value,
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
+from hylo_analytics.stats.pooled import (
+    PooledBootstrap,
+    SignFlip,
+    Weighting,
+    mover_ci,
+    pooled_bootstrap,
+    sign_flip_p,
+    suite_weights,
+)
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
 from hylo_analytics.stats.significance import (
     Alternative,
@@ -50,9 +61,12 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "Alternative",
     "BootstrapMethod",
+    "PooledBootstrap",
     "Reducer",
     "Seed",
+    "SignFlip",
     "StatisticsWarning",
+    "Weighting",
     "at_least",
     "benjamini_hochberg",
     "bootstrap_ci",
@@ -62,11 +76,15 @@ __all__ = [
     "holm",
     "mcnemar_exact",
     "mcnemar_p",
+    "mover_ci",
     "newcombe_ci",
     "normal_ci",
     "pass_at_k",
+    "pooled_bootstrap",
     "reducer",
+    "sign_flip_p",
     "signed_rank_p",
+    "suite_weights",
     "tango_ci",
     "tango_p",
     "wilcoxon_p",

@@ -1,0 +1,62 @@
+"""The pooled comparison on the real LIBERO results (3 policies x 4 suites, vla-eval): X-VLA
+against pi05 under the harness's convention (a timeout is a failure), cross-checked with the
+mean of the suites' ``overall_success_rate`` differences in the harness's own files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import hylo_analytics as ha
+from hylo_analytics.stats import mcnemar_p
+
+SUITES = ("libero_10", "libero_goal", "libero_object", "libero_spatial")
+
+
+@pytest.fixture(scope="module")
+def vla(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
+    store = ha.open_store(tmp_path_factory.mktemp("pooled") / "store")
+    store.ingest(real_dir / "vla-eval-harness", progress=False)
+    return store
+
+
+def _rate(real_dir: Path, agent: str, suite: str) -> float:
+    doc = json.loads((real_dir / "vla-eval-harness" / f"{agent}_{suite}.json").read_text())
+    return float(doc["overall_success_rate"])
+
+
+def test_xvla_against_pi05_pooled_over_the_libero_suites(vla: ha.Store, real_dir: Path) -> None:
+    out = vla.pooled_compare("agent=xvla", "agent=pi05")
+    assert out["suite"].to_list() == [*SUITES, "pooled"]
+    assert set(out["errors"]) == {"failure"}
+    published = [_rate(real_dir, "xvla", s) - _rate(real_dir, "pi05", s) for s in SUITES]
+    suites = out.filter(pl.col("level") == "suite")
+    assert suites["mean_diff"].to_list() == pytest.approx(published, abs=1e-12)
+    pooled = out.filter(pl.col("level") == "pooled").row(0, named=True)
+    assert pooled["mean_diff"] == pytest.approx(sum(published) / 4, abs=1e-12) == 0.013
+    assert (pooled["n_pairs"], pooled["candidate_wins"], pooled["parent_wins"]) == (2000, 68, 42)
+    # 500 episodes a suite: 1/S is n_s/N, so the sign-flip test is the pooled McNemar test
+    assert pooled["p_value"] == pytest.approx(mcnemar_p([68], [42])[0], rel=1e-9)
+    assert pooled["p_value"] == pytest.approx(pooled["p_pooled_mcnemar"], rel=1e-9)
+    assert pooled["ci_low"] == pytest.approx(0.00243, abs=1e-5)
+    assert pooled["ci_high"] == pytest.approx(0.02402, abs=1e-5)
+    assert pooled["test_method"].endswith("(exact)")
+    # libero_spatial alone carries it; the pooled row holds up after Holm over 5 rows
+    assert pooled["family_size"] == 5 and pooled["p_holm"] < 0.05
+    assert pooled["verdict"] == "improved"
+
+
+def test_the_errors_convention_is_a_switch(vla: ha.Store) -> None:
+    out = vla.pooled_compare("agent=xvla", "agent=pi05", errors="exclude")
+    pooled = out.filter(pl.col("level") == "pooled").row(0, named=True)
+    assert pooled["errors"] == "exclude" and pooled["n_pairs"] < 2000
+
+
+def test_suites_must_match(vla: ha.Store) -> None:
+    with pytest.raises(ValueError, match="one side only"):
+        vla.pooled_compare("agent=xvla", "agent=pi05,benchmark=libero_10")
+    with pytest.raises(ValueError, match="several runs"):
+        vla.pooled_compare("benchmark=libero_10", "agent=pi05")
