@@ -58,6 +58,13 @@ __all__ = ["POOLED_COLUMNS", "pool_suites", "pooled_compare", "pooled_compare_ru
 # the columns a pooled comparison adds to compare_scores' own
 POOLED_COLUMNS = ("suite", "weight", "weighting", "test_method", "p_pooled_mcnemar")
 _WEIGHTING = {"suite": "suite: 1/S each", "episodes": "episodes: n_s/N"}
+# compare options a pooled comparison fixes, and why
+_REFUSED = {
+    "by": "by: the suites are the groups",
+    "ci": "ci: the pooled interval combines the suites' Tango intervals (0/1 metrics)",
+    "family": "family: the suite rows and the pooled row are one family",
+    "pair_on_epoch": "pair_on_epoch: pairs are keys (epochs reduced)",
+}
 
 
 def pooled_compare(
@@ -348,6 +355,12 @@ def pooled_compare_runs(
     """
     from hylo_analytics.compare.runs import compare_runs
 
+    refused = sorted(set(options) & set(_REFUSED))
+    if refused:
+        raise ValueError(
+            f"pooled_compare: {', '.join(refused)} cannot be set: "
+            + "; ".join(_REFUSED[k] for k in refused)
+        )
     pairs = suite_pairs(store, candidate, parent)
     per_suite = []
     for suite, (cand, par) in pairs.items():

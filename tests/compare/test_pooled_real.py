@@ -60,3 +60,20 @@ def test_suites_must_match(vla: ha.Store) -> None:
         vla.pooled_compare("agent=xvla", "agent=pi05,benchmark=libero_10")
     with pytest.raises(ValueError, match="several runs"):
         vla.pooled_compare("benchmark=libero_10", "agent=pi05")
+
+
+def test_the_pooled_comparison_on_the_cli(
+    vla: ha.Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hylo_analytics.cli import main
+
+    base = ["compare", "--store", str(vla.root), "--pooled", "--candidate", "agent=xvla"]
+    assert main([*base, "--parent", "agent=pi05", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    pooled = rows[-1]
+    assert (pooled["level"], pooled["mean_diff"]) == ("pooled", pytest.approx(0.013))
+    assert main([*base, "--parent", "agent=pi05"]) == 0
+    text = capsys.readouterr().out
+    assert "pooled" in text and "sign-flip" in text and "p_pooled_mcnemar weighs" in text
+    assert main([*base, "--parent", "agent=pi05", "--by", "task_id"]) == 2
+    assert "--pooled fixes --by" in capsys.readouterr().err
