@@ -270,7 +270,10 @@ def _pooled_row(
         pl.when(pl.col("n_dropped").sum() > 0).then(best).alias("diff_if_drops_max"),
         pl.col("is_binary").filter(pl.col("n_pairs") > 0).all().alias("is_binary"),
         pl.col("higher_is_better", "alternative", "mid_p", "ci_level").first(),
-        pl.col("errors").unique().sort().str.join(",").alias("errors"),
+        pl.when(pl.col("errors").n_unique() == 1)
+        .then(pl.col("errors").first())
+        .otherwise(pl.lit("mixed"))
+        .alias("errors"),
         pl.col("forced").any(),
         pl.col("gate_note").drop_nulls().str.join("; ").alias("gate_note"),
     )

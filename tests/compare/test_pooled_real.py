@@ -68,12 +68,33 @@ def test_the_pooled_comparison_on_the_cli(
     from hylo_analytics.cli import main
 
     base = ["compare", "--store", str(vla.root), "--pooled", "--candidate", "agent=xvla"]
-    assert main([*base, "--parent", "agent=pi05", "--format", "json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    pooled = rows[-1]
-    assert (pooled["level"], pooled["mean_diff"]) == ("pooled", pytest.approx(0.013))
-    assert main([*base, "--parent", "agent=pi05"]) == 0
+    assert main([*base, "--parent", "agent=pi05", "--wide"]) == 0
     text = capsys.readouterr().out
-    assert "pooled" in text and "sign-flip" in text and "p_pooled_mcnemar weighs" in text
+    assert "0.013" in text and "stratified sign-flip" in text and "p_pooled_mcnemar weighs" in text
     assert main([*base, "--parent", "agent=pi05", "--by", "task_id"]) == 2
     assert "--pooled fixes --by" in capsys.readouterr().err
+
+
+def test_mart_pooled_compare_holds_the_same_counts(vla: ha.Store) -> None:
+    """The SQL mart (declared pairs) and Store.pooled_compare agree on every count and on
+    the pooled difference, for a 0/1 and a numeric metric."""
+    for suite in SUITES:
+        vla.declare_parent(
+            vla.resolve_run(f"agent=xvla,benchmark={suite}"),
+            vla.resolve_run(f"agent=pi05,benchmark={suite}"),
+        )
+    mart = vla.sql(
+        "select * from mart_pooled_compare where candidate_agent = 'xvla' "
+        "and parent_agent = 'pi05' and metric in ('success', 'steps') "
+        "order by metric, level desc, suite"
+    )
+    py = vla.pooled_compare("agent=xvla", "agent=pi05", metrics=["success", "steps"],
+                            n_resamples=500)  # fmt: skip
+    py = py.sort("metric", "level", "suite", descending=[False, True, False])
+    assert mart.height == 2 * 5 == py.height
+    cols = ["metric", "level", "errors", "n_pairs", "candidate_wins", "parent_wins", "ties",
+            "n_dropped"]  # fmt: skip
+    assert mart.select(cols).rows() == py.select(cols).rows()
+    assert mart["mean_diff"].to_list() == pytest.approx(py["mean_diff"].to_list(), rel=1e-12)
+    assert mart["weight"].to_list() == pytest.approx(py["weight"].to_list(), rel=1e-12)
+    assert mart.filter(pl.col("level") == "suite")["suite"].to_list() == list(SUITES) * 2
