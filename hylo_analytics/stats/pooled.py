@@ -58,7 +58,7 @@ Weighting = Literal["suite", "episodes"]
 
 # the exact distribution is convolved while its lattice and the work stay this small
 _MAX_LATTICE = 2_000_000
-_MAX_WORK = 50_000_000
+_MAX_WORK = 5_000_000  # about 10 ms of numpy adds
 _DENOMINATOR = 100_000  # the largest denominator a ratio of steps may have to be a lattice
 
 
