@@ -15,7 +15,8 @@
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
-from hylo_analytics.compare.pooled import pooled_compare, pooled_compare_runs
+from hylo_analytics.compare.pooled import pooled_compare
+from hylo_analytics.compare.pooled_runs import pooled_compare_runs
 from hylo_analytics.compare.runs import ComparabilityError, compare_runs
 from hylo_analytics.compare.sequential import SequentialMonitor, sequential_compare
 from hylo_analytics.compare.verdicts import (

@@ -17,7 +17,7 @@ from hylo_analytics.cli import aggregate as aggregate_cli
 from hylo_analytics.cli import build_parser
 from hylo_analytics.cli import compare as compare_cli
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_scores
-from hylo_analytics.compare.pooled import pooled_compare_runs
+from hylo_analytics.compare.pooled_runs import pooled_compare_runs
 from hylo_analytics.compare.runs import compare_runs
 
 # Python parameters that cannot be (or need not be) flags, each with why.
