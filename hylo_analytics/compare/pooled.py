@@ -20,7 +20,9 @@ suite rows are the usual comparison rows) and adds one pooled row:
 
 The suite rows and the pooled row of a metric are one family: their p-values are adjusted
 together (Holm, BH) and the verdict (:func:`~hylo_analytics.compare.add_verdicts`) reads
-them as for any comparison, with the verdict's interval at ``1 - 2 alpha / (S + 1)``.
+them as for any comparison, with the verdict's interval at ``1 - 2 alpha / (S + 1)``. The
+pooled row has no TOST p (``p_tost``): "unchanged" is decided by its ``1 - 2 alpha``
+interval inside the margin alone.
 """
 
 from __future__ import annotations
