@@ -52,6 +52,12 @@ def _frame(table: list[tuple[int, int, int]], shift: int = 0) -> pl.DataFrame:
 PAIRS = {f"S{s}": (f"c{s}", f"p{s}") for s in range(len(TABLE))}
 
 
+@pytest.fixture(scope="module")
+def pooled() -> pl.DataFrame:
+    """TABLE's pooled comparison, computed once for the tests that read it."""
+    return pooled_compare(_frame(TABLE), pairs=PAIRS, candidate="X", parent="Y")
+
+
 @pytest.mark.parametrize("weights", ["suite", "episodes"])
 def test_the_exact_sign_flip_p_is_the_brute_force_over_every_sign(weights: str) -> None:
     n = np.array([t[2] for t in TABLE])
@@ -90,47 +96,43 @@ def test_weights_sum_to_one() -> None:
     assert out.filter(pl.col("level") == "suite")["weight"].sum() == pytest.approx(1.0)
 
 
-def test_the_pooled_row_by_hand() -> None:
+def test_the_pooled_row_by_hand(pooled: pl.DataFrame) -> None:
     """Delta, MOVER over the suites' Tango intervals, the brute-force p, Holm over S + 1."""
-    out = pooled_compare(_frame(TABLE), pairs=PAIRS, candidate="X", parent="Y")
+    out = pooled
     assert out["level"].to_list() == ["suite"] * 3 + ["pooled"]
-    pooled = out.row(3, named=True)
+    row = out.row(3, named=True)
     b, c, n = (np.array(x, dtype=float) for x in zip(*TABLE, strict=True))
     d = (b - c) / n
-    assert pooled["mean_diff"] == pytest.approx(d.mean(), rel=1e-12)
+    assert row["mean_diff"] == pytest.approx(d.mean(), rel=1e-12)
     lo, hi = tango_ci(b, c, n, 0.95)
     low = d.mean() - np.sqrt(np.sum((d - lo) ** 2 / 9))
     high = d.mean() + np.sqrt(np.sum((hi - d) ** 2 / 9))
-    assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((low, high), rel=1e-12)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-12)
     assert mover_ci(d, lo, hi, np.full(3, 1 / 3)) == pytest.approx((low, high), rel=1e-12)
     # the verdict's interval: MOVER at 1 - 2 alpha / (S + 1)
     lo_a, hi_a = tango_ci(b, c, n, 1 - 0.1 / 4)
-    assert (pooled["ci_adj_low"], pooled["ci_adj_high"]) == pytest.approx(
+    assert (row["ci_adj_low"], row["ci_adj_high"]) == pytest.approx(
         (
             d.mean() - np.sqrt(np.sum((d - lo_a) ** 2 / 9)),
             d.mean() + np.sqrt(np.sum((hi_a - d) ** 2 / 9)),
         ),
         rel=1e-12,
     )
-    assert pooled["ci_adj_level"] == pytest.approx(0.975)
+    assert row["ci_adj_level"] == pytest.approx(0.975)
     want = _brute_force(TABLE, np.full(3, 1 / 3))
-    assert (pooled["p_value"], pooled["p_worse"]) == pytest.approx(want, rel=1e-12)
-    assert pooled["p_pooled_mcnemar"] == pytest.approx(mcnemar_p([5], [6])[0])
+    assert (row["p_value"], row["p_worse"]) == pytest.approx(want, rel=1e-12)
+    assert row["p_pooled_mcnemar"] == pytest.approx(mcnemar_p([5], [6])[0])
     assert out["p_holm"].to_list() == pytest.approx(holm(out["p_value"].to_numpy()).tolist())
     assert set(out["family_size"]) == {4}
-    assert (pooled["candidate"], pooled["parent"], pooled["n_pairs"]) == ("X", "Y", 29)
-    assert pooled["weighting"] == "suite: 1/S each"
-    assert (
-        pooled["test_method"].startswith("stratified sign-flip")
-        and "exact" in pooled["test_method"]
-    )
-    assert pooled["ci_method"] == "mover (tango per suite)"
-    assert pooled["verdict"] == "inconclusive"
+    assert (row["candidate"], row["parent"], row["n_pairs"]) == ("X", "Y", 29)
+    assert row["weighting"] == "suite: 1/S each"
+    assert row["test_method"].startswith("stratified sign-flip") and "exact" in row["test_method"]
+    assert row["ci_method"] == "mover (tango per suite)"
+    assert row["verdict"] == "inconclusive"
 
 
-def test_the_suite_rows_are_compare_scores_rows() -> None:
-    frame = _frame(TABLE)
-    out = pooled_compare(frame, pairs=PAIRS)
+def test_the_suite_rows_are_compare_scores_rows(pooled: pl.DataFrame) -> None:
+    frame, out = _frame(TABLE), pooled
     for s, (cand, par) in PAIRS.items():
         mine = out.filter(pl.col("suite") == s).row(0, named=True)
         theirs = compare_scores(frame, candidates=cand, parent=par).row(0, named=True)
@@ -149,9 +151,9 @@ def test_one_suite_is_the_single_suite_comparison() -> None:
     assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((lo[0], hi[0]), rel=1e-12)
 
 
-def test_swapping_the_sides_negates_delta_and_swaps_the_ps() -> None:
+def test_swapping_the_sides_negates_delta_and_swaps_the_ps(pooled: pl.DataFrame) -> None:
     frame = _frame(TABLE)
-    out = pooled_compare(frame, pairs=PAIRS).row(3, named=True)
+    out = pooled.row(3, named=True)
     back = pooled_compare(frame, pairs={s: (p, c) for s, (c, p) in PAIRS.items()}).row(
         3, named=True
     )
