@@ -138,8 +138,7 @@ def pool_suites(
     rule = rule or StatisticalRule()
     suites = suites.filter(pl.col("level") == "overall").sort("metric", "suite")
     out = []
-    for metric, rows in suites.group_by("metric", maintain_order=True):
-        del metric
+    for rows in suites.partition_by("metric", maintain_order=True):
         diffs = None
         if differences is not None:
             diffs = differences.filter(pl.col("metric") == rows["metric"][0])
