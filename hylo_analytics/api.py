@@ -2,8 +2,8 @@
 
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
 SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
-user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``compare``,
-``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
+user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``,
+``rank``, ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
 package imports it.
 """
 
@@ -20,7 +20,10 @@ from hylo_analytics.store import ParquetStore
 if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store stays cheap
     import polars as pl
 
+    from hylo_analytics._harness import Errors
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
+    from hylo_analytics.aggregate.summaries import TaskSummaries
+    from hylo_analytics.compare.ranking import Ranking
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.report import ComparisonReport
     from hylo_analytics.scoring import ScorersArg, ScoringReport
@@ -114,6 +117,26 @@ class Store(ParquetStore):
 
         return scorecard(self, runs, metrics, **options)
 
+    def summarize(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        by: Sequence[str] = ("agent_name",),
+        metric: str = "success",
+        errors: Errors | None = None,
+        **options: Any,
+    ) -> TaskSummaries:
+        """Each ``by`` group's IQM and mean across tasks, performance profile and P(X > Y),
+        with stratified bootstrap intervals; see :func:`hylo_analytics.aggregate.task_summaries`.
+
+        ``runs``: ids, prefixes or selectors, a selector naming all the runs it matches
+        (``agent=pi05`` is pi05 on every suite); default every run.
+        """
+        from hylo_analytics.aggregate.summaries import select_runs, task_summaries
+
+        ids = None if runs is None else select_runs(self, runs)
+        return task_summaries(self, by=by, metric=metric, runs=ids, errors=errors, **options)
+
     def compare(
         self,
         candidates: Sequence[str] | str,
@@ -134,6 +157,24 @@ class Store(ParquetStore):
         return compare_runs(
             self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
         )
+
+    def rank(
+        self,
+        runs: Sequence[str] | None = None,
+        *,
+        policy: str = "agent_name",
+        strata: Sequence[str] = ("benchmark_id", "split"),
+        metric: str = "success",
+        **options: Any,
+    ) -> Ranking:
+        """N policies ranked with the uncertainty of the ranking: the pairwise matrix (Holm
+        over all pairs), rank sets and Bradley-Terry strengths with bootstrap intervals.
+
+        See :func:`hylo_analytics.compare.rank_runs` (and ``rank_policies`` for the options).
+        """
+        from hylo_analytics.compare import rank_runs
+
+        return rank_runs(self, runs, policy=policy, strata=strata, metric=metric, **options)
 
     def pooled_compare(
         self,

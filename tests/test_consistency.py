@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pytest
+from scipy import stats as scipy_stats
 
 import hylo_analytics as ha
 from hylo_analytics import charts
@@ -276,8 +277,11 @@ def test_paired_figures_agree_everywhere(store: ha.Store) -> None:
     pc = ha.paired_compare(cand, par, metric="success", **options)  # type: ignore[arg-type]
     for field in ("n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped"):
         assert row[field] == getattr(pc, field)
-    for field in ("p_value", "p_two_sided", "wilcoxon_p", "mean_diff", "ci_low", "ci_high"):
+    for field in ("wilcoxon_p", "mean_diff", "ci_low", "ci_high"):
         assert row[field] == pytest.approx(getattr(pc, field), rel=1e-12), field
+    # the verdict's test (Tango's score test) and the spec's exact McNemar, each in one place
+    assert row["p_value"] == pytest.approx(pc.p_test, rel=1e-12)
+    assert row["p_mcnemar"] == pytest.approx(pc.p_value, rel=1e-12)
     head = frames["headline"].row(0, named=True)
     assert (head["n_pairs"], head["candidate_wins"], head["parent_wins"]) == (
         row["n_pairs"], row["candidate_wins"], row["parent_wins"],
@@ -456,7 +460,11 @@ def test_an_inspect_robots_pair_has_one_success(robots: tuple[ha.Store, str, str
         n_resamples=500,
         seed=7,
     )
-    assert overall["p_value"] == pytest.approx(pc.p_value, rel=1e-12) == pytest.approx(1 / 8)
+    assert overall["p_mcnemar"] == pytest.approx(pc.p_value, rel=1e-12) == pytest.approx(1 / 8)
+    # the verdict's test: Tango's score statistic at 0 is (b - c) / sqrt(b + c) = sqrt(3)
+    assert overall["test"] == pc.test == "tango score"
+    assert overall["p_value"] == pytest.approx(pc.p_test, rel=1e-12)
+    assert overall["p_value"] == pytest.approx(float(scipy_stats.norm.sf(3**0.5)), rel=1e-12)
     sql = store.sql(
         "select * from mart_compare where candidate = $c and parent = $p "
         "and metric = 'success_at_end' and level = 'overall'",

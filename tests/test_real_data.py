@@ -257,14 +257,18 @@ def test_demo_on_real_logs(
 
 
 def test_libero_spatial_verdict_is_honest(vla: ha.Store) -> None:
-    """xvla vs pi05 on libero_spatial: 7:9, p 0.77, inconclusive; the 30 drops are pi05's
-    harness timeouts, with what they could change; and how many episodes would settle it."""
+    """xvla vs pi05 on libero_spatial: 7:9, score-test p 0.69 (exact McNemar 0.77),
+    inconclusive; the 30 drops are pi05's harness timeouts, with what they could change; and
+    how many episodes would settle it."""
     from hylo_analytics.compare.planning import plan_from_runs
 
     xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
     row = vla.compare(xvla, pi05, errors="exclude").row(0, named=True)
     assert (row["candidate_wins"], row["parent_wins"], row["n_pairs"]) == (7, 9, 470)
-    assert row["p_value"] == pytest.approx(0.7728, abs=1e-4)
+    # Tango's score test: z = (7 - 9) / sqrt(16) = -0.5; the exact McNemar beside it
+    assert row["test"] == "tango score"
+    assert row["p_value"] == pytest.approx(0.6915, abs=1e-4)
+    assert row["p_mcnemar"] == pytest.approx(0.7728, abs=1e-4)
     assert row["verdict"] == "inconclusive" and row["ci_method"] == "tango"
     assert "needs an equivalence margin" in row["verdict_note"]
     assert (row["n_dropped_candidate"], row["n_dropped_parent"]) == (0, 30)
@@ -291,3 +295,76 @@ def test_libero_spatial_verdict_is_honest(vla: ha.Store) -> None:
     assert (over["p_holm"], over["verdict"]) == (row["p_holm"], row["verdict"])
     plan = plan_from_runs(vla, xvla, pi05, errors="exclude")
     assert plan.mde is not None and 0.01 < plan.mde < 0.05
+
+
+def test_libero_ranking(vla: ha.Store) -> None:
+    """The ranking of the three policies over the four suites (keys pair within a suite),
+    next to the harness's published order X-VLA 97.75 > OFT 96.95 > pi05 96.45 (the average
+    over suites of overall_success_rate)."""
+    ranking = vla.rank(n_resamples=500)
+    ranks = ranking.ranks
+    # the harness's order and numbers (errored episodes are failures, its convention)
+    assert ranks["policy"].to_list() == ["xvla", "oft-joint", "pi05"]
+    assert ranks["mean"].to_list() == pytest.approx([0.9775, 0.9695, 0.9645], abs=1e-12)
+    # only xvla > pi05 is separated (Holm over the 3 pairs): the other places are uncertain
+    assert ranks["rank_set"].to_list() == ["1-2", "1-3", "2-3"]
+    m = ranking.matrix
+    assert (m["n_pairs"] == 2000).all() and (m["errors"] == "failure").all()
+    pair = {(r["policy"], r["opponent"]): r for r in m.iter_rows(named=True)}
+    assert (pair[("pi05", "xvla")]["wins"], pair[("pi05", "xvla")]["losses"]) == (42, 68)
+    assert pair[("pi05", "xvla")]["verdict"] == "regressed"
+    assert pair[("oft-joint", "xvla")]["verdict"] == "inconclusive"
+    s = ranking.strengths.sort("strength", descending=True)
+    assert s["policy"].to_list() == ["xvla", "oft-joint", "pi05"]
+    assert s["strength"].to_list() == pytest.approx([0.2682, -0.0555, -0.2127], abs=1e-3)
+    assert (s["wins"] + s["losses"]).sum() == 2 * (42 + 68 + 42 + 58 + 69 + 59)
+
+
+def test_libero_ranking_under_exclude(vla: ha.Store) -> None:
+    """Leaving pi05's 30 timeouts out drops their pairs, and no pair is separated."""
+    excluded = vla.rank(errors="exclude", n_resamples=200)
+    assert excluded.matrix.filter(pl.col("opponent") == "pi05")["n_pairs"].to_list() == [1970]
+    assert excluded.ranks["rank_set"].to_list() == ["1-3"] * 3
+
+
+def test_rank_on_the_cli(vla: ha.Store, capsys: pytest.CaptureFixture[str]) -> None:
+    from hylo_analytics.cli import main
+
+    argv = ["rank", "--store", str(vla.root), "--resamples", "200", "--format", "json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert pl.DataFrame(rows).equals(vla.rank(n_resamples=200).ranks)
+
+
+def test_libero_across_task_summaries(vla: ha.Store) -> None:
+    """The IQM of each policy's 40 LIBERO task rates (4 suites x 10 tasks, 50 episodes each,
+    timeouts failures as the harness counts them), with its stratified interval; one run per
+    task, so P(X > Y) is refused with the reason instead of a number."""
+    from scipy import stats
+
+    from hylo_analytics.stats.summaries import ONE_RUN_NOTE
+
+    out = vla.summarize(n_resamples=2000)
+    cells = vla.aggregate(by=["agent_name", "run_id", "task_id"], metrics=["success"])
+    iqm = out.summary.filter(pl.col("statistic") == "iqm")
+    expected = {"oft-joint": 0.981, "pi05": 0.985, "xvla": 0.988}
+    assert dict(iqm.select("agent_name", "estimate").iter_rows()) == pytest.approx(expected)
+    for agent, value in expected.items():
+        rates = cells.filter(pl.col("agent_name") == agent)["mean"].to_numpy()
+        assert value == pytest.approx(stats.trim_mean(rates, 0.25))
+    assert set(iqm["n_tasks"]) == {40} and set(iqm["n_episodes"]) == {2000}
+    assert set(iqm["errors"]) == {"failure"}
+    # the mean of equal-sized tasks is the policy's overall rate, inside its interval
+    mean = out.summary.filter(pl.col("statistic") == "mean")
+    overall = vla.aggregate(by=["agent_name"], metrics=["success"])
+    joined = mean.join(overall.select("agent_name", "mean"), on="agent_name")
+    assert (joined["estimate"] - joined["mean"]).abs().max() < 1e-12
+    assert (mean["ci_low"] <= mean["estimate"]).all() and (
+        mean["estimate"] <= mean["ci_high"]
+    ).all()
+    assert (iqm["ci_low"] <= iqm["ci_high"]).all()
+    assert out.improvement.height == 6 and set(out.improvement["note"]) == {ONE_RUN_NOTE}
+    assert out.improvement["estimate"].is_null().all()
+    # a selector names every run it matches: pi05 on its four suites
+    pi05 = vla.summarize("agent=pi05", n_resamples=200).summary
+    assert pi05.filter(pl.col("statistic") == "iqm")["estimate"].item() == expected["pi05"]

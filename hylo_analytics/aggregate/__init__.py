@@ -4,17 +4,21 @@
 :class:`AggregateResult` is the WorldFoundry contract view of one of its rows.
 :func:`hylo_analytics.aggregate.scorecard.scorecard` (``ha.scorecard``) reports each metric as
 its spec declares (aggregator, statistics, weight, primary) with one weighted score per run.
+:func:`task_summaries` summarizes tasks beyond the mean (IQM, profiles, P(X > Y)).
 """
 
 from hylo_analytics.aggregate._engine import CI_METHODS, STATISTICS, aggregate_scores
 from hylo_analytics.aggregate.result import AggregateResult, results_from_frame
 from hylo_analytics.aggregate.scorecard import Scorecard  # the function stays in its module
+from hylo_analytics.aggregate.summaries import TaskSummaries, task_summaries
 
 __all__ = [
     "CI_METHODS",
     "STATISTICS",
     "AggregateResult",
     "Scorecard",
+    "TaskSummaries",
     "aggregate_scores",
     "results_from_frame",
+    "task_summaries",
 ]

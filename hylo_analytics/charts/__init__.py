@@ -12,6 +12,7 @@ offline, unless another renderer was chosen.
 
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
+from hylo_analytics.charts.ranking import ranking_matrix, strength_intervals
 from hylo_analytics.charts.runs import (
     cost_vs_success,
     coverage_breakdown,
@@ -20,6 +21,7 @@ from hylo_analytics.charts.runs import (
     pareto_front,
     summarize_distribution,
 )
+from hylo_analytics.charts.summaries import iqm_intervals, performance_profiles
 
 use_safe_renderer()  # notebook outputs escape the spec as saved files do
 
@@ -27,11 +29,15 @@ __all__ = [
     "VERDICT_COLORS",
     "cost_vs_success",
     "coverage_breakdown",
+    "iqm_intervals",
     "metric_distribution",
     "metric_trend",
     "paired_forest",
     "pareto_front",
+    "performance_profiles",
+    "ranking_matrix",
     "save",
+    "strength_intervals",
     "success_rate_by_task",
     "summarize_distribution",
     "win_loss_bars",

@@ -97,7 +97,8 @@ def paired_forest(
     ``frame``: one row per task with ``task_id, diff, ci_low, ci_high, verdict, p_value,
     p_adjusted, n_pairs, candidate_wins, parent_wins, ties``; ``verdict`` is one of
     improved / regressed / unchanged / inconclusive and ``p_value`` / ``p_adjusted`` are the
-    (exact McNemar) p and its multiplicity-adjusted value. ``compare_runs(..., by=["task_id"])``
+    p of the test the interval inverts (Tango's score test for 0/1 metrics) and its
+    multiplicity-adjusted value. ``compare_runs(..., by=["task_id"])``
     works as it is (one candidate and metric). Tasks are sorted by ``diff``. The default title
     names the runs when the frame has ``candidate`` and ``parent``.
     """
@@ -164,7 +165,7 @@ def paired_forest(
             alt.Tooltip("diff:Q", format="+.1%", title="difference"),
             alt.Tooltip("ci_low:Q", format="+.1%", title="95% CI low"),
             alt.Tooltip("ci_high:Q", format="+.1%", title="95% CI high"),
-            alt.Tooltip("p_value:Q", format=".3g", title="McNemar p"),
+            alt.Tooltip("p_value:Q", format=".3g", title="p (the interval's test)"),
             alt.Tooltip("p_adjusted:Q", format=".3g", title="adjusted p"),
             alt.Tooltip("n_pairs:Q", title="pairs"),
             alt.Tooltip("candidate_wins:Q", title="candidate wins"),

@@ -20,11 +20,14 @@ from hylo_analytics.cli._common import (
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
 per --by group. Pairs where either side abstained are dropped and counted per side, with
 their reasons and the range the difference would span had they counted. Each row carries
-n_pairs, candidate_wins, parent_wins, ties, the one-sided exact McNemar p that the candidate
-is better (p_value) and worse (p_worse), Holm / BH adjusted within the row's family (the
-overall row is its own family; the per-task rows of one candidate and metric another), the
-mean difference with its CI (Tango's score interval for 0/1 metrics, the percentile
-bootstrap of the paired differences otherwise; the method is in ci_method), a Wilcoxon p, and a verdict with the p that decided it (p_verdict) and why
+n_pairs, candidate_wins, parent_wins, ties, the mean difference with its CI (Tango's score
+interval for 0/1 metrics, the percentile bootstrap of the paired differences otherwise; the
+method is in ci_method), the one-sided p that the candidate is better (p_value) and worse
+(p_worse) of the test that interval inverts (Tango's score test; the bootstrap test of the
+mean from the same resamples; named in the test column), Holm / BH adjusted within the row's
+family (the overall row is its own family; the per-task rows of one candidate and metric
+another), the exact McNemar p (p_mcnemar; the sign test for numeric metrics), a Wilcoxon p,
+and a verdict with the p that decided it (p_verdict) and why
 (verdict_note): improved / regressed when the test in the metric's direction rejects at
 --alpha and the verdict's interval (ci_adj_low / ci_adj_high: the 1-2*alpha interval,
 Bonferroni-adjusted over the row's family, at ci_adj_level) agrees; unchanged when the
@@ -57,6 +60,7 @@ _TABLE_COLUMNS = (
     "ties",
     "n_dropped",
     "errors",
+    "test",
     "p_value",
     "p_holm",
     "p_verdict",
@@ -129,8 +133,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="pair on (key, epoch) instead of reducing the epochs of a key",
     )
-    p.add_argument("--two-sided", action="store_true", help="two-sided McNemar p")
-    p.add_argument("--mid-p", action="store_true", help="mid-p McNemar (less conservative)")
+    p.add_argument("--two-sided", action="store_true", help="two-sided p-values")
+    p.add_argument(
+        "--mid-p", action="store_true", help="mid-p exact McNemar (p_mcnemar; less conservative)"
+    )
     p.add_argument(
         "--ci",
         choices=("auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none"),

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "The main job on the bundled data: ingest data/sample into a store, re-score every "
             "trace with the built-in scorers, print the runs, success with 95% intervals, and "
             "a paired comparison of every newer agent version against the oldest (overall and "
-            "per task, one-sided exact McNemar p, Holm within the per-task family, Tango score "
-            "intervals, verdicts with their reasons); write charts (PNG and HTML) and a "
+            "per task, Tango score intervals with the one-sided score test they invert, Holm "
+            "within the per-task family, verdicts with their reasons); write charts (PNG and HTML) and a "
             "self-contained HTML report to --out."
         ),
     )
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     for (benchmark, split), (parent, candidates) in groups.items():
         _title(
             f"Paired comparison on success, {benchmark} · {split}: every run against "
-            f"the parent {parent} (one-sided exact McNemar p; each overall row its own family)"
+            f"the parent {parent} (one-sided Tango score test p; each overall row its own family)"
         )
         overall = store.compare(candidates, parent, metrics=["success"], rule=rule)
         emit(overall.select(_COMPARE_COLUMNS), "table", None)

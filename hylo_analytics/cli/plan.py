@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # numpy and the power functions are imported when a plan is c
     from hylo_analytics.stats.significance import Alternative
 
 HELP = """Plan a paired comparison: the pairs (episodes per run, paired by task and seed) that
-detect a difference with the wanted power, using the test 'compare' runs (the exact McNemar
-test for success, the paired t-test for a continuous metric).
+detect a difference with the wanted power, using the test 'compare' runs (Tango's score test
+for success, the test its verdicts use; the paired t-test for a continuous metric).
 
 From assumptions, for a success rate (--delta is a difference of rates: 0.03 is 3 points):
   hylo-analytics plan --parent-rate 0.95 --delta 0.03 --rho 0.3

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Write one self-contained HTML file (charts and styles inlined, no network needed "
             "to view it): a headline comparison, per-task paired differences (Store.compare: "
-            "McNemar p, Holm within the per-task family, Tango score CI) and verdicts by the "
+            "Tango score CI and the score test it inverts, Holm within the per-task family) and verdicts by the "
             "statistical rule (stated on the page), dropped pairs with their reasons, "
             "success per task, coverage (scored vs skipped) and cost. Example: "
             "hylo-analytics report --store out/store --candidate version=1.2.0-rc1 "

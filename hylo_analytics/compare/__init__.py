@@ -9,6 +9,8 @@
 - :mod:`~hylo_analytics.compare.verdicts`: ``improved | regressed | unchanged |
   inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`;
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
+- :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
+  uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
 - :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches.
 """
 
@@ -17,6 +19,7 @@ from hylo_analytics.compare.paired import PairedComparison, paired_compare
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
 from hylo_analytics.compare.pooled import pooled_compare
 from hylo_analytics.compare.pooled_runs import pooled_compare_runs
+from hylo_analytics.compare.ranking import Ranking, rank_policies, rank_runs
 from hylo_analytics.compare.runs import ComparabilityError, compare_runs
 from hylo_analytics.compare.sequential import SequentialMonitor, sequential_compare
 from hylo_analytics.compare.verdicts import (
@@ -31,6 +34,7 @@ __all__ = [
     "VERDICTS",
     "ComparabilityError",
     "PairedComparison",
+    "Ranking",
     "RelativeNoiseRule",
     "RunPlan",
     "SequentialMonitor",
@@ -42,5 +46,7 @@ __all__ = [
     "plan_from_runs",
     "pooled_compare",
     "pooled_compare_runs",
+    "rank_policies",
+    "rank_runs",
     "sequential_compare",
 ]

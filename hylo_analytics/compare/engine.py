@@ -6,7 +6,7 @@
 applies the comparability gate and calls it, and
 :func:`~hylo_analytics.compare.paired_compare` is its two-run case. One tidy frame comes back:
 one row per (candidate, metric) overall and one per ``by`` group, with wins, the one-sided
-exact McNemar p in each direction, their adjustment within the row's family, the mean
+p of the verdict's test in each direction, their adjustment within the row's family, the mean
 difference with its interval, what the dropped pairs could change, and a verdict with the p
 that decided it and a note that says why. Every statistic is :mod:`hylo_analytics.stats`';
 this module only lays the pairs out for it.
@@ -15,6 +15,13 @@ this module only lays the pairs out for it.
   coverage near 0 and 1, where the percentile bootstrap collapses) and the percentile
   bootstrap of the differences otherwise; ``eq_low`` / ``eq_high`` are the same interval at ``1 - 2 alpha``, the
   equivalence (TOST) interval the verdict reads.
+- **Tests**: the verdict's test is the one its interval inverts (column ``test``), so a
+  verdict and the interval beside it describe one estimand, the mean difference: Tango's
+  score test for 0/1 metrics, the bootstrap test of the mean from the interval's own
+  resamples otherwise (percentile, BCa or bootstrap-t as ``ci`` says; the z test for
+  ``normal``). ``p_mcnemar`` keeps the one-sided exact McNemar (the sign test for numeric
+  metrics), the brief's statistic and ``paired_compare``'s ``p_value``; with ``ci="none"``
+  it is the verdict's test.
 - **Families**: p-values are adjusted within a family, by default one (candidate, metric,
   level): an overall row is its own family and adding ``by=`` never changes its verdict;
   ``family="level"`` pools every candidate and metric of one level.
@@ -36,17 +43,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._harness import Errors, check_errors, policy_column
+from hylo_analytics._lazy import LazyModule
 from hylo_analytics.compare._counts import PairedRows, frame_rows
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.metrics import Direction, default_registry, resolve_directions
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_cis
+from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, BootstrapMethod, bootstrap_test
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning, z_value
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.significance import (
@@ -57,7 +65,20 @@ from hylo_analytics.stats.significance import (
     signed_rank_p,
 )
 
-__all__ = ["COLUMNS", "CiMethod", "Family", "Reducer", "compare_scores"]
+if TYPE_CHECKING:
+    from scipy import special
+else:
+    special = LazyModule("scipy.special")
+
+__all__ = [
+    "COLUMNS",
+    "TEST_LABELS",
+    "CiMethod",
+    "Family",
+    "Reducer",
+    "compare_scores",
+    "test_label",
+]
 
 Reducer = Literal["mean", "max", "min"]
 CiMethod = Literal["auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none"]
@@ -76,6 +97,7 @@ COLUMNS = (
     "n_dropped_parent",
     "n_dropped_both",
     "n_unmatched",
+    "test",
     "p_value",
     "p_worse",
     "p_holm",
@@ -101,6 +123,7 @@ COLUMNS = (
     "drop_reasons",
     "drop_note",
     "wilcoxon_p",
+    "p_mcnemar",
     "p_two_sided",
     "p_verdict",
     "verdict",
@@ -149,7 +172,10 @@ def compare_scores(
         abstained stays an abstention.
     pair_on_epoch : pair on (key, epoch) instead of reducing epochs.
     alternative : ``greater`` (default): ``p_value`` is the one-sided p that the candidate is
-        better, ``p_worse`` that it is worse; ``two-sided``: both are the two-sided p.
+        better, ``p_worse`` that it is worse; ``two-sided``: both are the two-sided p. The
+        test is the one the interval inverts (``test``; see the module docstring).
+    mid_p : the mid-p variant of the exact McNemar (``p_mcnemar``, and ``p_value`` when
+        ``ci="none"``).
     directions : metric -> "maximize" | "minimize", over what the scores and the registry say.
     ci : ``auto`` (Tango score interval for 0/1 metrics, percentile bootstrap of the paired
         differences otherwise), ``score`` or ``newcombe`` (0/1 metrics; others as auto),
@@ -281,6 +307,7 @@ def _compare(
     # the family each row's p is adjusted in, so its interval can be adjusted the same way
     out = out.with_columns(family_size=pl.len().over(_family_keys(family)).cast(pl.Int64))
     out = _with_ci(out, rows, parent, ci, boot, rule.equivalence_level)
+    out = _with_test(out, alternative)
     out = _with_tost(out, rule)
     out = _with_drops(out, pat, by, rows.has_reason)
     out = _adjust(out, family, by)
@@ -489,7 +516,7 @@ def _aggregate(
     alternative: Alternative,
     mid_p: bool,
 ) -> pl.DataFrame:
-    """Counts, means, Wilcoxon and the McNemar p-values for every (candidate, metric, level,
+    """Counts, means, Wilcoxon and the exact McNemar p-values for every (candidate, metric, level,
     group), from the sums of each finest group (``rows.sums``); the overall rows are sums of
     those."""
     by = list(rows.by)
@@ -541,9 +568,9 @@ def _aggregate(
     worse = mcnemar_p(pw, cw, alternative="greater", mid_p=mid_p)
     one_sided = alternative == "greater"
     return st.with_columns(
-        pl.Series("p_value", np.where(unknown | (not one_sided), two, better)),
-        pl.Series("p_worse", np.where(unknown | (not one_sided), two, worse)),
-        pl.Series("p_two_sided", two),
+        pl.Series("p_mcnemar", np.where(unknown | (not one_sided), two, better)),
+        pl.Series("_mc_worse", np.where(unknown | (not one_sided), two, worse)),
+        pl.Series("_mc_two", two),
     )
 
 
@@ -619,8 +646,12 @@ def _with_ci(
     names = ("ci_low", "ci_high", "eq_low", "eq_high", "ci_adj_low", "ci_adj_high")
     out = {k: np.full(rows, np.nan) for k in names}
     method = np.full(rows, None, dtype=object)
+    # the one-sided p-values of the test each interval inverts (the candidate above / below
+    # the parent) and its name; none with ci="none" (the exact McNemar decides there)
+    tested = (np.full(rows, np.nan), np.full(rows, np.nan), np.full(rows, None, dtype=object))
+    t_up, t_down, test = tested
     if ci == "none":
-        return _ci_columns(st, out, method).drop("n_11", "sd_diff")
+        return _ci_columns(st, out, method, tested).drop("n_11", "sd_diff")
     # (columns, level, rows): the interval at one level for the rows that take it
     every = np.ones(rows, dtype=bool)
     targets = [(("ci_low", "ci_high"), level, every), (("eq_low", "eq_high"), eq_level, every)]
@@ -636,6 +667,11 @@ def _with_ci(
                 lo, hi = tango_ci(b[use], c[use], n[use], lvl)
             out[lo_k][use], out[hi_k][use] = lo, hi
         method[score] = "newcombe" if ci == "newcombe" else "tango"
+        # Tango's score test at 0 is the test Tango's interval inverts (Newcombe's hybrid
+        # interval inverts none: its rows take the same test, and the verdict checks both)
+        t_up[score] = tango_p(b[score], c[score], n[score], 0.0, "greater")
+        t_down[score] = tango_p(b[score], c[score], n[score], 0.0, "less")
+        test[score] = "tango score"
         rest = ~binary & (n > 0)
         # the percentile bootstrap of paired differences held its coverage best in
         # benchmarks/bench_coverage.py (BCa and bootstrap-t undercover on heavy tails)
@@ -648,6 +684,11 @@ def _with_ci(
             half = z_value(lvl) * sd / np.sqrt(np.where(n > 0, n, np.nan))
             out[lo_k][which], out[hi_k][which] = (mean - half)[which], (mean + half)[which]
         method[n > 0] = "normal"
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = mean / (sd / np.sqrt(n))
+        t = np.where(np.isfinite(t), t, np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+        t_up[n > 0], t_down[n > 0] = special.ndtr(-t)[n > 0], special.ndtr(t)[n > 0]
+        test[n > 0] = "z"
         weak = binary & (n > 0) & (b + c < 10)
         if weak.any():
             warnings.warn(
@@ -672,15 +713,67 @@ def _with_ci(
         sizes = np.bincount(gid, minlength=rows)[rest]
         diffs = d["diff"].to_numpy()
         # one set of resamples for every level (the same draws as one call per level)
-        bounds = bootstrap_cis(
+        boot_test = bootstrap_test(
             diffs, sizes, levels=[t[1] for t in targets], method=kind,
             n_resamples=n_resamples, seed=seed,
         )  # fmt: skip
-        for ((lo_k, hi_k), _, which), (lo, hi) in zip(targets, bounds, strict=True):
+        for ((lo_k, hi_k), _, which), (lo, hi) in zip(targets, boot_test.bounds, strict=True):
             take = which[rest]
             out[lo_k][rest & which], out[hi_k][rest & which] = lo[take], hi[take]
         method[rest] = kind
-    return _ci_columns(st, out, method).drop("n_11", "sd_diff")
+        t_up[rest], t_down[rest] = boot_test.p_greater, boot_test.p_less
+        test[rest] = _BOOTSTRAP_TESTS[kind]
+    return _ci_columns(st, out, method, tested).drop("n_11", "sd_diff")
+
+
+TEST_LABELS = {
+    "tango score": "Tango score test",
+    "exact mcnemar": "exact McNemar test",
+    "sign": "exact sign test",
+    "bootstrap percentile": "percentile-bootstrap test of the mean",
+    "bootstrap bca": "BCa-bootstrap test of the mean",
+    "bootstrap-t": "bootstrap-t test of the mean",
+    "z": "z test of the mean",
+}
+"""What each ``test`` code is called on a page."""
+
+
+def test_label(code: str | None) -> str:
+    """The words for a ``test`` code (the code itself when unknown)."""
+    return TEST_LABELS.get(code or "", code or "test")
+
+
+_BOOTSTRAP_TESTS = {
+    "percentile": "bootstrap percentile",
+    "bca": "bootstrap bca",
+    "studentized": "bootstrap-t",
+}
+
+
+def _with_test(st: pl.DataFrame, alternative: Alternative) -> pl.DataFrame:
+    """``p_value`` / ``p_worse`` / ``p_two_sided`` from the test the row's interval inverts,
+    oriented by the metric's direction (two-sided where it is unknown or asked for); the
+    exact McNemar (``p_mcnemar``; the sign test for numeric metrics) where there is none."""
+    up, down = pl.col("_t_up"), pl.col("_t_down")
+    minimize = pl.col("direction") == "minimize"
+    two = pl.min_horizontal(pl.lit(1.0), 2 * pl.min_horizontal(up, down))
+    better = pl.when(minimize).then(down).otherwise(up)
+    worse = pl.when(minimize).then(up).otherwise(down)
+    if alternative != "greater":
+        better = worse = two
+    unknown = pl.col("direction") == "unknown"
+    has = up.is_not_null()
+    exact = pl.when("is_binary").then(pl.lit("exact mcnemar")).otherwise(pl.lit("sign"))
+    return st.with_columns(
+        p_value=pl.when(has)
+        .then(pl.when(unknown).then(two).otherwise(better))
+        .otherwise("p_mcnemar"),
+        p_worse=pl.when(has)
+        .then(pl.when(unknown).then(two).otherwise(worse))
+        .otherwise("_mc_worse"),
+        p_two_sided=pl.when(has).then(two).otherwise("_mc_two"),
+        test=pl.when(has).then("test").otherwise(exact),
+    ).drop("_t_up", "_t_down", "_mc_worse", "_mc_two")
 
 
 def _with_tost(st: pl.DataFrame, rule: Rule) -> pl.DataFrame:
@@ -702,11 +795,18 @@ def _with_tost(st: pl.DataFrame, rule: Rule) -> pl.DataFrame:
 
 
 def _ci_columns(
-    st: pl.DataFrame, out: dict[str, npt.NDArray[np.float64]], method: npt.NDArray[Any]
+    st: pl.DataFrame,
+    out: dict[str, npt.NDArray[np.float64]],
+    method: npt.NDArray[Any],
+    tested: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[Any]],
 ) -> pl.DataFrame:
+    t_up, t_down, test = tested
     return st.with_columns(
         *(pl.Series(k, v, dtype=pl.Float64).fill_nan(None) for k, v in out.items()),
         pl.Series("ci_method", method.tolist(), dtype=pl.String),
+        pl.Series("_t_up", t_up, dtype=pl.Float64).fill_nan(None),
+        pl.Series("_t_down", t_down, dtype=pl.Float64).fill_nan(None),
+        pl.Series("test", test.tolist(), dtype=pl.String),
     )
 
 

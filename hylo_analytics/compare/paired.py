@@ -24,7 +24,7 @@ from hylo_analytics.compare.engine import CiMethod, compare_scores
 from hylo_analytics.metrics import Direction, default_registry
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
-from hylo_analytics.stats.significance import Alternative
+from hylo_analytics.stats.significance import Alternative, mcnemar_p
 
 __all__ = ["PairedComparison", "paired_compare"]
 
@@ -36,9 +36,13 @@ class PairedComparison:
     """Wins, losses and ties over the keys both runs scored, with the McNemar p-value.
 
     ``mean_diff`` is candidate minus parent in the metric's own units; ``ci_low``/``ci_high``
-    bound it at ``level`` (``ci_method``: Tango's score interval for 0/1 values, BCa
-    bootstrap otherwise). ``p_worse`` is the one-sided p that the candidate is worse. ``wilcoxon_p`` tests the same hypothesis as
-    ``p_value`` using the size of each difference, not only its sign.
+    bound it at ``level`` (``ci_method``: Tango's score interval for 0/1 values, the
+    percentile bootstrap of the differences otherwise). ``p_value`` is the one-sided exact McNemar p that the candidate
+    is better (the spec's; for a numeric metric the sign test), ``p_worse`` that it is worse.
+    ``test`` / ``p_test`` are the test the interval inverts (Tango's score test for 0/1
+    values, the bootstrap test of the mean otherwise), the one ``compare_scores``' verdicts
+    use. ``wilcoxon_p`` tests the same hypothesis as ``p_value`` using the size of each
+    difference, not only its sign.
     """
 
     n_pairs: int
@@ -61,6 +65,8 @@ class PairedComparison:
     p_two_sided: float = math.nan
     p_worse: float = math.nan
     ci_method: str | None = None
+    test: str | None = None
+    p_test: float = math.nan
     n_dropped_candidate: int = 0
     n_dropped_parent: int = 0
     diff_if_drops_min: float = math.nan
@@ -142,10 +148,22 @@ def paired_compare(
         seed=seed,
     )
     row = out.filter(pl.col("level") == "overall").row(0, named=True)
-    return PairedComparison(
+    # the spec's p-values are the exact McNemar's; the verdict's test (which the interval
+    # inverts) is kept beside them as ``test`` / ``p_test``
+    wins, losses = row["candidate_wins"], row["parent_wins"]
+    exact = {
+        "p_value": row["p_mcnemar"],
+        "p_worse": row["p_mcnemar"]
+        if alternative != "greater"
+        else float(mcnemar_p(losses, wins, alternative="greater", mid_p=mid_p)),
+        "p_two_sided": float(mcnemar_p(wins, losses, alternative="two-sided", mid_p=mid_p)),
+        "p_test": row["p_value"],
         # the frame's ``level`` column is the grouping level ("overall"), not the CI's
-        **{f: _plain(row[f]) for f in PairedComparison.__dataclass_fields__ if f != "level"},
-        level=level,
+        "level": level,
+    }
+    return PairedComparison(
+        **{f: _plain(row[f]) for f in PairedComparison.__dataclass_fields__ if f not in exact},
+        **exact,
     )
 
 

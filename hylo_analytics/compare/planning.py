@@ -105,8 +105,8 @@ def plan_from_runs(
 ) -> RunPlan:
     """Plan a comparison of ``candidate`` with ``parent`` from the pairs they already share.
 
-    A metric whose paired values are all 0 or 1 uses the exact McNemar model with the
-    observed discordance (candidate_wins + parent_wins) / n_pairs; any other uses the paired
+    A metric whose paired values are all 0 or 1 uses the model of Tango's score test (the
+    verdict's test) with the observed discordance (candidate_wins + parent_wins) / n_pairs; any other uses the paired
     t-test with the observed sd of the differences. ``discordance`` / ``sd`` override the
     observed value: an all-tie pair of runs shows no discordance, and a plan then needs an
     assumed one. ``delta`` (a difference of rates for binary metrics: 0.03 is 3 points)

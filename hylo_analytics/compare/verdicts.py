@@ -277,8 +277,8 @@ class StatisticalRule(_Logic):
         )
         noise = f", and the 95% CI clears +-{self.threshold:g}" if self.threshold else ""
         return (
-            f"statistical rule: improved / regressed when the one-sided exact McNemar p in "
-            f"the metric's direction ({_adjust_text(self.adjust)} within its family) is < "
+            f"statistical rule: improved / regressed when the one-sided p of the test the "
+            f"interval inverts (the row's test) in the metric's direction ({_adjust_text(self.adjust)} within its family) is < "
             f"{self.alpha:g} and the verdict's interval (ci_adj: {1 - 2 * self.alpha:.0%}, "
             f"Bonferroni over the family) agrees{noise}; {margin}; otherwise inconclusive"
         )
@@ -307,7 +307,7 @@ class RelativeNoiseRule(_Logic):
     def describe(self) -> str:
         return (
             f"relative noise rule: improved / regressed when the change exceeds "
-            f"{self.noise:.0%} of the parent's mean and the one-sided exact McNemar p "
+            f"{self.noise:.0%} of the parent's mean and the one-sided p of the row's test "
             f"({_adjust_text(self.adjust)}) is < {self.alpha:g}; unchanged when the "
             f"{self.equivalence_level:.0%} CI lies inside +-{self.noise:.0%} of the parent's "
             "mean; otherwise inconclusive"

@@ -15,6 +15,7 @@ import vl_convert as vlc
 from hylo_analytics import charts
 from hylo_analytics._html import attr, text
 from hylo_analytics._text import printable_spec
+from hylo_analytics.compare.engine import test_label
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -97,7 +98,7 @@ def summary_sentence(headline: dict[str, Any]) -> str:
         f"{_pct(h['candidate_rate'])} versus {_pct(h['parent_rate'])} for parent "
         f"{par}: a difference of {_pct(h['diff'], True)} points "
         f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
-        f"{_mcnemar_p(h)}), {h['verdict']} "
+        f"{_test_p(h)}), {h['verdict']} "
         "overall. Per task: "
         f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
         f"{h['tasks_unchanged']} unchanged, {h['tasks_inconclusive']} inconclusive "
@@ -105,13 +106,14 @@ def summary_sentence(headline: dict[str, Any]) -> str:
     )
 
 
-def _mcnemar_p(h: dict[str, Any]) -> str:
-    """The McNemar p with its sidedness as the engine computed it."""
+def _test_p(h: dict[str, Any]) -> str:
+    """The verdict's test and its p, with the sidedness the engine computed it with."""
+    name = test_label(h.get("test"))
     if h.get("p_sides") == "two-sided":
-        return f"two-sided McNemar p = {_p(h['p_value'])} (the metric's direction is unknown)"
+        return f"two-sided {name} p = {_p(h['p_value'])} (the metric's direction is unknown)"
     if h.get("verdict") == "regressed":  # the p that decided: the test that it is worse
-        return f"one-sided McNemar p = {_p(h['p_worse'])} that the candidate is worse"
-    return f"one-sided McNemar p = {_p(h['p_value'])} that the candidate is better"
+        return f"one-sided {name} p = {_p(h['p_worse'])} that the candidate is worse"
+    return f"one-sided {name} p = {_p(h['p_value'])} that the candidate is better"
 
 
 def _label(h: dict[str, Any], role: str) -> str:
@@ -258,7 +260,7 @@ _TASK_HEADER = [
     "diff (pts)",
     "95% CI",
     "wins c / p / ties",
-    "McNemar p",
+    "p better (one-sided)",
     "p (verdict)",
     "verdict",
 ]
@@ -283,13 +285,14 @@ def _method_note(h: dict[str, Any]) -> str:
         f"preferred score per episode); {h['n_dropped']} shared episodes were dropped because a "
         f"run abstained. {text(errors_text(h.get('errors')))} "
         "Numbers come from <code>Store.compare</code>: differences are candidate "
-        f"\u2212 parent in percentage points with {text(h['ci_text'])}; p is the exact "
+        f"\u2212 parent in percentage points with {text(h['ci_text'])}; p is the "
         + (
-            "two-sided McNemar test (the metric's direction is unknown); "
+            f"two-sided {text(test_label(h.get('test')))} (the metric's direction is unknown), "
             if h.get("p_sides") == "two-sided"
-            else "one-sided McNemar test that the candidate is better (and, for a regression, "
-            "worse); "
+            else f"one-sided {text(test_label(h.get('test')))} that the candidate is better "
+            "(and, for a regression, worse), "
         )
+        + "the test that interval inverts, so p and interval describe one difference; "
         + "the overall row is its own family, the per-task rows another, Holm-adjusted within. "
         "The per-task interval is the verdict's: the two-sided interval whose lower side is "
         "the one-sided test at the rule's alpha, Bonferroni-adjusted over the tasks, so a "

@@ -124,8 +124,10 @@ _TASK_COLUMNS = {
     "mean_diff": "diff",
     "ci_low": "ci_low",
     "ci_high": "ci_high",
+    "test": "test",
     "p_value": "p_value",
     "p_worse": "p_worse",
+    "p_mcnemar": "p_mcnemar",
     "p_verdict": "p_adjusted",
     "verdict": "verdict",
     "verdict_note": "verdict_note",
@@ -162,8 +164,8 @@ def report_frames(
     """The report's data: small frames keyed by section.
 
     Keys: ``comparison`` (:func:`~hylo_analytics.compare.compare_runs`' frame as is: overall
-    and per task, one-sided exact McNemar in each direction, Holm within each family, Tango's
-    score CI, verdicts by ``rule`` with their notes, dropped pairs), ``tasks``
+    and per task, the one-sided test each interval inverts in each direction (``test``;
+    ``p_mcnemar`` the exact McNemar), Holm within each family, Tango's score CI, verdicts by ``rule`` with their notes, dropped pairs), ``tasks``
     (its per-task rows renamed to the :func:`charts.paired_forest` contract: ``diff``,
     ``p_adjusted`` = the p the verdict used, ``candidate_rate``/``parent_rate`` = means over
     the pairs), ``headline`` (its overall row plus verdict counts per task and the rule in

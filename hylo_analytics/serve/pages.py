@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import polars as pl
 
 from hylo_analytics._html import attr, shorten, text
+from hylo_analytics.compare.engine import test_label
 from hylo_analytics.serve._assets import CSS, JS
 from hylo_analytics.serve._data import (
     FIELD_CHARS,
@@ -300,8 +301,9 @@ def comparison_page(
             f"vs {_num(o['mean_parent'])}: difference {_num(o['mean_diff'])} "
             f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], "
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
-            f"p better = {_p(o['p_value'])}, p worse = {_p(o['p_worse'])}, "
-            f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>"
+            f"{_e(test_label(o.get('test')))}: p better = {_p(o['p_value'])}, "
+            f"p worse = {_p(o['p_worse'])}, adjusted p of the verdict = "
+            f"{_p(o['p_verdict'])}</p>"
             f'<p class="note">{_prose(o["verdict_note"])}</p>'
             f'<p class="note errors-count">{_e(errors_label(o.get("errors"), not errors))}: '
             f"errored "
@@ -484,7 +486,7 @@ def task_page(
         head += (
             f'<p class="headline">{_badge(summary["verdict"])} {summary["candidate_wins"]} wins '
             f"/ {summary['parent_wins']} losses / {summary['ties']} ties, "
-            f"p better = {_p(summary['p_value'])}, "
+            f"{_e(test_label(summary.get('test')))}: p better = {_p(summary['p_value'])}, "
             f"p worse = {_p(summary['p_worse'])}, adjusted p of the verdict = "
             f"{_p(summary['p_verdict'])}</p>"
         )

@@ -197,8 +197,10 @@ def aggregate(spark: SparkSession) -> pl.DataFrame:
 
 def paired(spark: SparkSession, parent: str, metrics: Sequence[str] = ("success",)) -> pl.DataFrame:
     """Every candidate against ``parent``: paired wins, losses, ties, dropped per metric, counted
-    in Spark (``mart_compare``, level ``overall``), with the one-sided exact McNemar ``p_value``
-    (candidate better) computed here from those counts, as ``Store.compare`` does."""
+    in Spark (``mart_compare``, level ``overall``), with the one-sided exact McNemar
+    ``p_mcnemar`` (candidate better) computed here from those counts, as ``Store.compare``
+    computes its ``p_mcnemar`` (its verdict's test, ``p_value``, needs the pairs: Tango's
+    score test for 0/1 metrics, the bootstrap of the mean otherwise)."""
     import polars as pl
 
     from hylo_analytics.stats import mcnemar_p
@@ -211,4 +213,4 @@ def paired(spark: SparkSession, parent: str, metrics: Sequence[str] = ("success"
         {"parent": parent, "metrics": list(metrics)},
     )
     p = mcnemar_p(frame["candidate_wins"].to_numpy(), frame["parent_wins"].to_numpy())
-    return frame.with_columns(pl.Series("p_value", p, pl.Float64))
+    return frame.with_columns(pl.Series("p_mcnemar", p, pl.Float64))

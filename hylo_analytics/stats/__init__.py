@@ -16,15 +16,19 @@ means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango 
 score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
 Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a difference pooled
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
-:mod:`~hylo_analytics.stats.reducers` (epochs of a key).
+:mod:`~hylo_analytics.stats.reducers` (epochs of a key),
+:mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
+improvement, as rliable).
 """
 
 from hylo_analytics.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     BootstrapMethod,
+    BootstrapTest,
     Seed,
     bootstrap_ci,
     bootstrap_means,
+    bootstrap_test,
 )
 from hylo_analytics.stats.intervals import (
     DEFAULT_LEVEL,
@@ -55,36 +59,52 @@ from hylo_analytics.stats.significance import (
     signed_rank_p,
     wilcoxon_p,
 )
+from hylo_analytics.stats.summaries import (
+    TaskSummary,
+    interquartile_mean,
+    performance_profile,
+    probability_of_improvement,
+    probability_of_improvement_ci,
+    summarize_tasks,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "Alternative",
     "BootstrapMethod",
+    "BootstrapTest",
     "PooledBootstrap",
     "Reducer",
     "Seed",
     "SignFlip",
     "StatisticsWarning",
+    "TaskSummary",
     "Weighting",
     "at_least",
     "benjamini_hochberg",
     "bootstrap_ci",
     "bootstrap_means",
+    "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
     "holm",
+    "interquartile_mean",
     "mcnemar_exact",
     "mcnemar_p",
     "mover_ci",
     "newcombe_ci",
     "normal_ci",
     "pass_at_k",
+    "performance_profile",
     "pooled_bootstrap",
+    "probability_of_improvement",
+    "probability_of_improvement_ci",
     "reducer",
     "sign_flip_p",
     "signed_rank_p",
     "suite_weights",
+    "summarize_tasks",
     "tango_ci",
     "tango_p",
     "wilcoxon_p",

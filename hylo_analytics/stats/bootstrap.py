@@ -31,6 +31,7 @@ and inputs give the same interval).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -47,10 +48,12 @@ else:  # scipy is imported on first use: it costs half a second at startup
 __all__ = [
     "DEFAULT_RESAMPLES",
     "BootstrapMethod",
+    "BootstrapTest",
     "Seed",
     "bootstrap_ci",
     "bootstrap_cis",
     "bootstrap_means",
+    "bootstrap_test",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -215,6 +218,79 @@ def bootstrap_cis(
 ) -> list[tuple[FloatArray, FloatArray]]:
     """:func:`bootstrap_ci` at several ``levels`` from one set of resamples: the same bounds
     as one call per level with the same seed (the same draws), for the cost of one."""
+    bounds, _ = _bootstrap(
+        values, sizes, levels, method, strata_sizes, n_resamples, seed, binary, max_bytes, None
+    )
+    return bounds
+
+
+@dataclass(frozen=True)
+class BootstrapTest:
+    """Intervals of every group's mean and the test they invert, from the same resamples.
+
+    ``p_greater`` is the one-sided p of ``H0: mean <= null`` (the alternative: above it),
+    ``p_less`` of ``H0: mean >= null``; each rejects at ``alpha`` where the ``1 - 2 alpha``
+    interval of the same method excludes ``null`` on that side (up to the resampling grain),
+    so a verdict and the interval printed beside it describe one estimand.
+    """
+
+    bounds: list[tuple[FloatArray, FloatArray]]
+    p_greater: FloatArray
+    p_less: FloatArray
+
+    @property
+    def p_two_sided(self) -> FloatArray:
+        return np.asarray(np.minimum(1.0, 2 * np.minimum(self.p_greater, self.p_less)), np.float64)
+
+
+def bootstrap_test(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    *,
+    levels: Sequence[float],
+    method: BootstrapMethod = "percentile",
+    null: float = 0.0,
+    n_resamples: int = 10_000,
+    seed: Seed = None,
+    binary: bool | None = None,
+    max_bytes: int = _DEFAULT_MAX_BYTES,
+) -> BootstrapTest:
+    """:func:`bootstrap_cis` and the test of ``mean = null`` each interval inverts.
+
+    - ``percentile``: ``p_greater = (1 + #{mean* <= null}) / (B + 1)`` (and ``>=`` for
+      ``p_less``): the share of resampled means on the null's side, the percentile
+      interval's inversion, kept above 0 by the usual ``+1``;
+    - ``bca``: the ``alpha`` at which the BCa bound reaches ``null``: with ``F`` the share of
+      resampled means at or below ``null``, ``w = ndtri(F) - z0``,
+      ``p_greater = ndtr(w / (1 + a w) - z0)`` (the percentile share when ``z0 = a = 0``);
+    - ``studentized``: the bootstrap-t test, ``(1 + #{t* >= t_obs}) / (B + 1)`` with
+      ``t_obs = (mean - null) / se``.
+
+    A group whose values are all equal gets ``1`` on the side its value does not pass and
+    the smallest p on the other (``1`` on both at ``null``). Empty groups get ``nan``.
+    """
+    if not levels:
+        raise ValueError("bootstrap_test needs at least one level")
+    bounds, p = _bootstrap(
+        values, sizes, levels, method, None, n_resamples, seed, binary, max_bytes, null
+    )
+    assert p is not None
+    return BootstrapTest(bounds, p[0], p[1])
+
+
+def _bootstrap(
+    values: ArrayLike,
+    sizes: ArrayLike,
+    levels: Sequence[float],
+    method: BootstrapMethod,
+    strata_sizes: ArrayLike | None,
+    n_resamples: int,
+    seed: Seed,
+    binary: bool | None,
+    max_bytes: int,
+    null: float | None,
+) -> tuple[list[tuple[FloatArray, FloatArray]], tuple[FloatArray, FloatArray] | None]:
+    """The bounds at every level, and with ``null`` the p-values of :class:`BootstrapTest`."""
     for level in levels:
         _check_level(level)
     if method not in ("percentile", "bca", "studentized"):
@@ -225,9 +301,15 @@ def bootstrap_cis(
     size = np.asarray(sizes, dtype=np.int64)
     low = [np.full(len(size), np.nan) for _ in levels]
     high = [np.full(len(size), np.nan) for _ in levels]
+    p_up, p_down = np.full(len(size), np.nan), np.full(len(size), np.nan)
+    tested = None if null is None else (p_up, p_down)
+
+    def done() -> tuple[list[tuple[FloatArray, FloatArray]], tuple[FloatArray, FloatArray] | None]:
+        return list(zip(low, high, strict=True)), tested
+
     keep = size > 0
     if not keep.any():
-        return list(zip(low, high, strict=True))
+        return done()
     kept_sizes = size[keep]
     if strata_sizes is not None and not keep.all():
         raise ValueError("stratified bootstrap needs every group to have values")
@@ -237,10 +319,12 @@ def bootstrap_cis(
     if method == "studentized":
         if strata_sizes is not None:
             raise ValueError("the studentized bootstrap is not stratified; use 'percentile'")
-        bounds = _studentized(x, kept_sizes, levels, n_resamples, seed, max_bytes)
+        bounds, p_t = _studentized(x, kept_sizes, levels, n_resamples, seed, max_bytes, null)
         for k, (lo_t, hi_t) in enumerate(bounds):
             low[k][keep], high[k][keep] = lo_t, hi_t
-        return list(zip(low, high, strict=True))
+        if p_t is not None:
+            p_up[keep], p_down[keep] = p_t
+        return done()
     if strata_sizes is None:
         # groups of 0/1 values or of their paired differences go by counts, group by group,
         # so that the path a group takes does not depend on the other groups of the call
@@ -260,24 +344,24 @@ def bootstrap_cis(
             counts = np.stack([minus, kept_sizes[small] - ones - minus, ones], axis=1)
             values_of = _SMALL_LEVELS[1]
             for k, level in enumerate(levels):
-                lo_s, hi_s = _counts_ci(
-                    values_of, counts, method, level, n_resamples, base, max_bytes
-                )
+                # the draws are the same at every level: the test is read from the first
+                lo_s, hi_s, p_s = _counts_ci(
+                    values_of, counts, method, level, n_resamples, base, max_bytes,
+                    null if k == 0 else None,
+                )  # fmt: skip
                 low[k][kept[small]], high[k][kept[small]] = lo_s, hi_s
+                if p_s is not None:
+                    p_up[kept[small]], p_down[kept[small]] = p_s
             if in_small is not None:
-                others = bootstrap_cis(
-                    x[~in_small],
-                    kept_sizes[~small],
-                    levels=levels,
-                    method=method,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    binary=False,
-                    max_bytes=max_bytes,
-                )
+                others, p_o = _bootstrap(
+                    x[~in_small], kept_sizes[~small], levels, method, None, n_resamples,
+                    seed, False, max_bytes, null,
+                )  # fmt: skip
                 for k, (lo_o, hi_o) in enumerate(others):
                     low[k][kept[~small]], high[k][kept[~small]] = lo_o, hi_o
-            return list(zip(low, high, strict=True))
+                if p_o is not None:
+                    p_up[kept[~small]], p_down[kept[~small]] = p_o
+            return done()
     mean = np.add.reduceat(x, starts) / kept_sizes
     d = x - np.repeat(mean, kept_sizes)
     m2 = np.add.reduceat(d * d, starts)
@@ -288,6 +372,7 @@ def bootstrap_cis(
     accel = np.nan_to_num(accel, nan=0.0, posinf=0.0, neginf=0.0)
     lo_k = [np.empty(len(mean)) for _ in levels]
     hi_k = [np.empty(len(mean)) for _ in levels]
+    pk_up, pk_down = np.empty(len(mean)), np.empty(len(mean))
     for g0, g1, means in bootstrap_means(
         x,
         kept_sizes,
@@ -297,6 +382,8 @@ def bootstrap_cis(
         binary=binary,
         max_bytes=max_bytes,
     ):
+        if null is not None:  # counts do not depend on the order the quantiles leave
+            pk_up[g0:g1], pk_down[g0:g1] = _draws_p(means, mean[g0:g1], accel[g0:g1], null, method)
         for k, level in enumerate(levels):
             # the quantiles work in place, reordering each row: the next level reads the same
             # resampled means, in another order
@@ -309,7 +396,39 @@ def bootstrap_cis(
     for k in range(len(levels)):
         lo_k[k][flat], hi_k[k][flat] = x[starts][flat], x[starts][flat]
         low[k][keep], high[k][keep] = lo_k[k], hi_k[k]
-    return list(zip(low, high, strict=True))
+    p_up[keep], p_down[keep] = pk_up, pk_down
+    return done()
+
+
+def _draws_p(
+    means: FloatArray, theta: FloatArray, accel: FloatArray, null: float, method: BootstrapMethod
+) -> tuple[FloatArray, FloatArray]:
+    """The one-sided p-values of ``mean = null`` that the ``method``'s interval inverts, from
+    resampled means (G, B): see :func:`bootstrap_test`."""
+    b = means.shape[1]
+    tol = (1e-10 * np.maximum(np.abs(means).max(axis=1), abs(null)) + 1e-300)[:, None]
+    at_most = np.count_nonzero(means <= null + tol, axis=1)
+    at_least = np.count_nonzero(means >= null - tol, axis=1)
+    if method == "percentile":
+        return (1 + at_most) / (b + 1), (1 + at_least) / (b + 1)
+    # BCa: the bound passes null where its quantile level passes the share of draws on the
+    # null's side (ties there count: a bound sitting on null does not exclude it)
+    z0 = _bca_z0(means, theta)
+
+    def level_at(share: FloatArray) -> FloatArray:
+        w = special.ndtri(np.clip(share, 0.5 / b, 1 - 0.5 / b)) - z0
+        denom = 1 + accel * w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(denom > 0, w / denom, np.where(w < 0, -np.inf, np.inf))
+        return np.asarray(special.ndtr(u - z0), dtype=np.float64)
+
+    up, down = level_at(at_most / b), 1 - level_at((b - at_least) / b)
+    # a group without spread: its interval is its value
+    flat = means.min(axis=1) == means.max(axis=1)
+    value = means[:, 0]
+    up = np.where(flat, np.where(value > null, 1 / (b + 1), 1.0), up)
+    down = np.where(flat, np.where(value < null, 1 / (b + 1), 1.0), down)
+    return up, down
 
 
 # -- internals ---------------------------------------------------------------------------------
@@ -322,8 +441,10 @@ def _studentized(
     n_resamples: int,
     seed: Seed,
     max_bytes: int,
-) -> list[tuple[FloatArray, FloatArray]]:
-    """Bootstrap-t bounds: ``mean - t*_(1-a/2) se, mean - t*_(a/2) se``.
+    null: float | None = None,
+) -> tuple[list[tuple[FloatArray, FloatArray]], tuple[FloatArray, FloatArray] | None]:
+    """Bootstrap-t bounds: ``mean - t*_(1-a/2) se, mean - t*_(a/2) se``, and with ``null``
+    the bootstrap-t test of ``mean = null`` (:func:`bootstrap_test`).
 
     The resampled means of ``x`` and of ``x**2`` come from the same multinomial weights
     (they are seeded by size and chunk only), so each resample's standard error is its own.
@@ -337,14 +458,19 @@ def _studentized(
         order = np.argsort(sizes, kind="stable")
         moved = np.concatenate([[0], np.cumsum(sizes[order])[:-1]]) - starts[order]
         at = np.arange(len(x)) - np.repeat(moved, sizes[order])
-        bounds = _studentized(x[at], sizes[order], levels, n_resamples, seed, max_bytes)
+        bounds, p = _studentized(x[at], sizes[order], levels, n_resamples, seed, max_bytes, null)
         back = np.argsort(order)
-        return [(lo[back], hi[back]) for lo, hi in bounds]
+        p_back = None if p is None else (p[0][back], p[1][back])
+        return [(lo[back], hi[back]) for lo, hi in bounds], p_back
     mean = np.add.reduceat(x, starts) / sizes
     var = np.add.reduceat((x - np.repeat(mean, sizes)) ** 2, starts) / np.maximum(sizes - 1, 1)
     se = np.sqrt(var / sizes)
     lo = [mean.copy() for _ in levels]
     hi = [mean.copy() for _ in levels]
+    b = n_resamples
+    # a group without spread: its interval is its value, so the test rejects on its side
+    smallest = np.where(mean > (null or 0.0), 1 / (b + 1), 1.0)
+    p_up, p_down = smallest.copy(), np.where(mean < (null or 0.0), 1 / (b + 1), 1.0)
     common = int(np.random.default_rng(seed).integers(2**62))  # the seed of earlier versions
     chunks = _chunked_means(x, sizes, None, n_resamples, common, False, max_bytes, squares=True)
     for g0, g1, m1, m2 in chunks:
@@ -367,6 +493,14 @@ def _studentized(
         bad = ~np.isfinite(t)
         if bad.any():
             t[bad] = np.sign(centred[bad]) * 1e300
+        if null is not None:
+            spread = se[g0:g1] > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_obs = ((mean[g0:g1] - null) / se[g0:g1])[:, None]
+            up = (1 + np.count_nonzero(t >= t_obs, axis=1)) / (b + 1)
+            down = (1 + np.count_nonzero(t <= t_obs, axis=1)) / (b + 1)
+            p_up[g0:g1] = np.where(spread, up, p_up[g0:g1])
+            p_down[g0:g1] = np.where(spread, down, p_down[g0:g1])
         for k, level in enumerate(levels):
             alpha = 1 - level
             q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (g1 - g0, 2))
@@ -374,7 +508,7 @@ def _studentized(
             ok = (se[g0:g1] > 0) & (np.abs(q_lo) < 1e299) & (np.abs(q_hi) < 1e299)
             lo[k][g0:g1] = np.where(ok, mean[g0:g1] - q_hi * se[g0:g1], mean[g0:g1])
             hi[k][g0:g1] = np.where(ok, mean[g0:g1] - q_lo * se[g0:g1], mean[g0:g1])
-    return list(zip(lo, hi, strict=True))
+    return list(zip(lo, hi, strict=True)), (None if null is None else (p_up, p_down))
 
 
 def _binomial_sums(
@@ -752,9 +886,9 @@ def _multinomial_sums(
     return out
 
 
-def _bca_levels(
-    means: FloatArray, theta: FloatArray, accel: FloatArray, alpha: float
-) -> FloatArray:
+def _bca_z0(means: FloatArray, theta: FloatArray) -> FloatArray:
+    """BCa's bias correction: the normal quantile of the share of resampled means below
+    the estimate."""
     b = means.shape[1]
     # Ties count half (percentileofscore "mean", as scipy >= 1.15): 0/1 data ties a lot.
     # A resample equal to the sample is a tie in exact arithmetic; compare with a tolerance so
@@ -762,7 +896,13 @@ def _bca_levels(
     tol = (1e-10 * np.abs(means).max(axis=1) + 1e-300)[:, None]
     below = np.count_nonzero(means < theta[:, None] - tol, axis=1)
     share = (below + np.count_nonzero(means <= theta[:, None] + tol, axis=1)) / (2 * b)
-    z0 = special.ndtri(np.clip(share, 0.5 / b, 1 - 0.5 / b))
+    return np.asarray(special.ndtri(np.clip(share, 0.5 / b, 1 - 0.5 / b)))
+
+
+def _bca_levels(
+    means: FloatArray, theta: FloatArray, accel: FloatArray, alpha: float
+) -> FloatArray:
+    z0 = _bca_z0(means, theta)
     za = special.ndtri(np.array([alpha / 2, 1 - alpha / 2]))
     num = z0[:, None] + za[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -832,8 +972,10 @@ def _counts_ci(
     n_resamples: int,
     base: int,
     max_bytes: int,
-) -> tuple[FloatArray, FloatArray]:
-    """The bootstrap interval of groups given as counts of ``levels`` (shape (G, k)).
+    null: float | None = None,
+) -> tuple[FloatArray, FloatArray, tuple[FloatArray, FloatArray] | None]:
+    """The bootstrap interval of groups given as counts of ``levels`` (shape (G, k)), and
+    with ``null`` the test it inverts (:func:`bootstrap_test`).
 
     A group's resampling distribution depends only on its counts, so each distinct count
     vector is bootstrapped once and its interval handed to every group that has it; the mean
@@ -850,10 +992,13 @@ def _counts_ci(
         accel = np.where(flat | (m2 <= 0), 0.0, m3 / (6 * m2**1.5))
     alpha = 1 - level
     lo, hi = np.empty(len(rows)), np.empty(len(rows))
+    p_up, p_down = np.empty(len(rows)), np.empty(len(rows))
     step = max(1, max_bytes // (8 * n_resamples))
     for r0 in range(0, len(rows), step):
         r1 = min(len(rows), r0 + step)
         means = _discrete_means(levels, rows[r0:r1], n_resamples, base)
+        if null is not None:
+            p_up[r0:r1], p_down[r0:r1] = _draws_p(means, mean[r0:r1], accel[r0:r1], null, method)
         if method == "percentile":
             q = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2]), (r1 - r0, 2))
         else:
@@ -861,7 +1006,7 @@ def _counts_ci(
         lo[r0:r1], hi[r0:r1] = _row_quantiles(means, q)
     lo[flat], hi[flat] = mean[flat], mean[flat]
     inv = inverse.ravel()
-    return lo[inv], hi[inv]
+    return lo[inv], hi[inv], (None if null is None else (p_up[inv], p_down[inv]))
 
 
 def _discrete_means(

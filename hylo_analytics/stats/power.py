@@ -3,13 +3,17 @@
 Each model is the test :mod:`hylo_analytics.compare` runs, so a plan is a promise about the
 p-value the comparison will report:
 
-- **binary** metrics (success): the exact conditional McNemar test of
-  :func:`~hylo_analytics.stats.significance.mcnemar_p`. A pair is discordant (one run
-  succeeds, the other fails) with probability ``discordance`` ψ = p10 + p01, and the
-  difference of the success rates is δ = p10 - p01 (p10: the candidate succeeds, the parent
-  fails). Given m discordant pairs the candidate's wins are Binomial(m, (ψ + δ) / 2ψ) and the
-  test rejects when P(X >= wins | m, 1/2) < alpha (``"two-sided"``: either tail < alpha/2).
-  The exact power sums P(reject | m) over m ~ Binomial(n, ψ).
+- **binary** metrics (success): ``test="score"`` (default), the test compare's verdicts use:
+  Tango's score test of δ = 0, whose statistic is ``(b - c) / sqrt(b + c)`` (the asymptotic
+  McNemar test, no continuity correction), rejecting when it exceeds ``z_(1-alpha)``;
+  ``test="exact"``, the exact conditional McNemar test of
+  :func:`~hylo_analytics.stats.significance.mcnemar_p` (compare's ``p_mcnemar``), rejecting
+  when P(X >= wins | m, 1/2) < alpha. A pair is discordant (one run succeeds, the other
+  fails) with probability ``discordance`` ψ = p10 + p01, and the difference of the success
+  rates is δ = p10 - p01 (p10: the candidate succeeds, the parent fails). Given m discordant
+  pairs the candidate's wins are Binomial(m, (ψ + δ) / 2ψ), and either test rejects on more
+  than a critical number of wins (``"two-sided"``: either tail at alpha/2), so the power is
+  exact for both: it sums P(reject | m) over m ~ Binomial(n, ψ).
 - **continuous** metrics: the paired t-test on differences with standard deviation ``sd``;
   its power is a noncentral t tail.
 
@@ -58,6 +62,8 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 PlanKind = Literal["binary", "continuous"]
+BinaryTest = Literal["score", "exact"]
+_BINARY_METHOD = {"score": "Tango score test", "exact": "exact McNemar"}
 _PowerAt = Callable[[IntArray], FloatArray]
 
 MAX_PAIRS = 1_000_000
@@ -134,12 +140,15 @@ def mcnemar_power(
     discordance: float,
     alpha: float = 0.05,
     alternative: Alternative = "greater",
+    *,
+    test: BinaryTest = "score",
 ) -> float:
-    """Exact power of the McNemar test with ``n`` pairs (see the module docstring)."""
+    """Exact power of the McNemar-family ``test`` with ``n`` pairs (the module docstring)."""
     _check_binary(delta, discordance, alpha, alternative)
+    _check_test(test)
     if n < 0:
         raise ValueError(f"n must be a number of pairs >= 0, got {n!r}")
-    return float(_power_grid(np.array([n]), delta, discordance, alpha, alternative)[0])
+    return float(_power_grid(np.array([n]), delta, discordance, alpha, alternative, test)[0])
 
 
 def pairs_for_power(
@@ -150,8 +159,9 @@ def pairs_for_power(
     alpha: float = 0.05,
     alternative: Alternative = "greater",
     max_n: int = MAX_PAIRS,
+    test: BinaryTest = "score",
 ) -> int:
-    """The smallest n from which the exact McNemar power stays >= ``power``.
+    """The smallest n from which the power of ``test`` stays >= ``power``.
 
     Exact power saw-tooths in n (the critical number of wins moves in whole steps), most when
     ψ is near 1; "stays" is checked over the next ``min(n, 1000)`` sizes, beyond which the
@@ -161,10 +171,11 @@ def pairs_for_power(
     """
     _check_binary(delta, discordance, alpha, alternative)
     _check_target(power)
+    _check_test(test)
     delta = _detectable(delta, alternative)
 
     def power_at(ns: IntArray) -> FloatArray:
-        return _power_grid(ns, delta, discordance, alpha, alternative)
+        return _power_grid(ns, delta, discordance, alpha, alternative, test)
 
     start = _connor(delta, discordance, alpha, power, alternative)
     n = _crossing(power_at, power, start, 1, max_n)
@@ -185,8 +196,9 @@ def minimum_detectable_effect(
     power: float = 0.8,
     alpha: float = 0.05,
     alternative: Alternative = "greater",
+    test: BinaryTest = "score",
 ) -> float:
-    """The smallest δ in (0, ψ] the McNemar test detects with ``power`` from ``n`` pairs.
+    """The smallest δ in (0, ψ] ``test`` detects with ``power`` from ``n`` pairs.
 
     Power grows with δ (each discordant pair is more likely a win), so a root search on δ
     settles it. A ``ValueError`` says when even δ = ψ (every discordant pair a win) falls short.
@@ -197,7 +209,7 @@ def minimum_detectable_effect(
         raise ValueError(f"n must be a number of pairs >= 1, got {n!r}")
 
     def gap(d: float) -> float:
-        return mcnemar_power(n, d, discordance, alpha, alternative) - power
+        return mcnemar_power(n, d, discordance, alpha, alternative, test=test) - power
 
     if gap(0.0) >= 0:  # a target at or below the size: no difference is needed
         return 0.0
@@ -217,26 +229,33 @@ def plan_binary(
     alpha: float = 0.05,
     alternative: Alternative = "greater",
     max_n: int = MAX_PAIRS,
+    test: BinaryTest = "score",
 ) -> Plan:
     """:func:`pairs_for_power` with the power it achieves, as a :class:`Plan`."""
     n = pairs_for_power(
-        delta, discordance, power=power, alpha=alpha, alternative=alternative, max_n=max_n
-    )
+        delta, discordance, power=power, alpha=alpha, alternative=alternative, max_n=max_n,
+        test=test,
+    )  # fmt: skip
     return Plan(
         kind="binary",
         n_pairs=n,
         delta=delta,
         alpha=alpha,
-        power=mcnemar_power(n, delta, discordance, alpha, alternative),
+        power=mcnemar_power(n, delta, discordance, alpha, alternative, test=test),
         target_power=power,
         alternative=alternative,
-        method="exact McNemar",
+        method=_BINARY_METHOD[test],
         discordance=discordance,
     )
 
 
 def _power_grid(
-    ns: IntArray, delta: float, psi: float, alpha: float, alternative: Alternative
+    ns: IntArray,
+    delta: float,
+    psi: float,
+    alpha: float,
+    alternative: Alternative,
+    test: BinaryTest = "score",
 ) -> FloatArray:
     """Exact power at each n of ``ns``: E[P(reject | M)] for M ~ Binomial(n, ψ).
 
@@ -249,7 +268,7 @@ def _power_grid(
     lo, hi = np.minimum(lo, ns), np.minimum(hi, ns)  # ψ = 1 puts all the mass at m = n
     m0 = int(lo.min())
     m = np.arange(m0, int(hi.max()) + 1)
-    reject = _reject_given(m, (psi + delta) / (2.0 * psi), alpha, alternative)
+    reject = _reject_given(m, (psi + delta) / (2.0 * psi), alpha, alternative, test)
     width = int((hi - lo).max()) + 1
     rows = max(1, _CELLS // width)
     out = np.empty(ns.size)
@@ -263,10 +282,12 @@ def _power_grid(
     return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
 
 
-def _reject_given(m: IntArray, q: float, alpha: float, alternative: Alternative) -> FloatArray:
-    """P(the exact McNemar test rejects | m discordant pairs), wins ~ Binomial(m, q)."""
+def _reject_given(
+    m: IntArray, q: float, alpha: float, alternative: Alternative, test: BinaryTest = "score"
+) -> FloatArray:
+    """P(``test`` rejects | m discordant pairs), wins ~ Binomial(m, q)."""
     level = alpha if alternative == "greater" else alpha / 2
-    j = _critical(m, level)
+    j = _critical(m, level) if test == "exact" else _score_critical(m, level)
     upper = stats.binom.sf(j, m, q)
     if alternative == "greater":
         return np.asarray(upper, dtype=np.float64)
@@ -284,6 +305,19 @@ def _critical(m: IntArray, level: float) -> IntArray:
     j = np.where(stats.binom.sf(j - 1, m, 0.5) < level, j - 1, j)
     j = np.where(stats.binom.sf(j, m, 0.5) < level, j, j + 1)
     return np.asarray(np.minimum(j, m), dtype=np.int64)
+
+
+def _score_critical(m: IntArray, level: float) -> IntArray:
+    """Per m, the score test's critical wins: ``(2 w - m) / sqrt(m) > z`` (strictly, as
+    ``p < level``) holds exactly for ``w > floor((m + z sqrt(m)) / 2)``; m = 0 never rejects."""
+    z = float(stats.norm.isf(level))
+    j = np.floor((m + z * np.sqrt(m)) / 2)
+    return np.asarray(np.clip(j, 0, m), dtype=np.int64)
+
+
+def _check_test(test: str) -> None:
+    if test not in _BINARY_METHOD:
+        raise ValueError(f"test must be 'score' or 'exact', got {test!r}")
 
 
 def _connor(delta: float, psi: float, alpha: float, power: float, alternative: str) -> int:

@@ -10,16 +10,22 @@ replicate costs four integers, never a row per episode.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from hylo_analytics.compare.verdicts import Rule, add_verdicts
-from hylo_analytics.stats.paired import tango_ci
-from hylo_analytics.stats.significance import mcnemar_p
+from hylo_analytics._lazy import LazyModule
+from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
+from hylo_analytics.stats.paired import tango_ci, tango_p
 
-__all__ = ["PairedCell", "cell_probabilities", "simulate_cell"]
+if TYPE_CHECKING:
+    from scipy import special
+else:
+    special = LazyModule("scipy.special")
+
+__all__ = ["PairedCell", "cell_probabilities", "exact_cell", "simulate_cell", "table_verdicts"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -51,7 +57,7 @@ def simulate_cell(
     """``reps`` replicates of ``cell``: counts, the default interval and the verdict.
 
     The frame carries what :func:`~hylo_analytics.compare.verdicts.add_verdicts` reads, built
-    by the same statistics the engine calls (one-sided exact McNemar each way, Tango's
+    by the same statistics the engine calls (Tango's one-sided score test each way, its
     interval at ``level`` and at the rule's equivalence level), so the verdicts are the
     engine's verdicts for those counts.
     """
@@ -61,19 +67,69 @@ def simulate_cell(
     probs = cell_probabilities(cell.p, cell.p + cell.delta, cell.rho)
     counts = rng.multinomial(cell.n, probs, size=reps)
     a, b, c = counts[:, 0], counts[:, 1], counts[:, 2]
-    n = np.full(reps, cell.n)
-    lo, hi = tango_ci(b, c, n, level)
-    eq_lo, eq_hi = tango_ci(b, c, n, rule.equivalence_level)
-    better = mcnemar_p(b, c, alternative="greater")
-    worse = mcnemar_p(c, b, alternative="greater")
+    return table_verdicts(a, b, c, cell.n, rule, level=level, delta=cell.delta)
+
+
+def exact_cell(cell: PairedCell, rule: StatisticalRule, *, level: float = 0.95) -> pl.DataFrame:
+    """Every paired table ``cell`` can give (its ``b`` and ``c``), with its probability
+    (``weight``) and verdict: a rate is a weighted mean, exact, with no Monte-Carlo noise.
+
+    Only for :class:`StatisticalRule`, whose thresholds do not read the parent's mean (it is
+    set to ``cell.p``); summing the both-succeeded cell out would change a relative rule's.
+    """
+    if not isinstance(rule, StatisticalRule):
+        raise TypeError("exact_cell needs a StatisticalRule (its margin is in points)")
+    probs = cell_probabilities(cell.p, cell.p + cell.delta, cell.rho)
+    n = cell.n
+    bb, cc = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    fits = bb + cc <= n
+    b, c = bb[fits], cc[fits]
+    same = probs[0] + probs[3]
+    with np.errstate(divide="ignore"):
+        log_p = (
+            special.gammaln(n + 1) - special.gammaln(b + 1) - special.gammaln(c + 1)
+            - special.gammaln(n - b - c + 1)
+            + special.xlogy(b, probs[1]) + special.xlogy(c, probs[2])
+            + special.xlogy(n - b - c, same)
+        )  # fmt: skip
+    # tables below 1e-15 each (at most 1e-11 together) change no rate a test can see
+    likely = log_p > -35
+    b, c, log_p = b[likely], c[likely], log_p[likely]
+    a = np.full(len(b), 0)  # unused by a StatisticalRule
+    frame = table_verdicts(a, b, c, n, rule, level=level, delta=cell.delta)
+    return frame.with_columns(
+        mean_parent=pl.lit(cell.p), weight=pl.Series(np.exp(log_p), dtype=pl.Float64)
+    )
+
+
+def table_verdicts(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    c: npt.ArrayLike,
+    n: int,
+    rule: Rule,
+    *,
+    level: float = 0.95,
+    delta: float | None = None,
+) -> pl.DataFrame:
+    """The engine's verdict for paired tables of ``n`` pairs (``a`` both succeeded, ``b`` only
+    the candidate, ``c`` only the parent), with ``covered`` when the true ``delta`` is given."""
+    a, b, c = (np.asarray(x, dtype=np.int64) for x in (a, b, c))
+    size = np.full(len(b), n)
+    lo, hi = tango_ci(b, c, size, level)
+    eq_lo, eq_hi = tango_ci(b, c, size, rule.equivalence_level)
+    better = tango_p(b, c, size, 0.0, "greater")
+    worse = tango_p(b, c, size, 0.0, "less")
     frame = pl.DataFrame(
         {
+            "b": b,
+            "c": c,
             "metric": "success",
             "direction": "maximize",
-            "n_pairs": n,
+            "n_pairs": size,
             "is_binary": True,
-            "mean_candidate": (a + b) / cell.n,
-            "mean_parent": (a + c) / cell.n,
+            "mean_candidate": (a + b) / n,
+            "mean_parent": (a + c) / n,
             "p_value": better,
             "p_worse": worse,
             "p_holm": better,
@@ -86,6 +142,7 @@ def simulate_cell(
             "eq_high": eq_hi,
         }
     )
-    return add_verdicts(frame, rule).with_columns(
-        covered=(pl.col("ci_low") <= cell.delta) & (cell.delta <= pl.col("ci_high"))
-    )
+    out = add_verdicts(frame, rule)
+    if delta is None:
+        return out
+    return out.with_columns(covered=(pl.col("ci_low") <= delta) & (delta <= pl.col("ci_high")))

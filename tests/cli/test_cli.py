@@ -70,7 +70,7 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     res = subprocess.run(
         [str(exe), "demo", "--out", str(tmp_path)], capture_output=True, text=True, check=True
     )
-    assert "Paired comparison on success" in res.stdout and "McNemar" in res.stdout
+    assert "Paired comparison on success" in res.stdout and "Tango score test p" in res.stdout
     png = tmp_path / "success_by_task.png"
     assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "success_by_task.html").read_text().count("<script") >= 1

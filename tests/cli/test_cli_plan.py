@@ -44,18 +44,18 @@ def test_from_a_rate_and_a_correlation(capsys: pytest.CaptureFixture[str]) -> No
     n = pairs_for_power(0.03, discordance_from_marginals(0.95, 0.98, 0.3))
     assert code == 0
     assert out.splitlines()[0].startswith("Discordance 0.0497 from success rates 0.95")
-    assert f"with power 0.80 at one-sided alpha 0.05 (exact McNemar): {n} pairs" in out
+    assert f"with power 0.80 at one-sided alpha 0.05 (Tango score test): {n} pairs" in out
 
 
 def test_json_from_a_discordance(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--discordance", "0.06", "--delta", "0.03", "--two-sided", "--pairs", "500"]
+    argv = ["--discordance", "0.06", "--delta", "0.03", "--two-sided", "--pairs", "400"]
     code, out, _ = _run([*argv, "--format", "json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["kind"] == "binary"
     assert data["plan"]["n_pairs"] == pairs_for_power(0.03, 0.06, alternative="two-sided")
     assert data["plan"]["alternative"] == "two-sided"
     assert data["at_pairs"]["mde"] == pytest.approx(
-        minimum_detectable_effect(500, 0.06, alternative="two-sided")
+        minimum_detectable_effect(400, 0.06, alternative="two-sided")
     )
     assert 0 < data["at_pairs"]["power"] < 0.8
 

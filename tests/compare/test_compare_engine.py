@@ -62,8 +62,10 @@ def test_every_row_equals_paired_compare() -> None:
         # a row's figures depend on its own pairs only, never on the other rows of the call
         for field in ("n_pairs", "candidate_wins", "parent_wins", "ties", "n_dropped"):
             assert row[field] == getattr(pc, field), field
-        for field in ("p_value", "p_two_sided", "wilcoxon_p", "ci_low", "ci_high"):
+        for field in ("wilcoxon_p", "ci_low", "ci_high"):
             assert row[field] == pytest.approx(getattr(pc, field), rel=1e-12), field
+        assert row["p_value"] == pytest.approx(pc.p_test, rel=1e-12)
+        assert row["p_mcnemar"] == pytest.approx(pc.p_value, rel=1e-12)
         assert row["mean_diff"] == pytest.approx(pc.mean_diff)
         assert row["ci_low"] <= row["mean_diff"] <= row["ci_high"]
     b = out.filter(pl.col("candidate") == "B", pl.col("metric") == "success")
@@ -360,8 +362,11 @@ def test_a_verdict_and_the_interval_beside_it_agree(seed: int) -> None:
             assert row["verdict"] == "inconclusive"
             assert "the test and the interval disagree" in row["verdict_note"]
     overall = out.filter(pl.col("level") == "overall").row(0, named=True)
-    assert overall["p_value"] < 1e-6  # most pairs improved: the sign test rejects
-    assert overall["mean_diff"] > 0 and overall["verdict"] == "inconclusive"  # the mean got worse
+    assert overall["p_mcnemar"] < 1e-6  # most pairs improved: the sign test rejects
+    # the verdict tests the mean, which got worse: its test does not reject
+    assert overall["test"] == "bootstrap percentile" and overall["p_value"] > 0.5
+    assert overall["mean_diff"] > 0  # steps are minimized: worse
+    assert overall["verdict"] == ("regressed" if overall["p_worse"] < 0.05 else "inconclusive")
     # a family of 4 tasks: the per-task interval is wider than the unadjusted one
     task = out.filter(pl.col("level") == "task_id").row(0, named=True)
     assert task["ci_adj_low"] <= task["ci_low"] and task["ci_adj_high"] >= task["ci_high"]

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from hylo_analytics.compare import PairedComparison, compare_scores, paired_compare
+from hylo_analytics.stats import mcnemar_p
 
 
 def test_paired_compare_drops_abstentions_and_counts() -> None:
@@ -119,11 +120,25 @@ def test_paired_compare_is_the_overall_row_of_compare_scores(name: str, alternat
         .filter(pl.col("level") == "overall")
         .row(0, named=True)
     )
+    # the spec's p-values are the exact McNemar's; the row's p_value is the verdict's test
+    exact = {
+        "p_value": row["p_mcnemar"],
+        "p_test": row["p_value"],
+        "p_worse": mcnemar_p(row["parent_wins"], row["candidate_wins"], alternative=alternative)
+        if alternative == "greater"
+        else row["p_mcnemar"],
+        "p_two_sided": mcnemar_p(
+            row["candidate_wins"], row["parent_wins"], alternative="two-sided"
+        ),
+    }
+    assert (
+        pc.test == row["test"] == ("tango score" if metric == "success" else "bootstrap percentile")
+    )
     for field in PairedComparison.__dataclass_fields__:
         if field == "level":
             assert pc.level == 0.95
             continue
-        want = row[field]
+        want = exact.get(field, row.get(field))
         got = getattr(pc, field)
         if want is None:
             assert math.isnan(got), field

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from scipy import stats as scipy_stats
 
 import hylo_analytics as ha
 from hylo_analytics import report
@@ -61,8 +62,11 @@ def test_report_frames_agree_with_the_scores(
     h = frames["headline"].row(0, named=True)
     assert h["n_pairs"] == tasks["n_pairs"].sum()
     assert h["candidate_wins"] == tasks["candidate_wins"].sum()
-    expected_p = mcnemar_p([h["candidate_wins"]], [h["parent_wins"]], alternative="greater")
-    assert h["p_value"] == pytest.approx(expected_p[0])
+    # the verdict's test, Tango's score test at 0: (b - c) / sqrt(b + c) against the normal
+    b, c = h["candidate_wins"], h["parent_wins"]
+    assert h["p_value"] == pytest.approx(float(scipy_stats.norm.sf((b - c) / (b + c) ** 0.5)))
+    expected_p = mcnemar_p([b], [c], alternative="greater")
+    assert h["p_mcnemar"] == pytest.approx(expected_p[0])
     counts = tasks["verdict"].value_counts()
     for verdict, n in counts.iter_rows():
         assert h[f"tasks_{verdict}"] == n
@@ -273,13 +277,21 @@ def test_the_page_names_the_interval_and_the_sidedness_it_used(
     h = frames["headline"].row(0, named=True)
     assert h["ci_method"] == "tango" and h["ci_text"].startswith("Tango's score")
     assert h["p_sides"] == "one-sided"
-    assert "one-sided McNemar p" in report.summary_sentence(h)
-    both = {**h, "p_sides": "two-sided", "ci_text": "a percentile bootstrap 95% interval"}
+    # the test named is the one the interval inverts: Tango's score test beside Tango's CI
+    assert h["test"] == "tango score"
+    assert "one-sided Tango score test p" in report.summary_sentence(h)
+    both = {
+        **h,
+        "p_sides": "two-sided",
+        "ci_text": "a percentile bootstrap 95% interval",
+        "test": "bootstrap percentile",
+    }
     sentence = report.summary_sentence(both)
-    assert "two-sided McNemar p" in sentence and "one-sided" not in sentence
-    assert "two-sided McNemar test" in report.render_report(
-        {**frames, "headline": pl.DataFrame([both])}
-    )
+    assert "two-sided percentile-bootstrap test of the mean p" in sentence
+    assert "one-sided" not in sentence
+    page = report.render_report({**frames, "headline": pl.DataFrame([both])})
+    assert "two-sided percentile-bootstrap test of the mean (the metric" in page
+    assert "McNemar" not in page
 
 
 def test_a_regression_names_the_p_that_decided_it(frames: dict[str, pl.DataFrame]) -> None:
