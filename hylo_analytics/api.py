@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hylo_analytics.store import ParquetStore
 
@@ -194,6 +194,29 @@ class Store(ParquetStore):
         return flip_runs(
             self, candidates, parent, metrics=metrics, source=source, force=force, **options
         )
+
+    def pooled_compare(
+        self,
+        candidate: str,
+        parent: str,
+        *,
+        metrics: Sequence[str] = ("success",),
+        weights: Literal["suite", "episodes"] = "suite",
+        source: str | None = None,
+        force: bool = False,
+        **options: Any,
+    ) -> pl.DataFrame:
+        """The runs ``candidate`` selects (``agent=xvla``) against those ``parent`` selects,
+        paired by suite (benchmark, split) and by key: the suite rows and one pooled row.
+
+        See :func:`hylo_analytics.compare.pooled_compare_runs`.
+        """
+        from hylo_analytics.compare import pooled_compare_runs
+
+        return pooled_compare_runs(
+            self, candidate, parent, metrics=tuple(metrics), weights=weights, source=source,
+            force=force, **options,
+        )  # fmt: skip
 
     def declare_parent(
         self,

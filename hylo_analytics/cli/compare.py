@@ -41,9 +41,19 @@ task: regressions (success -> failure) and fixes (failure -> success) of 0/1 met
 the keys that got worse / better in the metric's direction otherwise, largest first, each
 with its epochs, episode ids, the Inspect sample id and the runs' source files (Store.flips;
 paired exactly as the comparison pairs them, so a task's flips are its wins and losses).
+With --pooled, --candidate and --parent are selectors of one run per suite each (e.g.
+agent=xvla and agent=pi05): the runs are paired by suite (benchmark, split) and by key, and
+one pooled row is added beside the suite rows: the suite-weighted paired difference (--weights
+suite: each suite 1/S, as papers average suites; episodes: n_s/N), the stratified sign-flip
+test of it (test_method: exact or Monte Carlo), the MOVER interval over the suites' Tango
+intervals (0/1 metrics; the stratified paired bootstrap otherwise), adjusted with the suite
+rows as one family (Holm). p_pooled_mcnemar (summed discordant pairs) is shown for reference:
+it weighs suites by their discordant pairs, not by 1/S.
 
 example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
-             --parent version=1.0.0 --by task_id --margin 0.05"""
+             --parent version=1.0.0 --by task_id --margin 0.05
+         hylo-analytics compare --store out/store --pooled --candidate agent=xvla \
+             --parent agent=pi05"""
 
 _TABLE_COLUMNS = (
     "candidate",
@@ -147,6 +157,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list the keys that flipped (regressions and fixes, worse and better), grouped "
         "by task, with their links, instead of the comparison",
     )
+    p.add_argument(
+        "--pooled",
+        action="store_true",
+        help="one policy against another over suites: --candidate and --parent each select "
+        "one run per suite (agent=xvla); adds the pooled row (see above)",
+    )
+    p.add_argument(
+        "--weights",
+        choices=("suite", "episodes"),
+        default="suite",
+        help="with --pooled: each suite's weight in the pooled difference, 1/S (suite, the "
+        "default: the papers' average) or n_s/N (episodes)",
+    )
     add_interval_args(p, what="CI")
     add_verdict_args(p)
     add_format_args(p, parquet=False)
@@ -173,9 +196,80 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+_POOLED_COLUMNS = (
+    "metric",
+    "level",
+    "suite",
+    "weight",
+    "n_pairs",
+    "candidate_wins",
+    "parent_wins",
+    "errors",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "verdict",
+    "test_method",
+    "ci_method",
+    "p_pooled_mcnemar",
+)
+
+
+def pooled_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Store.pooled_compare` the flags say; the options a
+    pooled comparison fixes are refused rather than ignored."""
+    if len(args.candidate) != 1:
+        raise ValueError("--pooled takes one --candidate selector (e.g. agent=xvla)")
+    fixed = {
+        "--by": bool(args.by),
+        "--ci": args.ci != "auto",
+        "--family": args.family != "comparison",
+        "--pair-on-epoch": args.pair_on_epoch,
+    }
+    bad = [flag for flag, given in fixed.items() if given]
+    if bad:
+        raise ValueError(
+            f"--pooled fixes {', '.join(bad)}: the suites are the groups, the pooled interval "
+            "combines the suites' Tango intervals, and suite and pooled rows are one family"
+        )
+    opts = options(args)
+    for key in ("by", "ci", "family", "pair_on_epoch"):
+        del opts[key]
+    return {**opts, "weights": args.weights}
+
+
+def _run_pooled(args: argparse.Namespace) -> int:
+    store = store_from(args)
+    opts = pooled_options(args)
+    check_directions(opts["directions"], list(opts["metrics"]))
+    result = store.pooled_compare(args.candidate[0], args.parent, **opts)
+    if args.format != "table":
+        emit(result, args.format, args.output, wide=args.wide)
+        return 0
+    emit(result.select(_POOLED_COLUMNS), "table", args.output, wide=args.wide)
+    notes = [
+        opts["rule"].describe(),
+        "pooled: the suite-weighted paired difference; p_pooled_mcnemar weighs suites by "
+        "their discordant pairs (not the printed difference's test; shown for reference)",
+    ]
+    text = "".join(f"* {n}\n" for n in notes)
+    if args.output is None:
+        say(text, end="")
+    else:
+        with args.output.open("a") as fh:
+            fh.write(text)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
+    if args.pooled and args.flips:
+        raise ValueError("--flips lists one comparison's keys: give it without --pooled")
+    if args.pooled:
+        return _run_pooled(args)
     store = store_from(args)
     opts = options(args)
     check_directions(opts["directions"], list(opts["metrics"]))

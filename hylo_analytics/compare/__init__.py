@@ -3,6 +3,8 @@
 - :func:`compare_scores`: the engine, every candidate against one parent on a scores frame;
 - :func:`compare_runs` (``Store.compare``): the engine over the store's resolved scores,
   behind the comparability gate (:class:`ComparabilityError`);
+- :func:`pooled_compare` (``Store.pooled_compare``): one policy against another over
+  several suites, one pooled effect beside the suite rows;
 - :func:`paired_compare`: the two-run case (:class:`PairedComparison`), same engine;
 - :mod:`~hylo_analytics.compare.verdicts`: ``improved | regressed | unchanged |
   inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`;
@@ -18,6 +20,8 @@ from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
+from hylo_analytics.compare.pooled import pooled_compare
+from hylo_analytics.compare.pooled_runs import pooled_compare_runs
 from hylo_analytics.compare.ranking import Ranking, rank_policies, rank_runs
 from hylo_analytics.compare.runs import ComparabilityError, compare_runs
 from hylo_analytics.compare.sequential import SequentialMonitor, sequential_compare
@@ -46,6 +50,8 @@ __all__ = [
     "flip_scores",
     "paired_compare",
     "plan_from_runs",
+    "pooled_compare",
+    "pooled_compare_runs",
     "rank_policies",
     "rank_runs",
     "sequential_compare",

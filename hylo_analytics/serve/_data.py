@@ -390,6 +390,17 @@ class StoreReader:
         frame: pl.DataFrame = self.memo(key, make)
         return frame
 
+    def pooled(self, candidate: str, parent: str, errors: Errors | None = None) -> pl.DataFrame:
+        """``store.pooled_compare`` on success (selectors of one run per suite), kept per
+        data version."""
+
+        def make() -> pl.DataFrame:
+            with self._lock:
+                return self._store.pooled_compare(candidate, parent, errors=errors)
+
+        frame: pl.DataFrame = self.memo(("pooled", parent, candidate, errors), make)
+        return frame
+
     def compared(
         self,
         candidates: Sequence[str],

@@ -286,6 +286,26 @@ def create_app(
             )
         )
 
+    def pooled(request: Request) -> Response:
+        candidate, parent = _one(request, "candidate"), _one(request, "parent")
+        errors = _errors(request)
+        try:
+            frame = reader.pooled(candidate, parent, errors)
+        except ComparabilityError:
+            raise
+        except ValueError as exc:
+            raise BadRequestError(f"cannot pool these runs: {exc}") from exc
+        return html(
+            pages.pooled_page(
+                frame,
+                candidate=candidate,
+                parent=parent,
+                rule=rule,
+                version=reader.version(),
+                errors=errors,
+            )
+        )
+
     def forest(request: Request) -> Response:
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
         if candidate == parent:
@@ -409,6 +429,7 @@ def create_app(
             Route("/compare", compare),
             Route("/compare/task", task),
             Route("/compare/forest.svg", forest),
+            Route("/pooled", pooled),
             Route("/episode", episode),
             Route("/episode/field", whole_field),
             Route("/api/version", version),

@@ -356,6 +356,55 @@ def comparison_page(
     return _layout("comparison", "".join(parts), version)
 
 
+def pooled_page(
+    frame: pl.DataFrame,
+    *,
+    candidate: str,
+    parent: str,
+    rule: str,
+    version: DataVersion,
+    errors: str | None = None,
+) -> str:
+    """One policy against another over suites: the pooled row's verdict as the headline,
+    then every suite row and the pooled row, with the weighting, test and interval named."""
+    params: list[tuple[str, Any]] = [("candidate", candidate), ("parent", parent)]
+    applied = sorted(set(frame["errors"].drop_nulls().to_list()))
+    label = errors_label(
+        errors or (applied[0] if len(applied) == 1 else "mixed" if applied else None),
+        convention=errors is None,
+    )
+    o = frame.filter(pl.col("level") == "pooled").row(0, named=True)
+    columns: list[tuple[str, Cell]] = [
+        ("suite", lambda r: _e(r["suite"])),
+        ("weight", lambda r: _num(r["weight"])),
+        ("pairs", lambda r: _e(r["n_pairs"])),
+        ("wins", lambda r: _e(r["candidate_wins"])),
+        ("losses", lambda r: _e(r["parent_wins"])),
+        (
+            "difference [CI]",
+            lambda r: f"{_num(r['mean_diff'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
+        ),
+        ("p better", lambda r: _p(r["p_value"])),
+        ("adjusted p (verdict)", lambda r: _p(r["p_verdict"])),
+        ("verdict", lambda r: _badge(r["verdict"])),
+    ]
+    parts = [
+        f"<h1>{_e(candidate)} against {_e(parent)}, pooled over suites</h1>",
+        _errors_toggle("/pooled", params, errors, label),
+        f'<p class="headline">{_badge(o["verdict"])} difference {_num(o["mean_diff"])} '
+        f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], p better = {_p(o['p_value'])}, "
+        f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>",
+        f'<p class="note">{_prose(o["verdict_note"])}</p>',
+        f'<p class="note">weighting: {_e(o["weighting"])}; test: {_prose(o["test_method"])}; '
+        f"interval: {_e(o['ci_method'])}; the pooled McNemar p (it weighs suites by their "
+        f"discordant pairs, so it is not the test of this difference): "
+        f"{_p(o['p_pooled_mcnemar'])}</p>",
+        f'<p class="note">{_prose(rule)}</p>',
+        _table(columns, frame),
+    ]
+    return _layout("pooled comparison", "".join(parts), version)
+
+
 def _task_link(
     parent: str, candidate: str, errors: str | None = None, metric: str | None = None
 ) -> Callable[[dict[str, Any]], str]:

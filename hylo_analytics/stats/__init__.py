@@ -14,7 +14,9 @@ Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal
 standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
 means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango and Newcombe intervals for paired proportions, the
 score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
-Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
+Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a difference pooled
+over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
+:mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
 improvement, as rliable).
 """
@@ -38,6 +40,15 @@ from hylo_analytics.stats.intervals import (
     z_value,
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
+from hylo_analytics.stats.pooled import (
+    PooledBootstrap,
+    SignFlip,
+    Weighting,
+    mover_ci,
+    pooled_bootstrap,
+    sign_flip_p,
+    suite_weights,
+)
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
 from hylo_analytics.stats.significance import (
     Alternative,
@@ -63,10 +74,13 @@ __all__ = [
     "Alternative",
     "BootstrapMethod",
     "BootstrapTest",
+    "PooledBootstrap",
     "Reducer",
     "Seed",
+    "SignFlip",
     "StatisticsWarning",
     "TaskSummary",
+    "Weighting",
     "at_least",
     "benjamini_hochberg",
     "bootstrap_ci",
@@ -78,14 +92,18 @@ __all__ = [
     "interquartile_mean",
     "mcnemar_exact",
     "mcnemar_p",
+    "mover_ci",
     "newcombe_ci",
     "normal_ci",
     "pass_at_k",
     "performance_profile",
+    "pooled_bootstrap",
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "reducer",
+    "sign_flip_p",
     "signed_rank_p",
+    "suite_weights",
     "summarize_tasks",
     "tango_ci",
     "tango_p",

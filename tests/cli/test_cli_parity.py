@@ -17,6 +17,7 @@ from hylo_analytics.cli import aggregate as aggregate_cli
 from hylo_analytics.cli import build_parser
 from hylo_analytics.cli import compare as compare_cli
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_scores
+from hylo_analytics.compare.pooled_runs import pooled_compare_runs
 from hylo_analytics.compare.runs import compare_runs
 
 # Python parameters that cannot be (or need not be) flags, each with why.
@@ -33,6 +34,15 @@ COMPARE_NOT_FLAGS = {
     "errors_as_failures": "the deprecated alias of errors=: --errors-as-failures, hidden",
     "options": "**options: compare_scores's keywords, listed from its own signature",
 }
+POOLED_NOT_FLAGS = {
+    **{k: v for k, v in COMPARE_NOT_FLAGS.items() if k not in ("candidates", "pending")},
+    "candidate": "--candidate (required, no default)",
+    "candidates": "each suite's candidate run, found from --candidate",
+    "by": "refused with --pooled: the suites are the groups",
+    "ci": "refused with --pooled: the pooled interval combines the suites' Tango intervals",
+    "family": "refused with --pooled: suite and pooled rows are one family",
+    "pair_on_epoch": "refused with --pooled: pairs are keys",
+}
 AGGREGATE_NOT_FLAGS = {
     "self": "the store: --store",
     "scores": "the store (or a frame, from Python only): --store",
@@ -43,6 +53,7 @@ AGGREGATE_NOT_FLAGS = {
 _BASE = {
     "compare": ["compare", "--store", "s", "--candidate", "a", "--parent", "b"],
     "aggregate": ["aggregate", "--store", "s"],
+    "pooled": ["compare", "--pooled", "--store", "s", "--candidate", "a", "--parent", "b"],
 }
 # one non-default value per option: the flags that set it, and what Python receives
 COMPARE_FLAGS: dict[str, tuple[list[str], Any]] = {
@@ -61,6 +72,10 @@ COMPARE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "seed": (["--seed", "3"], 3),
     "family": (["--family", "level"], "level"),
     "errors": (["--errors", "exclude"], "exclude"),
+}
+POOLED_FLAGS = {
+    **{k: v for k, v in COMPARE_FLAGS.items() if k not in ("by", "ci", "family", "pair_on_epoch")},
+    "weights": (["--weights", "episodes"], "episodes"),
 }
 AGGREGATE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "by": (["--by", "run_id,task_id"], ("run_id", "task_id")),
@@ -106,6 +121,12 @@ CASES = {
         COMPARE_NOT_FLAGS,
         COMPARE_FLAGS,
         compare_cli.options,
+    ),
+    "pooled": (
+        _params(Store.pooled_compare, pooled_compare_runs, compare_scores),
+        POOLED_NOT_FLAGS,
+        POOLED_FLAGS,
+        compare_cli.pooled_options,
     ),
     "aggregate": (
         _params(Store.aggregate, aggregate_scores),

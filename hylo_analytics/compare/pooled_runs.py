@@ -1,0 +1,118 @@
+"""``Store.pooled_compare``: the runs two selectors name, paired by suite, then pooled.
+
+Each suite's pair is one :func:`~hylo_analytics.compare.compare_runs` (the gate, the
+resolved scores, the errors policy), so a suite row is exactly ``Store.compare``'s overall
+row; :func:`~hylo_analytics.compare.pooled.pool_suites` adds the pooled row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from hylo_analytics.compare.pooled import _differences, pool_suites
+from hylo_analytics.stats.pooled import Weighting
+from hylo_analytics.store import ParquetStore, _selector, pinned
+
+__all__ = ["pooled_compare_runs", "suite_pairs"]
+
+# compare options a pooled comparison fixes, and why
+_REFUSED = {
+    "by": "by: the suites are the groups",
+    "ci": "ci: the pooled interval combines the suites' Tango intervals (0/1 metrics)",
+    "family": "family: the suite rows and the pooled row are one family",
+    "pair_on_epoch": "pair_on_epoch: pairs are keys (epochs reduced)",
+}
+
+
+@pinned
+def pooled_compare_runs(
+    store: ParquetStore,
+    candidate: str,
+    parent: str,
+    *,
+    metrics: list[str] | tuple[str, ...] = ("success",),
+    weights: Weighting = "suite",
+    source: str | None = None,
+    force: bool = False,
+    **options: Any,
+) -> pl.DataFrame:
+    """``Store.pooled_compare``: the runs ``candidate`` selects (``agent=xvla``) against
+    those ``parent`` selects, paired by suite (:func:`suite_pairs`), then by key.
+
+    Each suite is one :func:`~hylo_analytics.compare.compare_runs` (the comparability
+    gate, the resolved scores, the errors policy: ``errors=``, else each run's harness
+    convention), pooled by :func:`pool_suites`. ``options``: compare_scores' (``errors``,
+    ``alternative``, ``directions``, ``n_resamples``, ``level``, ``seed``, ``rule``, ...).
+    """
+    from hylo_analytics.compare.runs import compare_runs
+
+    refused = sorted(set(options) & set(_REFUSED))
+    if refused:
+        raise ValueError(
+            f"pooled_compare: {', '.join(refused)} cannot be set: "
+            + "; ".join(_REFUSED[k] for k in refused)
+        )
+    pairs = suite_pairs(store, candidate, parent)
+    per_suite = []
+    for suite, (cand, par) in pairs.items():
+        rows = compare_runs(
+            store, cand, par, metrics=metrics, source=source, force=force, **options
+        )
+        per_suite.append(rows.with_columns(suite=pl.lit(suite)))
+    suites = pl.concat(per_suite, how="diagonal_relaxed")
+    numeric = suites.filter(~pl.col("is_binary") & (pl.col("n_pairs") > 0))
+    diffs = None
+    if not numeric.is_empty():
+        if source is not None:
+            raise ValueError("pooled_compare: source= applies to 0/1 metrics only for now")
+        runs = [r for cp in pairs.values() for r in cp]
+        scores = store.sql(
+            "select run_id, key, metric, value from int_key_scores "
+            "where list_contains($runs, run_id) and list_contains($metrics, metric)",
+            {"runs": runs, "metrics": numeric["metric"].unique().to_list()},
+        )
+        reducer = options.get("reducer", "mean")
+        diffs = _differences(scores, pairs, numeric["metric"].unique().to_list(), reducer)
+    keep = ("alternative", "n_resamples", "level", "seed", "rule")
+    return pool_suites(
+        suites, diffs, candidate=candidate, parent=parent, weights=weights,
+        **{k: v for k, v in options.items() if k in keep},
+    )  # fmt: skip
+
+
+def suite_pairs(store: ParquetStore, candidate: str, parent: str) -> dict[str, tuple[str, str]]:
+    """Suite -> (candidate run, parent run), a suite being a (benchmark, split) and named
+    by its split (else its benchmark). Each selector must name one run per suite and the
+    two must cover the same suites: a pooled effect over different suites is no effect."""
+    runs = store.sql(
+        "SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format "
+        "FROM stg_runs ORDER BY run_id"
+    ).with_columns(suite=pl.coalesce("split", "benchmark_id"))
+    sides = {}
+    for name, spec in (("candidate", candidate), ("parent", parent)):
+        hits = runs.filter(_selector(spec) if "=" in spec else pl.col("run_id") == spec)
+        if hits.is_empty():
+            raise ValueError(f"pooled_compare: {name} {spec!r} selects no run")
+        several = hits.group_by("benchmark_id", "split").len().filter(pl.col("len") > 1)
+        if not several.is_empty():
+            raise ValueError(
+                f"pooled_compare: {name} {spec!r} selects several runs of suite(s) "
+                f"{sorted(several['split'].fill_null('').to_list())}: add a field "
+                "(version=...) so each suite has one"
+            )
+        sides[name] = hits
+    joined = sides["candidate"].join(
+        sides["parent"], on=["benchmark_id", "split"], how="full", nulls_equal=True,
+        suffix="_p",
+    )  # fmt: skip
+    lone = joined.filter(pl.col("run_id").is_null() | pl.col("run_id_p").is_null())
+    if not lone.is_empty():
+        names = pl.coalesce("suite", "suite_p")
+        raise ValueError(
+            f"pooled_compare: suite(s) {sorted(lone.select(names)['suite'].to_list())} have "
+            f"a run on one side only ({candidate!r} vs {parent!r}); select the same suites"
+        )
+    rows = joined.sort("suite").select("suite", "run_id", "run_id_p").rows()
+    return {str(s): (str(c), str(p)) for s, c, p in rows}
