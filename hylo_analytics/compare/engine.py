@@ -734,6 +734,8 @@ TEST_LABELS = {
     "bootstrap bca": "BCa-bootstrap test of the mean",
     "bootstrap-t": "bootstrap-t test of the mean",
     "z": "z test of the mean",
+    "stratified sign-flip": "stratified sign-flip test of the pooled difference",
+    "stratified bootstrap": "stratified bootstrap test of the pooled difference",
 }
 """What each ``test`` code is called on a page."""
 

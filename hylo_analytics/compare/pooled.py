@@ -283,6 +283,7 @@ def _pooled_row(
         ci_adj_low=pl.lit(a_lo),
         ci_adj_high=pl.lit(a_hi),
         ci_method=pl.lit(ci_method),
+        test=pl.lit("stratified sign-flip" if "sign-flip" in test else "stratified bootstrap"),
         test_method=pl.lit(test),
         drop_note=pl.lit(note if dropped else None, pl.String),
         gate_note=pl.when(pl.col("gate_note") != "").then("gate_note"),

@@ -127,6 +127,7 @@ def test_the_pooled_row_by_hand(pooled: pl.DataFrame) -> None:
     assert (row["candidate"], row["parent"], row["n_pairs"]) == ("X", "Y", 29)
     assert row["weighting"] == "suite: 1/S each"
     assert row["test_method"].startswith("stratified sign-flip") and "exact" in row["test_method"]
+    assert row["test"] == "stratified sign-flip"
     assert row["ci_method"] == "mover (tango per suite)"
     assert row["verdict"] == "inconclusive"
 
