@@ -67,8 +67,9 @@ def ranking_matrix(
     )
     color = alt.Color(
         "verdict:N",
-        title="row vs column (improved: the row is better)",
+        title="verdict, row vs column (improved: the row is better)",
         scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
+        legend=alt.Legend(titleLimit=0),
     )
     rect = base.mark_rect(stroke="white", strokeWidth=2).encode(
         color=color,
