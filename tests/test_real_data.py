@@ -121,6 +121,13 @@ def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> N
     text = page.read_text()
     assert "pi05" in text and "xvla" in text and "None" not in text  # no version: not "None"
     assert "pi05 \u2212 xvla, per task" in text  # the forest names the runs by their labels
+    # beside the one suite, the same two policies over the four suites they share: the pooled
+    # row is Store.pooled_compare's (suite-weighted, pi05 - xvla = -1.3 points)
+    pooled = report.frames["pooled"].filter(pl.col("level") == "pooled").row(0, named=True)
+    want = vla.pooled_compare("agent=pi05", "agent=xvla").filter(pl.col("level") == "pooled")
+    assert pooled["mean_diff"] == pytest.approx(want["mean_diff"].item())
+    assert pooled["mean_diff"] == pytest.approx(-0.013) and pooled["verdict"] == "regressed"
+    assert "The same two policies over every suite they share" in text
     _looks_drawn(screenshot(page, tmp_path / "libero_spatial_report.png", tmp_path))
 
     pi05 = vla.resolve_run(f"agent=pi05,{SPATIAL}")

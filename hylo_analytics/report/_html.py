@@ -219,6 +219,44 @@ def _flip_anchors(flips: pl.DataFrame | None) -> dict[str, str]:
     return {t: f"flips-{i}" for i, t in enumerate(tasks)}
 
 
+def _pooled_section(pooled: pl.DataFrame | None) -> str:
+    """The two policies over every suite both ran: each suite's paired comparison and the
+    pooled row (suite-weighted difference, its stratified test and MOVER interval), one
+    Holm family; nothing when there is no second suite."""
+    if pooled is None or pooled.is_empty():
+        return ""
+    p = pooled.filter(pl.col("level") == "pooled").row(0, named=True)
+    suites = pooled.filter(pl.col("level") != "pooled")
+    rows = [
+        [
+            "<b>pooled</b>" if r["level"] == "pooled" else text(r["suite"]),
+            f"{r['n_pairs']:,}",
+            text(f"{r['weight']:.3g}"),
+            _pct(r["mean_diff"], True),
+            f"{_pct(r['ci_low'], True)} to {_pct(r['ci_high'], True)}",
+            f"{r['candidate_wins']} / {r['parent_wins']} / {r['ties']}",
+            text(test_label(r.get("test"))),
+            _p(r["p_worse"] if r["verdict"] == "regressed" else r["p_value"]),
+            _p(r["p_verdict"]),
+            _badge(r["verdict"]),
+        ]
+        for r in [*suites.iter_rows(named=True), p]
+    ]
+    header = ["suite", "pairs", "weight", "diff (pts)", "95% CI", "wins c / p / ties"]
+    header += ["test", "p", "p (verdict)", "verdict"]
+    return (
+        "<h2>The same two policies over every suite they share</h2>"
+        + _table(header, rows)
+        + '<p class="note">Each suite pairs the two policies\' runs on that suite by key '
+        "(Store.pooled_compare); the pooled row is the suite-weighted paired difference "
+        f"({text(p['weighting'] or '')}), tested by {text(p['test_method'] or '')} and "
+        f"bounded by the {text(p['ci_method'] or '')} interval; the suite rows and the pooled "
+        "row are one Holm family. The pooled McNemar, which weighs suites by their "
+        "discordant pairs rather than equally, gives a one-sided p that the candidate is "
+        f"better of {_p(p['p_pooled_mcnemar'])} (shown for reference).</p>"
+    )
+
+
 def _flips_section(flips: pl.DataFrame | None) -> str:
     """The keys that flipped, per task: regressions first, each with its episodes and sample
     id, and the two runs' source files once."""
@@ -446,6 +484,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         ),
         _svg(charts.win_loss_bars(tasks)),
         _svg(success),
+        _pooled_section(frames.get("pooled")),
         "<h2>Runs, coverage and cost</h2>",
         _table(
             [

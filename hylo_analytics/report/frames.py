@@ -307,8 +307,13 @@ def report_frames(
         directions=directions,
         errors=errors,
     )
+    pooled = _pooled(
+        store, candidate, parent, metric, force=force, rule=rule, n_resamples=n_resamples,
+        seed=seed, directions=directions, errors=errors,
+    )  # fmt: skip
     return {
         "flips": _flip_frame(flips),
+        "pooled": pooled,
         "headline": headline,
         "tasks": tasks,
         "comparison": comparison,
@@ -363,6 +368,36 @@ _CI_TEXT = {
     "studentized": "a studentized bootstrap 95% interval of the paired differences",
     "normal": "a normal (Wald) 95% interval of the paired differences",
 }
+
+
+def _pooled(
+    store: ParquetStore, candidate: str, parent: str, metric: str, **options: Any
+) -> pl.DataFrame:
+    """The pair's two policies over every suite both ran (``Store.pooled_compare`` of their
+    agents), so a page about one suite shows the benchmark-level answer beside it; empty
+    when they share fewer than two suites or an agent has several runs on one suite (no
+    unambiguous pooling)."""
+    from hylo_analytics.compare.pooled_runs import pooled_compare_runs
+
+    agents = dict(
+        store.sql(
+            "select run_id, agent_name from stg_runs where run_id in ($c, $p)",
+            {"c": candidate, "p": parent},
+        ).iter_rows()
+    )
+    cand, par = agents.get(candidate), agents.get(parent)
+    names = [a for a in (cand, par) if a]
+    if len(names) < 2 or cand == par or any(c in a for a in names for c in ",="):
+        return pl.DataFrame()
+    try:
+        rows = pooled_compare_runs(
+            store, f"agent={cand}", f"agent={par}", metrics=[metric], **options
+        )
+    except ValueError:  # a suite with several runs of one agent, or one side missing
+        return pl.DataFrame()
+    if rows.filter(pl.col("level") != "pooled").height < 2:
+        return pl.DataFrame()
+    return rows
 
 
 def _headline(
