@@ -109,3 +109,11 @@ def test_aggregate_reads_its_moments_from_sql_as_numpy_computes_them() -> None:
         low, high = hall_ci(*[[v] for v in _moments(x)])
         assert row["ci_low"] == pytest.approx(low[0], rel=1e-12)
         assert row["ci_high"] == pytest.approx(high[0], rel=1e-12)
+
+
+def test_the_quantile_is_t_on_n_minus_one_degrees_of_freedom() -> None:
+    n = np.array([2, 3, 20, 485, 10**6])
+    for level in (0.9, 0.95):
+        low, high = hall_ci(np.zeros(5), np.sqrt(n), np.zeros(5), n, level)
+        assert np.array_equal(high, stats.t.ppf(0.5 + level / 2, n - 1))
+        assert np.array_equal(low, -high)
