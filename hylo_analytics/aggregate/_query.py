@@ -99,7 +99,10 @@ class GroupRows:
         nulls last): counts, sums, mean, std (ddof 1), median, p95 (linear), min, max, the
         interquartile mean, the normalized mean, the optimality gap ``mean(max(threshold -
         x, 0))`` (on normalized values where the metric has a normalizer), errored keys, the
-        errors policy of the group's rows (``mixed`` when they differ), and whether every valid value is 0/1 (``_is01``) or -1/0/1 (``_is101``)."""
+        errors policy of the group's rows (``mixed`` when they differ), the plug-in skewness
+        ``m3 / m2**1.5`` (central moments over n; null for a flat group: ``_skew``, Hall's
+        interval reads it), and whether every valid value is 0/1 (``_is01``) or -1/0/1
+        (``_is101``)."""
         params: dict[str, Any] = {"threshold": float(threshold)}
         # the normalized values of a group: its sorted values mapped (the map is monotone)
         norm = "cast(null as double[])"
@@ -123,9 +126,17 @@ class GroupRows:
             from s
             group by all
         ),
-        n as (select *, {norm} as _norms from g)
+        n as (select *, {norm} as _norms, list_avg(_vals) as _mu from g),
+        m as (
+            select *,
+                list_avg(list_transform(_vals, lambda x: (x - _mu) * (x - _mu))) as _m2,
+                list_avg(list_transform(_vals, lambda x: (x - _mu) * (x - _mu) * (x - _mu)))
+                    as _m3
+            from n
+        )
         select {keys}metric, n_total, n_valid, n_errors, errors, _is01, _is101,
-            list_avg(_vals) as mean,
+            _mu as mean,
+            case when _m2 > 0 then _m3 / pow(_m2, 1.5) end as _skew,
             list_aggregate(_vals, 'stddev_samp') as std,
             {_quantile(0.5)} as median,
             {_quantile(0.95)} as p95,
@@ -138,7 +149,7 @@ class GroupRows:
                 as _gap,
             list_avg(_norms) as normalized_mean,
             coalesce(list_sum(_vals), 0.0) as _sum
-        from n
+        from m
         order by {self._order()}metric
         """
         return self._sql(body, params)

@@ -12,7 +12,8 @@ __all__ = ["BUILTIN_SCORERS", "CI_METHODS", "DEFAULT_LEVEL", "DEFAULT_RESAMPLES"
 DEFAULT_LEVEL = 0.95  # stats.intervals.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 CI_METHODS: tuple[str, ...] = (  # aggregate.CI_METHODS
-    "auto", "wilson", "clopper_pearson", "normal", "percentile", "bca", "studentized", "none",
+    "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",
+    "none",
 )  # fmt: skip
 STATISTICS: tuple[str, ...] = (  # aggregate.STATISTICS
     "mean", "std", "stderr", "median", "p95", "min", "max", "iqm", "optimality_gap",

@@ -34,6 +34,7 @@ __all__ = [
     "StatisticsWarning",
     "clopper_pearson",
     "clustered_stderr",
+    "hall_ci",
     "normal_ci",
     "wilson",
     "z_value",
@@ -104,6 +105,51 @@ def normal_ci(
     m, se = _f(mean), _f(stderr)
     z = z_value(level)
     return m - z * se, m + z * se
+
+
+def hall_ci(
+    mean: ArrayLike,
+    std: ArrayLike,
+    skewness: ArrayLike,
+    n: ArrayLike,
+    level: float = 0.95,
+) -> tuple[FloatArray, FloatArray]:
+    """Hall's (1992) skewness-corrected t interval for a mean, from each group's moments.
+
+    The t statistic ``T = sqrt(n) (mean - mu) / std`` of skewed data is itself skewed; Hall's
+    monotone cubic ``g(T) = T + a T**2 + a**2 T**3 / 3 + a / 2`` with ``a = skewness / (3
+    sqrt(n))`` removes the first (``n**-1/2``) term of its Edgeworth expansion, and the interval
+    is ``{mu : |g(T)| <= q}``, ``q`` the t quantile on ``n - 1`` degrees of freedom (closer to
+    nominal at n = 20 than the normal one: ``benchmarks/bench_coverage.py``). The inverse is
+    in closed form, ``g^-1(u) = 3 (u - b) / (r**2 + r + 1)`` with ``r = cbrt(1 + 3 a (u -
+    b))``, so bounds cost nothing per resample: ``mean - std / sqrt(n) * g^-1(+-q)``.
+
+    ``std`` has ddof 1; ``skewness`` is the plug-in ``m3 / m2**1.5`` (central moments over
+    ``n``; ``scipy.stats.skew(x)``), 0 taken where it is not finite (all values equal). With
+    skewness 0 this is exactly the t interval; right skew moves both bounds up, the upper one
+    more. A group of one value, or none, gets ``nan`` bounds; a flat group its mean twice.
+    """
+    m, s, nn = _f(mean), _f(std), _f(n)
+    # a flat group, or values so close their moments underflow, has no skewness: t
+    g = np.nan_to_num(np.where(s > 0, _f(skewness), 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+    _check_level(level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # stdtrit is t.ppf without importing scipy.stats (seconds at a cold start)
+        q = special.stdtrit(np.where(nn > 1, nn - 1, np.nan), 0.5 + level / 2)
+        a = g / (3 * np.sqrt(nn))
+        se = s / np.sqrt(nn)
+    low = m - se * _hall_inverse(q, a)
+    high = m - se * _hall_inverse(-q, a)
+    return np.where(nn > 1, low, np.nan), np.where(nn > 1, high, np.nan)
+
+
+def _hall_inverse(u: FloatArray, a: FloatArray) -> FloatArray:
+    """``g^-1(u)`` of Hall's cubic, written so ``a`` near 0 loses no precision (the plain
+    ``(cbrt(1 + 3 a (u - b)) - 1) / a`` cancels) and ``a = 0`` gives ``u`` exactly."""
+    c = u - a / 2
+    with np.errstate(invalid="ignore"):
+        r = np.cbrt(1 + 3 * a * c)
+        return np.asarray(np.where(a == 0, c, 3 * c / (r * r + r + 1)), dtype=np.float64)
 
 
 def clustered_stderr(

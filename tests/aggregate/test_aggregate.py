@@ -310,10 +310,10 @@ def test_bootstrap_values_go_to_their_own_group_whatever_the_row_order():
             assert row["ci_high"] - row["ci_low"] < 2
 
 
-def test_binary_metric_with_fractional_values_falls_back_to_bootstrap():
+def test_binary_metric_with_fractional_values_falls_back_to_hall():
     df = pl.DataFrame({"run_id": "r", "metric": "success", "value": [0.0, 0.5, 1.0, 1.0]})
     r = aggregate_scores(df, n_resamples=300).row(0, named=True)
-    assert r["ci_method"] == "studentized"
+    assert r["ci_method"] == "hall"
 
 
 def test_two_sources_of_one_key_are_not_averaged_as_epochs():
@@ -340,14 +340,18 @@ def test_a_misspelt_column_gets_the_nearest_run_or_score_column(sample_store: ha
         sample_store.aggregate(by=["agent_versio"])
 
 
-def test_wald_warns_where_it_fails_and_continuous_defaults_to_studentized() -> None:
+def test_wald_warns_where_it_fails_and_continuous_defaults_to_hall() -> None:
     few = pl.DataFrame({"run_id": "r", "metric": "success", "value": [1.0] * 19 + [0.0]})
     with pytest.warns(iv.StatisticsWarning, match="use 'wilson'"):
         aggregate_scores(few, ci="normal")
     many = pl.DataFrame({"run_id": "r", "metric": "success", "value": [1.0, 0.0] * 30})
     assert aggregate_scores(many, ci="normal")["ci_method"].item() == "normal"  # no warning
     lat = pl.DataFrame({"run_id": "r", "metric": "latency_p95", "value": [1.0, 2.0, 9.0] * 10})
-    assert aggregate_scores(lat)["ci_method"].item() == "studentized"
+    assert aggregate_scores(lat)["ci_method"].item() == "hall"
+    # the bootstrap-t stays available by name
+    assert aggregate_scores(lat, ci="studentized", n_resamples=200)["ci_method"].item() == (
+        "studentized"
+    )
 
 
 def test_bootstrap_interval_does_not_depend_on_row_order() -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+import hylo_analytics as ha
 from hylo_analytics.aggregate import aggregate_scores
 
 # one run's values of one metric: 0/1 only, -1/0/1, small integers, or any floats
@@ -52,7 +53,7 @@ def _frame(runs: list[dict[str, list[float]]]) -> pl.DataFrame:
         min_size=2,
         max_size=4,
     ),
-    ci=st.sampled_from(["auto", "percentile", "bca", "studentized", "normal"]),
+    ci=st.sampled_from(["auto", "hall", "percentile", "bca", "studentized", "normal"]),
     stratify=st.sampled_from([None, "task_id"]),
 )
 def test_a_run_alone_gets_the_bounds_it_gets_among_others(
@@ -80,8 +81,8 @@ def test_a_run_alone_gets_the_bounds_it_gets_among_others(
 
 
 def test_the_method_follows_the_runs_own_values() -> None:
-    """A metric only the data knows: a run of 0/1 values gets Wilson, a run holding 0.5 the
-    bootstrap; the registry's declared kind stands (steps: a count, never Wilson)."""
+    """A metric only the data knows: a run of 0/1 values gets Wilson, a run holding 0.5 Hall's
+    interval; the registry's declared kind stands (steps: a count, never Wilson)."""
     frame = _frame(
         [
             {"made_up": [0.0, 0.0, 0.0, 0.0], "steps": [0.0, 1.0, 1.0]},
@@ -96,10 +97,20 @@ def test_the_method_follows_the_runs_own_values() -> None:
     )
     assert methods == {
         "run0/made_up": "wilson",
-        "run0/steps": "studentized",
-        "run1/made_up": "studentized",
-        "run1/steps": "studentized",
+        "run0/steps": "hall",
+        "run1/made_up": "hall",
+        "run1/steps": "hall",
     }
     # Wilson at 0 of 4, as one run alone gets it: not a degenerate [0, 0] bootstrap
     row = out.filter((pl.col("run_id") == "run0") & (pl.col("metric") == "made_up"))
     assert row["ci_low"].item() == 0.0 and 0.4 < row["ci_high"].item() < 0.6
+
+
+def test_a_stored_run_alone_gets_its_default_interval_bit_for_bit(sample_store: ha.Store) -> None:
+    """The default interval of a count (Hall's, from moments computed in DuckDB) reads the
+    run's own rows: a run asked for alone gets the bits it gets among every run."""
+    every = sample_store.aggregate(("run_id",), metrics=["steps"])
+    assert set(every["ci_method"]) == {"hall"}
+    for run in every["run_id"].to_list():
+        alone = sample_store.aggregate(("run_id",), metrics=["steps"], runs=[run])
+        assert_frame_equal(alone, every.filter(pl.col("run_id") == run), check_exact=True)
