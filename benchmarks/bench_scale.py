@@ -5,6 +5,7 @@
     python benchmarks/bench_scale.py --large --workdir DIR  # 1M / 10M samples (issue 26)
     python benchmarks/bench_scale.py --large --workdir DIR --sizes 20k --commits 5  # a quick try
     python benchmarks/bench_scale.py --large --workdir DIR --sizes 1m --reuse --steps compare
+    python benchmarks/bench_scale.py --table --workdir DIR  # goal 5: per size, from DIR's runs
 
 Issue 14's goals 7 and 8. Every step runs in its own child process on a store written once per
 size, so each peak RSS (``VmHWM``) is that step's alone. EvalLogs carry 500 samples a run and
@@ -39,7 +40,11 @@ each episode has one source; the store measured is therefore never re-scored (``
 a copy), and each floor checks it (untimed) before its query. Each line carries the load
 average. The logs and stores stay in ``--workdir`` (``--reuse`` measures the listed
 ``--steps`` on them again; ``answers/`` holds both sides' answers); a step that runs past
-``--timeout`` seconds is reported as such.
+``--timeout`` seconds is reported as such. ``--sizes`` also takes plain numbers (``10000``).
+
+``--table`` (issue 26's goal 5) prints, from ``DIR/results.jsonl`` (every ``--large`` run into
+``DIR`` appends to it), one markdown row per question and one per its floor, one column per
+size: the range of its times over the runs recorded, its largest peak RSS, and hylo / floor.
 """
 
 from __future__ import annotations
@@ -329,7 +334,7 @@ def _large_step(cfg: Large, step: str, n: int, store: Path, logs: Path) -> list[
     elif step == "declare":
         opts["ids"] = _ids(store)
     got = _step(step, store, logs, cfg.timeout, opts)
-    _record(cfg.workdir, rows, f"{step}, {n:,} samples", got["seconds"], got["rss_mb"])
+    _record(cfg.workdir, rows, f"{step}, {n:,} samples", got["seconds"], got["rss_mb"], step, n)
     return rows
 
 
@@ -365,6 +370,8 @@ def _floored(cfg: Large, step: str, n: int, store: Path, logs: Path) -> list[dic
             "met": None if closed else ratio <= allowed and got[side]["rss_mb"] <= limit,
             "peak_rss_mb": got[side]["rss_mb"],
             "reference_rss_mb": floor["rss_mb"],
+            "step": side,
+            "n": n,
         }
         rows.append(_checked(cfg, row, bad))
     return rows
@@ -497,14 +504,74 @@ def _record(
     what: str,
     s: float | None = None,
     mb: float | None = None,
+    step: str | None = None,
+    n: int | None = None,
 ) -> None:
     row = {"goal": "16 scale-out", "workload": what, "hylo_s": s, "reference": None,
            "reference_s": None, "ratio": None, "target": "(for the record)", "met": None,
            "peak_rss_mb": mb, "load": os.getloadavg()[0]}  # fmt: skip
+    if step is not None:
+        row |= {"step": step, "n": n}
     rows.append(row)
     with (workdir / "results.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row), file=sys.stderr, flush=True)
+
+
+TABLE_STEPS = {  # --table: each question's line (and its floor's), in this order
+    "ingest": "ingest (logs -> store)",
+    "aggregate": "`Store.aggregate`, every run, default intervals",
+    "aggregate_closed": "the same, ci=wilson/normal",
+    "mart_aggregate": "`select * from mart_aggregate_run`",
+    "compare": "`Store.compare`, every run with the first",
+    "declare": "declare those pairs",
+    "mart_compare": "`mart_compare`, one pair (open + first query)",
+}
+
+
+def size_table(results: Path) -> str:
+    """Goal 5's table from ``results`` (``workdir/results.jsonl``): per question and size, the
+    time (the range over every line recorded for that step and size) and the largest peak RSS,
+    then its floor's and the ratio."""
+    got: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for line in results.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("step") in TABLE_STEPS and row.get("hylo_s") is not None:
+            got.setdefault((row["step"], row["n"]), []).append(row)
+    sizes = sorted({n for _, n in got})
+
+    def cell(rows: list[dict[str, Any]], s: str, mb: str, ratio: bool = False) -> str:
+        t = sorted(r[s] for r in rows if r.get(s) is not None)
+        if not t:
+            return ""
+        out = _span(t[0], t[-1], ".3g") + " s"
+        rss = [r[mb] for r in rows if r.get(mb)]
+        out += f", {max(rss):,.0f} MiB" if rss else ""
+        if ratio:
+            x = sorted(r["ratio"] for r in rows)
+            out += f" ({_span(x[0], x[-1], '.2g')}x)"
+        return out
+
+    lines = ["| question | " + " | ".join(f"{n:,}" for n in sizes) + " |"]
+    lines.append("|---" * (len(sizes) + 1) + "|")
+    for step, label in TABLE_STEPS.items():
+        cols = [got.get((step, n), []) for n in sizes]
+        if any(cols):
+            lines.append(
+                f"| {label} | {' | '.join(cell(c, 'hylo_s', 'peak_rss_mb') for c in cols)} |"
+            )
+        if any(r.get("reference_s") for c in cols for r in c):
+            floors = " | ".join(cell(c, "reference_s", "reference_rss_mb", True) for c in cols)
+            lines.append(f"| its floor, DuckDB (hylo / floor) | {floors} |")
+    loads = [r["load"] for c in got.values() for r in c if r.get("load") is not None]
+    if loads:
+        lines.append(f"\nLoad average (1 min) at those lines: {min(loads):.1f}-{max(loads):.1f}.")
+    return "\n".join(lines)
+
+
+def _span(low: float, high: float, fmt: str) -> str:
+    a, b = format(low, fmt), format(high, fmt)
+    return a if a == b else f"{a}-{b}"
 
 
 def _rm(path: Path) -> None:
@@ -537,6 +604,11 @@ def main() -> None:
     )
     ap.add_argument("--no-traces", action="store_true", help="--large: logs without traces")
     ap.add_argument("--commits", type=int, default=100, help="--large: commits of goal 3")
+    ap.add_argument(
+        "--table",
+        action="store_true",
+        help="print goal 5's per-size table from WORKDIR/results.jsonl (after --large runs)",
+    )
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--child-opts", default="{}", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -548,6 +620,11 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from run_all import table
 
+    if args.table:
+        if args.workdir is None:
+            ap.error("--table needs --workdir")
+        print(size_table(args.workdir / "results.jsonl"))
+        return
     if args.large:
         if args.workdir is None:
             ap.error("--large needs --workdir")
