@@ -33,20 +33,26 @@ pairs as (
     where rc.benchmark_id = rp.benchmark_id and rc.split is not distinct from rp.split
 ),
 
-failing as (
-    -- the runs of a pair whose harness counts an error as a failure
-    select candidate as run_id from pairs where candidate_errors = 'failure'
-    union
-    select parent as run_id from pairs where parent_errors = 'failure'
+zero_one_candidate as (
+    -- per pair, the candidate's undeclared metrics whose every valid value in the run is 0 or
+    -- 1 (when its harness counts an error as a failure). Grouped by the pair, one CTE per
+    -- side, each used once: a filter on the pair reaches this scan of the scores (a shared
+    -- aggregate over the failing runs read every declared pair's scores)
+    select pr.candidate, pr.parent, k.metric
+    from pairs as pr
+    inner join int_key_scores as k on k.run_id = pr.candidate
+    where pr.candidate_errors = 'failure' and declared_kind(k.metric) is null
+    group by pr.candidate, pr.parent, k.metric
+    having bool_and(k.value in (0, 1) or k.value is null)
 ),
 
-zero_one as (
-    -- the undeclared metrics of those runs whose every valid value is 0 or 1
-    select k.run_id, k.metric
-    from int_key_scores as k
-    inner join failing as f on f.run_id = k.run_id
-    where declared_kind(k.metric) is null
-    group by k.run_id, k.metric
+zero_one_parent as (
+    -- the same for the pair's parent
+    select pr.candidate, pr.parent, k.metric
+    from pairs as pr
+    inner join int_key_scores as k on k.run_id = pr.parent
+    where pr.parent_errors = 'failure' and declared_kind(k.metric) is null
+    group by pr.candidate, pr.parent, k.metric
     having bool_and(k.value in (0, 1) or k.value is null)
 ),
 
@@ -79,8 +85,10 @@ paired as (
         on p.run_id = pr.parent
         and p.key = c.key
         and p.metric = c.metric
-    left join zero_one as zc on zc.run_id = c.run_id and zc.metric = c.metric
-    left join zero_one as zp on zp.run_id = p.run_id and zp.metric = p.metric
+    left join zero_one_candidate as zc
+        on zc.candidate = pr.candidate and zc.parent = pr.parent and zc.metric = c.metric
+    left join zero_one_parent as zp
+        on zp.candidate = pr.candidate and zp.parent = pr.parent and zp.metric = p.metric
 ),
 
 oriented as (

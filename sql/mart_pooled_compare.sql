@@ -64,7 +64,8 @@ suite_rows as (
         candidate,
         parent,
         errors,
-        case when n_pairs > 0 then 1.0 / n_suites else 0.0 end as weight,
+        case when n_pairs > 0 then cast(1.0 as double) / n_suites else cast(0.0 as double) end
+            as weight,
         n_suites,
         n_pairs,
         candidate_wins,
