@@ -22,6 +22,9 @@ stage's module; ``docs/architecture.md`` has the module map):
   :class:`Predicate`, :class:`MetricSpec`, :func:`default_registry`,
   :class:`DerivedMetricOutput`, :class:`ConfigError`
 - **stats**: :mod:`stats`, the statistics engine every figure comes from
+- **errors**: :class:`HyloError` (catch it for "the toolkit refused"); its families
+  (input, selection, comparability, store, config) in :mod:`hylo_analytics.errors`, each
+  also the built-in error it was before
 
 Every name is imported on first use (PEP 562 ``__getattr__``): ``import hylo_analytics`` loads
 no polars, pyarrow or DuckDB, and a stage loads only its own dependencies (scipy, altair,
@@ -35,13 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checkers see them here
     from hylo_analytics import charts, stats
-    from hylo_analytics._config import ConfigError
     from hylo_analytics.aggregate import AggregateResult, aggregate_scores
     from hylo_analytics.aggregate.scorecard import scorecard
     from hylo_analytics.analysis import load_analysis_spec, run_analysis
     from hylo_analytics.api import Store, open_store
     from hylo_analytics.compare import (
-        ComparabilityError,
         RelativeNoiseRule,
         StatisticalRule,
         compare_runs,
@@ -64,6 +65,13 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
         paired_baseline,
     )
     from hylo_analytics.derive.token_cost import token_cost  # the function, not the module
+    from hylo_analytics.errors import (
+        ComparabilityError,
+        ConfigError,
+        HyloError,
+        RunSelectionError,
+        StoreNotFoundError,
+    )
     from hylo_analytics.export import export_evallog
     from hylo_analytics.ingest import IngestError, IngestReport
     from hylo_analytics.metrics import MetricSpec, default_registry
@@ -77,7 +85,6 @@ if TYPE_CHECKING:  # the names are loaded on first use (``_LAZY``); type checker
         load_scorers,
     )
     from hylo_analytics.scoring.graders import GradeEvent, Grader, vlm_judge
-    from hylo_analytics.store import RunSelectionError, StoreNotFoundError
 
 __all__ = [
     "AggregateResult",
@@ -89,6 +96,7 @@ __all__ = [
     "EpisodeScorer",
     "GradeEvent",
     "Grader",
+    "HyloError",
     "IngestError",
     "IngestReport",
     "MetricSpec",
@@ -134,8 +142,13 @@ __version__ = "0.1.0"
 # reads a contract, and ``hylo-analytics --help``, pay for none of it.
 _LAZY: dict[str, str] = {
     "charts": "hylo_analytics.charts",
+    "ComparabilityError": "hylo_analytics.errors",
+    "ConfigError": "hylo_analytics.errors",
+    "HyloError": "hylo_analytics.errors",
+    "IngestError": "hylo_analytics.ingest",
+    "RunSelectionError": "hylo_analytics.errors",
+    "StoreNotFoundError": "hylo_analytics.errors",
     "stats": "hylo_analytics.stats",
-    "ConfigError": "hylo_analytics._config",
     "AggregateResult": "hylo_analytics.aggregate",
     "aggregate_scores": "hylo_analytics.aggregate",
     "scorecard": "hylo_analytics.aggregate.scorecard",
@@ -143,7 +156,6 @@ _LAZY: dict[str, str] = {
     "run_analysis": "hylo_analytics.analysis",
     "Store": "hylo_analytics.api",
     "open_store": "hylo_analytics.api",
-    "ComparabilityError": "hylo_analytics.compare",
     "RelativeNoiseRule": "hylo_analytics.compare",
     "StatisticalRule": "hylo_analytics.compare",
     "compare_runs": "hylo_analytics.compare",
@@ -162,7 +174,6 @@ _LAZY: dict[str, str] = {
     "paired_baseline": "hylo_analytics.derive",
     "token_cost": "hylo_analytics.derive",
     "export_evallog": "hylo_analytics.export",
-    "IngestError": "hylo_analytics.ingest",
     "IngestReport": "hylo_analytics.ingest",
     "MetricSpec": "hylo_analytics.metrics",
     "default_registry": "hylo_analytics.metrics",
@@ -176,8 +187,6 @@ _LAZY: dict[str, str] = {
     "GradeEvent": "hylo_analytics.scoring.graders",
     "Grader": "hylo_analytics.scoring.graders",
     "vlm_judge": "hylo_analytics.scoring.graders",
-    "RunSelectionError": "hylo_analytics.store",
-    "StoreNotFoundError": "hylo_analytics.store",
 }
 
 

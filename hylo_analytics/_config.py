@@ -10,6 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hylo_analytics.errors import ConfigError
+
 __all__ = [
     "ConfigError",
     "expect_bool",
@@ -18,15 +20,6 @@ __all__ = [
     "expect_number",
     "expect_str",
 ]
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; ``path`` is its key path (``policies[2].must_between.min``)."""
-
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
 
 
 def _got(value: object) -> str:

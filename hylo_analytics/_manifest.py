@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hylo_analytics import _schema
+from hylo_analytics.errors import ManifestError, ManifestWriteError, StoreError
 
 __all__ = [
     "SCHEMA_FINGERPRINT",
@@ -45,20 +46,6 @@ def _fingerprint() -> str:
         f"{n}:{s.to_string(show_schema_metadata=False)}" for n, s in _schema.SCHEMAS.items()
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-class StoreError(Exception):
-    """A store operation failed for a reason the user can act on; the message says which.
-
-    The CLI prints it without a traceback. Nothing stored is lost or half-written.
-    """
-
-
-class ManifestError(StoreError, RuntimeError):
-    """The manifest cannot be read, or names a batch folder that is not there.
-
-    Nothing rewrites it: the store is left exactly as found, for a person to restore.
-    """
 
 
 # Batches written with these very schemas can be read without reconciling columns by name.
@@ -196,10 +183,6 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
             "unchanged"
             + (" (free some space and run it again)" if exc.errno == errno.ENOSPC else "")
         ) from exc
-
-
-class ManifestWriteError(StoreError):
-    """Publishing a manifest failed (a full disk, an I/O error): the old one is still the store."""
 
 
 def stamp(root: Path, batches_dir: Path) -> tuple[int, int, int]:

@@ -66,6 +66,13 @@ from hylo_analytics._sql import (
     view_sql,
 )
 from hylo_analytics._traces import register_trace_text
+from hylo_analytics.errors import (
+    RunSelectionError,
+    StaleSnapshotError,
+    StoreLockedError,
+    StoreNotFoundError,
+    StoreWriteError,
+)
 from hylo_analytics.metrics import default_registry
 
 __all__ = [
@@ -94,27 +101,6 @@ FRIENDLY_NAMES = (
     "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
     "comparisons", "resolved_scores", "trace_files",
 )  # fmt: skip
-
-
-class RunSelectionError(ValueError):
-    """A run id or selector names no run, or several."""
-
-
-class StoreNotFoundError(FileNotFoundError):
-    """A command that reads a store was pointed at a folder that holds none."""
-
-
-class StoreLockedError(StoreError):
-    """Another process held the writer lock for longer than the lock timeout."""
-
-
-class StoreWriteError(StoreError):
-    """Writing to the store failed (a full disk, an I/O error, no permission); nothing was
-    published, so the store reads as it did before."""
-
-
-class StaleSnapshotError(RuntimeError):
-    """A pinned snapshot's files were collected by a later writer: re-run the operation."""
 
 
 log = logging.getLogger(__name__)

@@ -11,16 +11,13 @@ import pyarrow as pa
 from hylo_analytics._text import did_you_mean
 from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
+from hylo_analytics.errors import ComparabilityError
 from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["ComparabilityError", "PairedInputs", "compare_runs", "paired_inputs"]
 
 _GATE_FIELDS = ("benchmark_digest", "split")
-
-
-class ComparabilityError(ValueError):
-    """Runs that measure different things were asked to be compared (see ``force``)."""
 
 
 @pinned

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from hylo_analytics.errors import InputError
+
 __all__ = ["IngestError", "IngestReport", "Problem"]
 
 
@@ -24,7 +26,7 @@ class Problem:
         return f"{where}: {self.field + ': ' if self.field else ''}{self.error}"
 
 
-class IngestError(ValueError):
+class IngestError(InputError):
     """Raised by ``ingest(strict=True)`` on the first bad input item; nothing was stored."""
 
     def __init__(self, problem: Problem) -> None:

@@ -41,6 +41,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from hylo_analytics.errors import ArchiveError
 from hylo_analytics.ingest._common import load_json_docs
 from hylo_analytics.ingest._files import (
     SourceFile,
@@ -145,10 +146,6 @@ def sniff_json(head: bytes, path: Path | None = None) -> bool:
     """A JSON object with an ``eval`` holding an ``eval_id``."""
     h = head.lstrip()
     return h.startswith(b"{") and b'"eval"' in h and b'"eval_id"' in h
-
-
-class ArchiveError(ValueError):
-    """An ``.eval`` zip we refuse to read: the message says which member and why."""
 
 
 def _limits() -> tuple[int, int]:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hylo_analytics.ingest.inspect import EVAL_FORMAT, JSON_FORMAT, ArchiveError, read_zip_member
+from hylo_analytics.errors import ArchiveError
+from hylo_analytics.ingest.inspect import EVAL_FORMAT, JSON_FORMAT, read_zip_member
 
 __all__ = [
     "FORMATS",

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from hylo_analytics import _schema
 from hylo_analytics._traces import with_raw_sql
+from hylo_analytics.errors import GraderError
 
 if TYPE_CHECKING:
     from hylo_analytics.scoring._report import ScoringReport
@@ -93,10 +94,6 @@ class Grader(Protocol):
     def name(self) -> str: ...
 
     def grade(self, trace: EpisodeTrace, task: EpisodeTask) -> GradeEvent: ...
-
-
-class GraderError(RuntimeError):
-    """A grader failed or returned something that is not a grade; nothing was stored."""
 
 
 @dataclass(frozen=True)

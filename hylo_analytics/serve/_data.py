@@ -21,6 +21,7 @@ import polars as pl
 
 from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
+from hylo_analytics.errors import UnknownRunError
 
 if TYPE_CHECKING:
     from hylo_analytics.ingest.inspect_transcript import Transcript
@@ -183,10 +184,6 @@ SELECT r.source_format, r.source_path, s.epoch,
 FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
 WHERE s.run_id = $run AND s.key = $key ORDER BY s.epoch LIMIT $limit
 """
-
-
-class UnknownRunError(LookupError):
-    """A run id in a URL that the store does not hold."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp
 from hylo_analytics._harness import Errors
 from hylo_analytics._html import attr, csp_hash
 from hylo_analytics.compare import ComparabilityError, StatisticalRule
+from hylo_analytics.errors import BadRequestError
 from hylo_analytics.serve import pages
 from hylo_analytics.serve._assets import CSS, JS
 from hylo_analytics.serve._data import (
@@ -64,10 +65,6 @@ _HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-
-
-class BadRequestError(ValueError):
-    """A query parameter the app cannot use; the 400 page shows the message."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import SingleRunError
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_means
 from hylo_analytics.stats.intervals import _check_level, _f
 
@@ -53,10 +54,6 @@ ONE_RUN_NOTE = (
     "share of tasks on which X's rate is higher (ties half), a function of the rate "
     "differences and not a probability over runs; compare the runs pairwise instead"
 )
-
-
-class SingleRunError(ValueError):
-    """The probability of improvement was asked of one run per task (see ONE_RUN_NOTE)."""
 
 
 def interquartile_mean(scores: ArrayLike, axis: int | None = None) -> FloatArray:
