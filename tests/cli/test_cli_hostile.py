@@ -147,3 +147,29 @@ def test_compare_flips_prints_names_and_paths_escaped(
     assert code == 0
     heads = [line for line in out.splitlines() if line.startswith(printable(CAND))]
     assert heads and all(f"vs {printable(PARENT)}, success, task " in h for h in heads)
+
+
+@pytest.mark.parametrize("show", ["ranks", "matrix", "strengths"])
+def test_rank_prints_names_escaped(
+    hostile_store: Path, show: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agents' names are spreadsheet formulas holding ESC, BEL and a bidi override; ranked by
+    run id they print escaped in every table."""
+    argv = ["rank", "--store", str(hostile_store), "--policy", "run_id", "--show", show,
+            "--resamples", "50", "--wide"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert printable(CAND) in out and printable(PARENT) in out
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_summarize_prints_names_escaped(
+    hostile_store: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["summarize", "--store", str(hostile_store), "--by", "run_id", "--resamples", "50",
+            "--format", fmt, "--wide"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert printable(CAND) in out and printable(PARENT) in out
+    if fmt == "csv":  # the agent-name formula never reaches a cell unquoted
+        assert all(not cell.startswith("=") for row in csv.reader(io.StringIO(out)) for cell in row)
