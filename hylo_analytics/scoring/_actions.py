@@ -45,8 +45,7 @@ import pyarrow as pa
 from hylo_analytics._config import ConfigError, check_keys, expect_list, expect_mapping, expect_str
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
-from hylo_analytics.scoring._declarative import _canon as canon
-from hylo_analytics.scoring._declarative import extract_sql, path_sql
+from hylo_analytics.scoring._paths import canon, extract_sql, path_sql
 
 __all__ = ["ExpectedActionScorer", "expected_action_rows", "parse_expected_actions"]
 
