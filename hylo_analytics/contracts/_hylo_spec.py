@@ -1,4 +1,4 @@
-"""The spec's contracts (hylo-scorer: Task, Benchmark, Scorer) as frozen dataclasses.
+"""The hylo-scorer spec's contracts (Task, Benchmark, Scorer) as frozen dataclasses.
 
 In the store these become rows: a :class:`TaskInstance` is a sample keyed ``"<id>#<seed>"``,
 a :class:`Score` is a row of the scores table. The classes exist so that code producing
