@@ -53,7 +53,7 @@ from hylo_analytics.scoring._python import (
     vectorized_rows,
 )
 from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
-from hylo_analytics.scoring.metric import (
+from hylo_analytics.scoring.metric_protocol import (
     METRIC_RESULT_COLUMNS,
     MetricScorer,
     as_metric_scorer,
@@ -88,7 +88,7 @@ BUILTIN_SCORERS: tuple[str, ...] = (*BUILTINS, GRADES)
 Scorer = (
     str | DeclarativeScorer | ExpectedActionScorer | VectorizedScorer | EpisodeScorer | MetricScorer
 )
-# a WorldFoundry Metric (see hylo_analytics.scoring.metric) is wrapped into a MetricScorer
+# a WorldFoundry Metric (see hylo_analytics.scoring.metric_protocol) is wrapped into a MetricScorer
 ScorersArg = (
     Sequence[Scorer | Mapping[str, Any] | Any] | Mapping[str, Any] | str | os.PathLike[str] | None
 )
