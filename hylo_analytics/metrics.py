@@ -42,7 +42,7 @@ from hylo_analytics.contracts._worldfoundry import (
     WorldTaskConfig,
     parse_normalizer,
 )
-from hylo_analytics.errors import ConfigError
+from hylo_analytics.errors import ConfigError, InputError
 
 # the old private name, read by the aggregate engine
 _parse_normalizer = parse_normalizer
@@ -156,13 +156,13 @@ class MetricRegistry:
     def register(self, spec: MetricSpec, *, replace_existing: bool = False) -> None:
         """Add ``spec``; an id or alias already taken by another metric is an error."""
         if spec.id in self._specs and not replace_existing:
-            raise ValueError(f"metric {spec.id!r} is already registered")
+            raise InputError(f"metric {spec.id!r} is already registered")
         if spec.id in self._specs:
             self._names = {k: v for k, v in self._names.items() if v != spec.id}
         for name in (spec.id, *spec.aliases):
             owner = self._names.get(name)
             if owner is not None and owner != spec.id:
-                raise ValueError(
+                raise InputError(
                     f"name {name!r} of metric {spec.id!r} is already used by {owner!r}"
                 )
             self._names[name] = spec.id
@@ -269,7 +269,7 @@ def resolve_directions(
             if d is None:
                 continue
             if d not in ("maximize", "minimize"):
-                raise ValueError(
+                raise InputError(
                     f"direction of {name!r} must be 'maximize' or 'minimize', got {d!r}"
                 )
             out[name] = (d, source)  # type: ignore[assignment]

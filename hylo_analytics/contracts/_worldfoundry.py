@@ -14,7 +14,7 @@ from dataclasses import InitVar, dataclass, field, fields, is_dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from hylo_analytics.errors import ConfigError
+from hylo_analytics.errors import ConfigError, InputError
 
 __all__ = [
     "AGGREGATORS",
@@ -57,7 +57,7 @@ def parse_normalizer(text: str | None, metric: str) -> tuple[str, float, float] 
     except (IndexError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(
+        raise InputError(
             f"MetricSpec {metric!r}: normalizer {text!r} is not understood; expected None, "
             "'identity', 'minmax:<lo>:<hi>' or 'inverse_minmax:<lo>:<hi>' with lo != hi"
         )
@@ -99,9 +99,9 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         if not self.id:
-            raise ValueError("MetricSpec.id must be a non-empty string")
+            raise InputError("MetricSpec.id must be a non-empty string")
         if self.kind not in ("binary", "count", "continuous"):
-            raise ValueError(
+            raise InputError(
                 f"MetricSpec {self.id!r}: kind must be binary, count or continuous, got {self.kind!r}"
             )
         parse_normalizer(self.normalizer, self.id)
@@ -149,7 +149,7 @@ class MetricSpec:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(d) - known)
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"MetricSpec.from_dict: unknown fields {unknown}; known: {sorted(known)}"
             )
         for key in ("aliases", "required_artifacts", "statistics", "tags"):

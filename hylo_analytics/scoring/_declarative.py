@@ -45,6 +45,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 from hylo_analytics.scoring._actions import parse_expected_actions
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 from hylo_analytics.scoring._paths import canon, extract_sql, path_sql
@@ -91,22 +92,22 @@ class DeclarativeScorer:
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
-            raise ValueError(
+            raise InputError(
                 f"scorer {self.name!r}: kind must be one of {_KINDS}, not {self.kind!r}"
             )
         path_sql(self.path)
         if self.kind == "exact":
             if not self.expected:
-                raise ValueError(f"scorer {self.name!r}: exact needs an expected path")
+                raise InputError(f"scorer {self.name!r}: exact needs an expected path")
             path_sql(self.expected)
         if self.kind == "schema":
             if not isinstance(self.schema, Mapping):
-                raise ValueError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
+                raise InputError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
             cls = jsonschema.validators.validator_for(self.schema)
             try:
                 cls.check_schema(dict(self.schema))
             except jsonschema.SchemaError as exc:
-                raise ValueError(
+                raise InputError(
                     f"scorer {self.name!r}: invalid JSON Schema: {exc.message}"
                 ) from exc
 

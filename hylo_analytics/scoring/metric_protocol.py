@@ -42,6 +42,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics.errors import InputError, InputTypeError
 from hylo_analytics.ingest.metric_results import resolved_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 from hylo_analytics.scoring._python import _EVENTS_SQL, _ID_COLS
@@ -80,9 +81,9 @@ def _number(name: str, x: Any, *, optional: bool) -> float | None:
         return None
     if isinstance(x, bool) or not isinstance(x, int | float):
         want = "a number or null" if optional else "a number"
-        raise TypeError(f"MetricResult.{name}: expected {want}, got {type(x).__name__}")
+        raise InputTypeError(f"MetricResult.{name}: expected {want}, got {type(x).__name__}")
     if not math.isfinite(x):
-        raise ValueError(f"MetricResult.{name}: non-finite number {x}")
+        raise InputError(f"MetricResult.{name}: non-finite number {x}")
     return float(x)
 
 
@@ -111,27 +112,29 @@ class MetricResult:
         for name in ("sample_id", "metric_id", "schema_version"):
             if not isinstance(getattr(self, name), str):
                 got = type(getattr(self, name)).__name__
-                raise TypeError(f"MetricResult.{name}: expected a string, got {got}")
+                raise InputTypeError(f"MetricResult.{name}: expected a string, got {got}")
         if not isinstance(self.valid, bool):
-            raise TypeError(
+            raise InputTypeError(
                 f"MetricResult.valid: expected a boolean, got {type(self.valid).__name__}"
             )
         if self.skip_reason is not None and not isinstance(self.skip_reason, str):
             got = type(self.skip_reason).__name__
-            raise TypeError(f"MetricResult.skip_reason: expected a string or null, got {got}")
+            raise InputTypeError(f"MetricResult.skip_reason: expected a string or null, got {got}")
         norm = _number("normalized_value", self.normalized_value, optional=True)
         object.__setattr__(self, "normalized_value", norm)
         object.__setattr__(self, "coverage", _number("coverage", self.coverage, optional=False))
         if isinstance(self.raw_value, float) and not math.isfinite(self.raw_value):
-            raise ValueError(f"MetricResult.raw_value: non-finite number {self.raw_value}")
+            raise InputError(f"MetricResult.raw_value: non-finite number {self.raw_value}")
         try:
             json.dumps(self.raw_value, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"MetricResult.raw_value: not JSON-serializable ({exc})") from None
+            raise InputTypeError(f"MetricResult.raw_value: not JSON-serializable ({exc})") from None
         for name in _MAPPINGS:
             v = getattr(self, name)
             if not isinstance(v, Mapping):
-                raise TypeError(f"MetricResult.{name}: expected a mapping, got {type(v).__name__}")
+                raise InputTypeError(
+                    f"MetricResult.{name}: expected a mapping, got {type(v).__name__}"
+                )
             object.__setattr__(self, name, MappingProxyType(dict(v)))
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,14 +148,14 @@ class MetricResult:
     def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
         """Build from a record; a null field takes its default, an unknown key is an error."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"MetricResult: expected a mapping, got {type(data).__name__}")
+            raise InputTypeError(f"MetricResult: expected a mapping, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known - _EXTENSIONS)
         if unknown:
-            raise ValueError(f"MetricResult: unknown fields {unknown}")
+            raise InputError(f"MetricResult: unknown fields {unknown}")
         for name in ("sample_id", "metric_id"):
             if data.get(name) is None:
-                raise ValueError(f"MetricResult.{name}: missing")
+                raise InputError(f"MetricResult.{name}: missing")
         kw = {k: v for k, v in data.items() if k in known and v is not None}
         if "raw_value" in data:  # null is a value here (the default too)
             kw["raw_value"] = data["raw_value"]
