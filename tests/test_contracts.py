@@ -226,3 +226,19 @@ def test_v02_fields_are_in_the_digest_and_v01_digest_is_unchanged() -> None:
     digests = {v.digest() for v in variants} | {base.digest()}
     assert len(digests) == len(variants) + 1
     assert variants[3].evallog_fields() == {"upstream": up.to_dict()}
+
+
+def test_a_refused_contract_is_a_hylo_error_and_still_the_built_in() -> None:
+    from hylo_analytics.contracts import BenchmarkSpec, MetricSpec, Upstream
+    from hylo_analytics.errors import HyloError, InputError, InputTypeError
+
+    with pytest.raises(InputError, match=r"TaskSpec\.max_steps must be positive"):
+        _task(max_steps=0)
+    with pytest.raises(InputTypeError, match=r"Score\.value must be a float"):
+        Score("high")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Upstream\.commit"):
+        Upstream("https://example.org/x.git", "not-hex")
+    with pytest.raises(HyloError, match=r"MetricSpec\.id must be a non-empty string"):
+        MetricSpec(id="")
+    with pytest.raises(HyloError, match=r"BenchmarkSpec\.metrics\[0\]"):
+        BenchmarkSpec(name="b", metrics=({"id": "x", "kind": "weird"},))  # type: ignore[arg-type]

@@ -120,3 +120,28 @@ def test_public_api_is_small_and_sorted() -> None:
     assert ha.__all__ == sorted(ha.__all__, key=lambda n: (not n[0].isupper(), n))
     for name in ha.__all__:
         assert getattr(ha, name) is not None, name
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module is one concept: past 600 lines it is several, and should be split."""
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in sorted(_modules().values())
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_module_says_what_it_is_in_its_first_line() -> None:
+    """Every module opens with a docstring whose first line is a whole sentence (it ends
+    with a period on that line), so ``head -1`` of any file says what the file is."""
+    bad = []
+    for module, path in sorted(_modules().items()):
+        doc = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+        first = doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
+        if not first.endswith("."):
+            bad.append(f"{module}: {first or '(no docstring)'}")
+    assert not bad, "first lines that are not a sentence:\n" + "\n".join(bad)

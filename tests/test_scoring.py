@@ -11,6 +11,7 @@ import pytest
 from scoring_data import RUN, write_run
 
 import hylo_analytics as ha
+from hylo_analytics.errors import SelectionError
 from hylo_analytics.scoring import (
     DeclarativeScorer,
     EpisodeScorer,
@@ -149,6 +150,9 @@ def test_runs_filter_and_unknown_run(store: ha.Store, tmp_path: Path) -> None:
 def test_unknown_builtin_is_an_error(store: ha.Store) -> None:
     with pytest.raises(ValueError, match="unknown built-in scorer 'sucess'"):
         store.score(["success", "sucess"])
+    # a name that names no scorer: a SelectionError (still the ValueError it was)
+    with pytest.raises(SelectionError, match="unknown built-in scorer 'sucess'"):
+        store.score(["sucess"])
 
 
 # -- declarative -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics import _schema
+from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.scoring._actions import ExpectedActionScorer, expected_action_rows
 from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
 from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
@@ -53,7 +54,7 @@ from hylo_analytics.scoring._python import (
     vectorized_rows,
 )
 from hylo_analytics.scoring._report import ScorerSummary, ScoringError, ScoringReport
-from hylo_analytics.scoring.metric import (
+from hylo_analytics.scoring.metric_protocol import (
     METRIC_RESULT_COLUMNS,
     MetricScorer,
     as_metric_scorer,
@@ -88,7 +89,7 @@ BUILTIN_SCORERS: tuple[str, ...] = (*BUILTINS, GRADES)
 Scorer = (
     str | DeclarativeScorer | ExpectedActionScorer | VectorizedScorer | EpisodeScorer | MetricScorer
 )
-# a WorldFoundry Metric (see hylo_analytics.scoring.metric) is wrapped into a MetricScorer
+# a WorldFoundry Metric (see hylo_analytics.scoring.metric_protocol) is wrapped into a MetricScorer
 ScorersArg = (
     Sequence[Scorer | Mapping[str, Any] | Any] | Mapping[str, Any] | str | os.PathLike[str] | None
 )
@@ -113,7 +114,9 @@ def _resolve(scorers: ScorersArg) -> list[Scorer]:
         if isinstance(s, Mapping):
             out.extend(load_scorers(s))
         elif isinstance(s, str) and s not in BUILTIN_SCORERS:
-            raise ValueError(f"unknown built-in scorer {s!r}; known: {', '.join(BUILTIN_SCORERS)}")
+            raise SelectionError(
+                f"unknown built-in scorer {s!r}; known: {', '.join(BUILTIN_SCORERS)}"
+            )
         elif not isinstance(s, str | DeclarativeScorer | VectorizedScorer | EpisodeScorer) and (
             is_metric(s)
         ):
@@ -123,7 +126,7 @@ def _resolve(scorers: ScorersArg) -> list[Scorer]:
     sources = [_source(s) for s in out]
     dup = sorted({x for x in sources if sources.count(x) > 1})
     if dup:
-        raise ValueError(f"two scorers write the same source: {dup}")
+        raise InputError(f"two scorers write the same source: {dup}")
     return out
 
 

@@ -44,9 +44,9 @@ import pyarrow as pa
 
 from hylo_analytics._config import ConfigError, check_keys, expect_list, expect_mapping, expect_str
 from hylo_analytics._traces import with_raw_sql
+from hylo_analytics.errors import InputError
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
-from hylo_analytics.scoring._declarative import _canon as canon
-from hylo_analytics.scoring._declarative import extract_sql, path_sql
+from hylo_analytics.scoring._paths import canon, extract_sql, path_sql
 
 __all__ = ["ExpectedActionScorer", "expected_action_rows", "parse_expected_actions"]
 
@@ -72,7 +72,7 @@ class ExpectedActionScorer:
     def __post_init__(self) -> None:
         for attr, allowed in (("check", _CHECKS), ("arguments", _ARGS), ("mode", _MODES)):
             if getattr(self, attr) not in allowed:
-                raise ValueError(
+                raise InputError(
                     f"scorer {self.name!r}: {attr} must be one of {allowed}, "
                     f"not {getattr(self, attr)!r}"
                 )
@@ -82,7 +82,7 @@ class ExpectedActionScorer:
             object.__setattr__(self, "actions", tuple(self.actions))
             for i, a in enumerate(self.actions):
                 if not (isinstance(a, str) or (isinstance(a, Mapping) and "name" in a)):
-                    raise ValueError(
+                    raise InputError(
                         f"scorer {self.name!r}: actions[{i}] must be a name or "
                         f"{{name, arguments}}, not {a!r}"
                     )

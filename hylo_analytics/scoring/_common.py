@@ -9,6 +9,8 @@ from typing import Literal
 import duckdb
 import pyarrow as pa
 
+from hylo_analytics.errors import InputError
+
 __all__ = [
     "RESULT_COLUMNS",
     "ScorerDeclaration",
@@ -57,9 +59,9 @@ class ScorerDeclaration:
 
     def __post_init__(self) -> None:
         if self.direction not in ("maximize", "minimize"):
-            raise ValueError(f"direction must be maximize or minimize, not {self.direction!r}")
+            raise InputError(f"direction must be maximize or minimize, not {self.direction!r}")
         if self.role not in ("objective", "constraint", "diagnostic"):
-            raise ValueError(f"role must be objective, constraint or diagnostic, not {self.role!r}")
+            raise InputError(f"role must be objective, constraint or diagnostic, not {self.role!r}")
 
     def metadata_json(self) -> str:
         """The declaration as the JSON stored in every row's ``metadata``."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +45,10 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
-from hylo_analytics._sql import factor_sql
+from hylo_analytics.errors import InputError
+from hylo_analytics.scoring._actions import parse_expected_actions
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
+from hylo_analytics.scoring._paths import canon, extract_sql, path_sql
 
 if TYPE_CHECKING:
     import jsonschema
@@ -70,7 +71,6 @@ _KINDS = ("value", "pass", "exact", "schema")
 _NUMERIC = "('BIGINT', 'UBIGINT', 'DOUBLE')"
 _TRUE = ("true", "pass", "passed", "yes")
 _FALSE = ("false", "fail", "failed", "no")
-_SEGMENT = re.compile(r"^[^.\[\]\"]+$")
 
 
 @dataclass(frozen=True)
@@ -92,22 +92,22 @@ class DeclarativeScorer:
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
-            raise ValueError(
+            raise InputError(
                 f"scorer {self.name!r}: kind must be one of {_KINDS}, not {self.kind!r}"
             )
         path_sql(self.path)
         if self.kind == "exact":
             if not self.expected:
-                raise ValueError(f"scorer {self.name!r}: exact needs an expected path")
+                raise InputError(f"scorer {self.name!r}: exact needs an expected path")
             path_sql(self.expected)
         if self.kind == "schema":
             if not isinstance(self.schema, Mapping):
-                raise ValueError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
+                raise InputError(f"scorer {self.name!r}: schema needs a JSON Schema mapping")
             cls = jsonschema.validators.validator_for(self.schema)
             try:
                 cls.check_schema(dict(self.schema))
             except jsonschema.SchemaError as exc:
-                raise ValueError(
+                raise InputError(
                     f"scorer {self.name!r}: invalid JSON Schema: {exc.message}"
                 ) from exc
 
@@ -124,27 +124,6 @@ class DeclarativeScorer:
             default=dict,
         )
         return "decl/" + hashlib.sha256(body.encode()).hexdigest()[:12]
-
-
-def extract_sql(path: str) -> str:
-    """SQL for the JSON at ``path`` of a row of the records relation (``factors.`` included)."""
-    if path.startswith("factors."):
-        return factor_sql(path[len("factors.") :], as_json=True)
-    return f"json_extract(record, {path_sql(path)})"
-
-
-def path_sql(path: str) -> str:
-    """A dotted path as a DuckDB JSON path literal: ``a.b.0`` -> ``'$."a"."b"[0]'``."""
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"a path must be a non-empty dotted string, not {path!r}")
-    if path == "factors":
-        raise ValueError("path 'factors' needs a factor name: factors.<name>")
-    parts = []
-    for seg in path.split("."):
-        if not _SEGMENT.match(seg):
-            raise ValueError(f"path {path!r}: bad segment {seg!r} (expected a key or an index)")
-        parts.append(f"[{seg}]" if seg.isdigit() else f'."{seg}"')
-    return sql_str("$" + "".join(parts))
 
 
 def load_scorers(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Any]:
@@ -254,8 +233,6 @@ def _one(at: str, name: str, decl: object) -> Any:
         optional=expect_bool(m.get("optional", False), f"{at}.optional"),
     )
     if kind == _ACTIONS:
-        from hylo_analytics.scoring._actions import parse_expected_actions  # imports this module
-
         return parse_expected_actions(kp, name, m[kind], declaration)
     return DeclarativeScorer(name, kind, path, expected, schema, declaration)  # type: ignore[arg-type]
 
@@ -396,7 +373,7 @@ def _exact(
         "select distinct cast(va as varchar), cast(ve as varchar) from _exact_pairs "
         "where nested and va is not null and ve is not null"
     ).fetchall()
-    same = [(x, y) for x, y in pairs if _canon(json.loads(x)) == _canon(json.loads(y))]
+    same = [(x, y) for x, y in pairs if canon(json.loads(x)) == canon(json.loads(y))]
     con.register(
         "_exact_same",
         pa.table(
@@ -428,19 +405,6 @@ def _exact(
     con.unregister("_exact_same")
     con.execute("drop table if exists _exact_pairs")
     return out
-
-
-def _canon(v: Any) -> Any:
-    """A comparable form of parsed JSON: key order ignored, 1 == 1.0, but true != 1."""
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, int | float):
-        return ("num", float(v))
-    if isinstance(v, dict):
-        return ("obj", tuple(sorted((k, _canon(x)) for k, x in v.items())))
-    if isinstance(v, list):
-        return ("arr", tuple(_canon(x) for x in v))
-    return ("val", v)
 
 
 def _schema(

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.contracts import Score
+from hylo_analytics.errors import InputError
 from hylo_analytics.scoring._common import ScorerDeclaration
 
 __all__ = ["EpisodeScorer", "ScoringCall", "VectorizedScorer", "episode_rows", "vectorized_rows"]
@@ -105,7 +106,7 @@ class EpisodeScorer:
 
     def __post_init__(self) -> None:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise ValueError(f"scorer {self.name!r}: concurrency must be >= 1")
+            raise InputError(f"scorer {self.name!r}: concurrency must be >= 1")
 
     @property
     def source(self) -> str:

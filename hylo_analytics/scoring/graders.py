@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from hylo_analytics import _schema
 from hylo_analytics._traces import with_raw_sql
-from hylo_analytics.errors import GraderError
+from hylo_analytics.errors import GraderError, InputError, InputTypeError
 
 if TYPE_CHECKING:
     from hylo_analytics.scoring._report import ScoringReport
@@ -157,9 +157,9 @@ def run_grader(
 
     name = getattr(grader, "name", None)
     if not isinstance(name, str) or not _GRADER_NAME.fullmatch(name):
-        raise ValueError(f"a grader needs a name of letters, digits and _.:- ; got {name!r}")
+        raise InputError(f"a grader needs a name of letters, digits and _.:- ; got {name!r}")
     if not callable(getattr(grader, "grade", None)):
-        raise TypeError(f"grader {name!r} has no grade(trace, task) method")
+        raise InputTypeError(f"grader {name!r} has no grade(trace, task) method")
     t0 = time.perf_counter()
     with store.lock():
         if runs is None:
@@ -359,7 +359,7 @@ class VlmJudge:
         rendered = _render(self.prompt, trace, task)
         answer = self.client(prompt=rendered, model=self.model)
         if not isinstance(answer, str):
-            raise TypeError(
+            raise InputTypeError(
                 f"the client returned {type(answer).__name__}, expected the answer text"
             )
         value, explanation = self.parse(answer)

@@ -29,7 +29,7 @@ with warnings.catch_warnings():  # starlette's TestClient moves from httpx to ht
     from starlette.testclient import TestClient
 
 from hylo_analytics.serve import create_app
-from hylo_analytics.serve.pages import _transcript
+from hylo_analytics.serve.pages._episode import _transcript
 
 RAW = ("\x1b", "\x07", "\u202e", "<script>alert")
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics.scoring.metric import (
+from hylo_analytics.scoring.metric_protocol import (
     METRIC_RESULT_SCHEMA_VERSION,
     Metric,
     MetricRequest,
@@ -247,3 +247,11 @@ def test_rescoring_a_metric_replaces_its_rows(store: ha.Store) -> None:
     store.score([KeyLength()])
     n = store.sql("select count(*) from stg_scores where metric = 'key_length'").item()
     assert n == 4
+
+
+def test_the_old_module_path_still_imports() -> None:
+    from hylo_analytics.scoring import metric, metric_protocol
+
+    assert metric.MetricResult is MetricResult
+    assert set(metric.__all__) == set(metric_protocol.__all__)
+    assert all(getattr(metric, n) is getattr(metric_protocol, n) for n in metric.__all__)

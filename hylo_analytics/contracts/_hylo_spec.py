@@ -1,4 +1,4 @@
-"""The spec's contracts (hylo-scorer: Task, Benchmark, Scorer) as frozen dataclasses.
+"""The hylo-scorer spec's contracts (Task, Benchmark, Scorer) as frozen dataclasses.
 
 In the store these become rows: a :class:`TaskInstance` is a sample keyed ``"<id>#<seed>"``,
 a :class:`Score` is a row of the scores table. The classes exist so that code producing
@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from hylo_analytics.errors import InputError, InputTypeError
 
 __all__ = [
     "Benchmark",
@@ -102,10 +104,10 @@ class Predicate:
 
     def __post_init__(self) -> None:
         if self.kind not in ("builtin", "expr", "callable"):
-            raise ValueError(f"Predicate.kind must be builtin, expr or callable, not {self.kind!r}")
+            raise InputError(f"Predicate.kind must be builtin, expr or callable, not {self.kind!r}")
         need = {"builtin": "name", "expr": "expr", "callable": "ref"}[self.kind]
         if not getattr(self, need):
-            raise ValueError(f"a {self.kind!r} Predicate needs {need}")
+            raise InputError(f"a {self.kind!r} Predicate needs {need}")
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,9 @@ class TaskSpec:
 
     def __post_init__(self) -> None:
         if not self.id or "#" in self.id:
-            raise ValueError(f"TaskSpec.id must be non-empty and contain no '#': {self.id!r}")
+            raise InputError(f"TaskSpec.id must be non-empty and contain no '#': {self.id!r}")
         if self.max_steps <= 0:
-            raise ValueError(f"TaskSpec.max_steps must be positive, not {self.max_steps}")
+            raise InputError(f"TaskSpec.max_steps must be positive, not {self.max_steps}")
         object.__setattr__(self, "params", _frozen_map(self.params))
         object.__setattr__(self, "tags", tuple(self.tags))
 
@@ -190,15 +192,15 @@ class Upstream:
 
     def __post_init__(self) -> None:
         if not isinstance(self.repo, str) or not self.repo:
-            raise ValueError(f"Upstream.repo must be a non-empty string, not {self.repo!r}")
+            raise InputError(f"Upstream.repo must be a non-empty string, not {self.repo!r}")
         c = self.commit
         if not isinstance(c, str) or not 7 <= len(c) <= 64 or not set(c) <= _HEX:
-            raise ValueError(
+            raise InputError(
                 f"Upstream.commit must be 7 to 64 lowercase hex digits, not {self.commit!r}"
             )
         for name, h in dict(self.assets).items():
             if not isinstance(name, str) or not name or not isinstance(h, str) or not h:
-                raise ValueError(
+                raise InputError(
                     f"Upstream.assets[{name!r}] must map a name to a hash string, not {h!r}"
                 )
         object.__setattr__(self, "assets", _frozen_map(self.assets))
@@ -237,42 +239,42 @@ class Benchmark:
         ids = [t.id for t in tasks]
         dup_tasks = sorted({i for i in ids if ids.count(i) > 1})
         if dup_tasks:
-            raise ValueError(f"Benchmark {self.id!r}: duplicate task ids {dup_tasks}")
+            raise InputError(f"Benchmark {self.id!r}: duplicate task ids {dup_tasks}")
         splits = {name: tuple(int(s) for s in seeds) for name, seeds in self.splits.items()}
         owner: dict[int, str] = {}
         for name, seeds in splits.items():
             if len(set(seeds)) != len(seeds):
-                raise ValueError(f"Benchmark {self.id!r}: split {name!r} repeats a seed")
+                raise InputError(f"Benchmark {self.id!r}: split {name!r} repeats a seed")
             for s in seeds:
                 if s in owner:
-                    raise ValueError(
+                    raise InputError(
                         f"Benchmark {self.id!r}: seed {s} is in both split {owner[s]!r} and "
                         f"split {name!r}; a seed may belong to one split only"
                     )
                 owner[s] = name
         n = self.episodes_per_task
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(
+            raise InputError(
                 f"Benchmark {self.id!r}: episodes_per_task must be an integer >= 1, not {n!r}"
             )
         known = set(ids)
         for tid, limit in dict(self.max_steps).items():
             if tid not in known:
-                raise ValueError(f"Benchmark {self.id!r}: max_steps names unknown task {tid!r}")
+                raise InputError(f"Benchmark {self.id!r}: max_steps names unknown task {tid!r}")
             if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-                raise ValueError(
+                raise InputError(
                     f"Benchmark {self.id!r}: max_steps[{tid!r}] must be a positive integer, "
                     f"not {limit!r}"
                 )
         if self.upstream is not None and not isinstance(self.upstream, Upstream):
-            raise TypeError(f"Benchmark {self.id!r}: upstream must be an Upstream")
+            raise InputTypeError(f"Benchmark {self.id!r}: upstream must be an Upstream")
         split_tasks = {name: tuple(t) for name, t in self.split_tasks.items()}
         for name, tids in split_tasks.items():
             if name not in splits:
-                raise ValueError(f"Benchmark {self.id!r}: split_tasks names unknown split {name!r}")
+                raise InputError(f"Benchmark {self.id!r}: split_tasks names unknown split {name!r}")
             unknown = sorted(set(tids) - known)
             if unknown:
-                raise ValueError(f"Benchmark {self.id!r}: split {name!r} lists unknown {unknown}")
+                raise InputError(f"Benchmark {self.id!r}: split {name!r} lists unknown {unknown}")
         object.__setattr__(self, "tasks", tasks)
         object.__setattr__(self, "splits", _frozen_map(splits))
         object.__setattr__(self, "metadata", _frozen_map(self.metadata))
@@ -295,14 +297,16 @@ class Benchmark:
         digest); ``kwargs`` are the other fields (``episodes_per_task``, ``max_steps``, ...).
         """
         if not isinstance(provider, TaskProvider):
-            raise TypeError(f"{provider!r} is not a TaskProvider (id, version, tasks(split, seed))")
+            raise InputTypeError(
+                f"{provider!r} is not a TaskProvider (id, version, tasks(split, seed))"
+            )
         by_id: dict[str, TaskSpec] = {}
         split_tasks: dict[str, tuple[str, ...]] = {}
         for name in splits:
             specs = tuple(provider.tasks(name, seed))
             for t in specs:
                 if by_id.setdefault(t.id, t) != t:
-                    raise ValueError(
+                    raise InputError(
                         f"TaskProvider {provider.id!r} generated two different tasks {t.id!r}"
                     )
             split_tasks[name] = tuple(t.id for t in specs)
@@ -378,7 +382,7 @@ class Score:
     def __post_init__(self) -> None:
         if self.value is not None:
             if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-                raise TypeError(
+                raise InputTypeError(
                     f"Score.value must be a float or None, not {type(self.value).__name__}"
                 )
             object.__setattr__(self, "value", float(self.value))
@@ -410,6 +414,6 @@ class DerivedMetricOutput:
 
     def __post_init__(self) -> None:
         if self.direction not in ("maximize", "minimize"):
-            raise ValueError(f"direction must be maximize or minimize, not {self.direction!r}")
+            raise InputError(f"direction must be maximize or minimize, not {self.direction!r}")
         if self.role not in ("objective", "constraint", "diagnostic"):
-            raise ValueError(f"role must be objective, constraint or diagnostic, not {self.role!r}")
+            raise InputError(f"role must be objective, constraint or diagnostic, not {self.role!r}")
