@@ -72,9 +72,11 @@ def check_method(name: str, allowed: Sequence[str], where: str) -> str:
     return name
 
 
-def renamed(old: str, new: str, old_value: object, new_value: object, where: str) -> object:
-    """The value of a renamed parameter: ``new_value``, or ``old_value`` (warning) when only
-    the old name was given. ``old_value`` is :data:`UNSET` when the old name was not passed."""
+def renamed(
+    old: str, new: str, old_value: object, new_value: object, where: str, default: object
+) -> object:
+    """The value of a renamed parameter: ``new_value``, or ``old_value`` (warning) when the
+    old name was given (``old_value`` is not :data:`UNSET`) and the new one left at ``default``."""
     if old_value is UNSET:
         return new_value
     warnings.warn(
@@ -82,7 +84,7 @@ def renamed(old: str, new: str, old_value: object, new_value: object, where: str
         DeprecationWarning,
         stacklevel=3,
     )
-    if new_value is not UNSET and new_value != old_value:
+    if new_value != default and new_value != old_value:
         raise InputError(f"{where}: {old}= and {new}= disagree; pass {new}= only")
     return old_value
 

@@ -47,6 +47,7 @@ AGGREGATE_NOT_FLAGS = {
     "self": "the store: --store",
     "scores": "the store (or a frame, from Python only): --store",
     "registry": "a MetricRegistry object; the CLI uses the default registry",
+    "reduce": "the deprecated alias of reducer=: --reduce, hidden",
     "options": "**options: aggregate_scores's keywords, listed from its own signature",
 }
 
@@ -85,7 +86,7 @@ AGGREGATE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "level": (["--level", "0.9"], 0.9),
     "seed": (["--seed", "3"], 3),
     "n_resamples": (["--resamples", "500"], 500),
-    "reduce": (["--reduce", "none"], None),
+    "reducer": (["--reducer", "none"], None),
     "stratify": (["--stratify", "task_id"], "task_id"),
     "cluster": (["--cluster", "task_id"], "task_id"),
     "optimality_threshold": (["--optimality-threshold", "0.5"], 0.5),
