@@ -371,3 +371,15 @@ def test_bootstrap_interval_does_not_depend_on_row_order() -> None:
         again = aggregate_scores(shuffled, ci="percentile", n_resamples=500)
         assert again["ci_low"].to_list() == first["ci_low"].to_list()
         assert again["ci_high"].to_list() == first["ci_high"].to_list()
+
+
+def test_reduce_is_the_deprecated_name_of_reducer() -> None:
+    """``reduce=`` (issue 30: ``reducer=`` as compare names it) warns and means the same."""
+    df = pl.DataFrame(
+        {"run_id": ["r"] * 4, "key": ["a", "a", "b", "b"], "metric": ["success"] * 4,
+         "value": [1.0, 0.0, 1.0, 1.0]}
+    )  # fmt: skip
+    new = aggregate_scores(df, reducer="max")
+    with pytest.warns(DeprecationWarning, match="reduce= is deprecated: pass reducer="):
+        old = aggregate_scores(df, reduce="max")
+    assert old.equals(new)

@@ -179,3 +179,11 @@ def test_a_bad_ci_method_is_a_usage_error_with_a_did_you_mean(
         _parse([*_BASE["aggregate"], "--ci", "success=wilsn"])
     assert exit_.value.code == 2
     assert "did you mean 'wilson'?" in capsys.readouterr().err
+
+
+def test_the_old_reduce_flag_warns_and_sets_reducer() -> None:
+    """``aggregate --reduce`` is the deprecated spelling of ``--reducer`` (issue 30)."""
+    new = aggregate_cli.options(_parse([*_BASE["aggregate"], "--reducer", "max"]), None)
+    with pytest.warns(DeprecationWarning, match="--reduce is deprecated: pass --reducer"):
+        old = aggregate_cli.options(_parse([*_BASE["aggregate"], "--reduce", "max"]), None)
+    assert old["reducer"] == new["reducer"] == "max"
