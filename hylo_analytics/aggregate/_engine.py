@@ -25,6 +25,8 @@ stay in DuckDB (its run filter at the scan) unless their epochs need reducing; o
 of the groups a bootstrap resamples leave it. An interval is a property of its group: the
 metric's kind is its declared kind, or (for a metric only the data knows) binary when the
 group's own valid values are all 0 or 1, so a run's bounds are the same alone or among others.
+The rows are read by ``_rows.py``; each group's interval is ``_intervals.py``'s, every method
+computed by :func:`hylo_analytics.stats.mean_interval`.
 """
 
 from __future__ import annotations

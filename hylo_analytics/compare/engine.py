@@ -36,7 +36,9 @@ this module only lays the pairs out for it.
   run's harness convention (vla-eval: failure; Inspect and hylo: exclude).
 
 The key is the unit: several epochs of one key are reduced (by their mean, as in the SQL view
-``int_key_scores``) before pairing, unless ``pair_on_epoch``.
+``int_key_scores``) before pairing, unless ``pair_on_epoch``. The parts: ``_prepare.py`` (the
+rows paired), ``_sums.py`` (counts and sums), ``_columns.py`` (tests, drops, adjustments);
+every interval is :func:`hylo_analytics.stats.paired_interval`'s.
 """
 
 from __future__ import annotations
