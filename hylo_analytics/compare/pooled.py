@@ -38,9 +38,9 @@ from hylo_analytics.compare.engine import Reducer, compare_scores
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bootstrap import bootstrap_cis
+from hylo_analytics.stats.interval import paired_interval
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
-from hylo_analytics.stats.paired import tango_ci
 from hylo_analytics.stats.pooled import (
     Weighting,
     mover_ci,
@@ -178,7 +178,7 @@ def _family(
     if binary:
         # raw b and c (candidate - parent), whatever the direction: the interval is of mean_diff
         b, c = (cw, pw) if up else (pw, cw)
-        bounds = [tango_ci(b, c, n, lvl) for lvl in levels]
+        bounds = paired_interval("score", levels, n, wins=b, losses=c).bounds
         pooled_bounds = [mover_ci(d, lo, hi, w) for lo, hi in bounds]
         flip = sign_flip_p(cw, pw, n, w, n_draws=n_resamples, seed=seed)
         better, worse, two = flip.p_greater, flip.p_less, flip.p_two_sided
