@@ -97,7 +97,7 @@ def main() -> None:
                 ci=method,
                 n_resamples=a.resamples,
                 seed=1,
-                reduce=None,
+                reducer=None,
             )
         )
         assert out.height == n_groups
@@ -145,7 +145,7 @@ def main() -> None:
     big_df = pl.DataFrame({"run_id": "r", "metric": "success", "value": big})
     t_agg, _ = timed(
         lambda: aggregate_scores(
-            big_df, ci="percentile", n_resamples=a.resamples, seed=0, reduce=None
+            big_df, ci="percentile", n_resamples=a.resamples, seed=0, reducer=None
         ),
         repeat=3,
     )

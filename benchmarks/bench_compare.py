@@ -161,7 +161,7 @@ def main() -> None:
             candidates=[f"cand-{i:04d}" for i in range(N_CAND)],
             parent="parent",
             by=["task_id"],
-            ci="bootstrap",
+            ci="percentile",
             n_resamples=resamples,
         )
         print(

@@ -25,40 +25,46 @@ stay in DuckDB (its run filter at the scan) unless their epochs need reducing; o
 of the groups a bootstrap resamples leave it. An interval is a property of its group: the
 metric's kind is its declared kind, or (for a metric only the data knows) binary when the
 group's own valid values are all 0 or 1, so a run's bounds are the same alone or among others.
+The rows are read by ``_rows.py``; each group's interval is ``_intervals.py``'s, every method
+computed by :func:`hylo_analytics.stats.mean_interval`.
 """
 
 from __future__ import annotations
 
-import difflib
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from typing import Any, Literal
+from typing import Any, cast
 
-import numpy as np
 import polars as pl
 
-from hylo_analytics._harness import Errors, check_errors, policy_column
+from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics._text import did_you_mean
-from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
+from hylo_analytics.aggregate._intervals import CI_METHODS, _with_clustered, _with_intervals
+from hylo_analytics.aggregate._query import GroupRows, frame_rows
+from hylo_analytics.aggregate._rows import (  # noqa: F401  (_validity: read by its old path)
+    _check_present,
+    _load,
+    _not_binary,
+    _prepare,
+    _store_rows,
+    _validity,
+)
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
-from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
-from hylo_analytics.stats import intervals
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_ci
+from hylo_analytics.stats.interval import IntervalSpec
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
-from hylo_analytics.stats.reducers import Reducer, reduce_epochs, reducer
+from hylo_analytics.stats.methods import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    UNSET,
+    CIMethod,
+    Seed,
+    renamed,
+)
+from hylo_analytics.stats.reducers import Reducer
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["CI_METHODS", "STATISTICS", "aggregate_scores"]
+__all__ = ["CI_METHODS", "STATISTICS", "CIMethod", "aggregate_scores"]
 
-CIMethod = Literal[
-    "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",
-    "none",
-]  # fmt: skip
-CI_METHODS: tuple[str, ...] = (
-    "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",
-    "none",
-)  # fmt: skip
 STATISTICS: tuple[str, ...] = (
     "mean", "std", "stderr", "median", "p95", "min", "max", "iqm", "optimality_gap",
     "normalized_mean",
@@ -66,7 +72,6 @@ STATISTICS: tuple[str, ...] = (
 # Computed for every group but a column only when asked for (``statistics=[..., "sum"]``): the
 # scorecard reads it for a metric whose aggregator is ``sum``; the default frame stays as it was.
 ON_REQUEST: tuple[str, ...] = ("sum",)
-_BINARY_ONLY = ("wilson", "clopper_pearson")
 _RUN_COLUMNS = (
     "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
 )  # fmt: skip
@@ -84,9 +89,9 @@ def aggregate_scores(
     ci: CIMethod | Mapping[str, CIMethod] = "auto",
     level: float = DEFAULT_LEVEL,
     *,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
     n_resamples: int = DEFAULT_RESAMPLES,
-    reduce: str | Reducer | None = "mean",
+    reducer: str | Reducer | None = "mean",
     stratify: str | None = None,
     cluster: str | None = None,
     optimality_threshold: float = 1.0,
@@ -94,6 +99,7 @@ def aggregate_scores(
     registry: MetricRegistry | None = None,
     runs: Sequence[str] | None = None,
     errors: Errors | None = None,
+    reduce: Any = UNSET,
 ) -> pl.DataFrame:
     """Aggregate ``scores`` per ``by`` group and metric.
 
@@ -121,10 +127,11 @@ def aggregate_scores(
         percentile bootstrap when ``stratify`` is set. ``studentized`` is the bootstrap-t
         (10,000 resamples by default). ``normal`` is ``mean -/+ z * stderr`` (warns for 0/1
         metrics with fewer than 10 successes or failures, where it is known to fail).
-    reduce
+    reducer
         How several epochs of one key are reduced first (``mean``, ``median``, ``max``, ``min``,
         ``at_least(k)``, ``pass_at_k(k)``), recorded in the ``reducer`` column; ``None`` keeps
         every row. Needs a ``key`` column; without one no reduction happens (``reducer`` none).
+        ``reduce=`` is its deprecated alias (one release), as ``compare_scores`` names it.
     stratify
         Column (usually ``task_id``) whose levels the bootstrap resamples within, as rliable.
     cluster
@@ -138,6 +145,9 @@ def aggregate_scores(
         rliable's optimality gap ``mean(max(threshold - x, 0))`` on normalized values (raw
         when the metric has no normalizer); only for higher-is-better metrics, else null.
     """
+    reduce = cast(
+        "str | Reducer | None", renamed("reduce", "reducer", reduce, reducer, "aggregate", "mean")
+    )
     reg = registry or default_registry()
     errors = check_errors(errors, "aggregate: errors")
     not_binary = _not_binary(reg)
@@ -168,37 +178,9 @@ def aggregate_scores(
             frame, how = _prepare(frame, by, extra, reduce, lone=False, errors=errors)
             rows = stack.enter_context(frame_rows(frame, by, not_binary))
         return _aggregate(
-            rows, by, reg, how, wanted, ci, level, seed, n_resamples, stratify, cluster,
-            optimality_threshold, errors_known,
+            rows, by, reg, how, wanted, ci, IntervalSpec("auto", level, n_resamples, seed),
+            stratify, cluster, optimality_threshold, errors_known,
         )  # fmt: skip
-
-
-def _prepare(
-    frame: pl.DataFrame,
-    by: Sequence[str],
-    extra: Sequence[str],
-    reduce: str | Reducer | None,
-    *,
-    lone: bool,
-    errors: Errors | None,
-) -> tuple[pl.DataFrame, Reducer | None]:
-    """The validity columns, then the epochs of a key reduced (when asked and keyed)."""
-    frame = _validity(frame, errors)
-    how = reducer(reduce) if reduce is not None and "key" in frame.columns else None
-    if how is not None:
-        # Scores of one episode from two sources are not epochs: keep them apart (visible in
-        # the counts) rather than average two scorers; pass source= to choose one. Resolved
-        # scores have one per episode, and the epochs of a key may come from two sources.
-        unit = [c for c in ("run_id", "source", "key") if c in frame.columns]
-        if "source" in unit and _one_per_episode(frame):
-            unit.remove("source")
-        keys = list(dict.fromkeys([*by, *unit, "metric", *extra, "_policy"]))
-        frame = _reduce(frame, keys, how, lone=lone)
-    cols = [
-        *dict.fromkeys([*by, *extra]), "metric", "_value", "_valid", "_reason", "_errored",
-        "_policy",
-    ]  # fmt: skip
-    return frame.select(list(dict.fromkeys(cols))), how
 
 
 def _aggregate(
@@ -208,9 +190,7 @@ def _aggregate(
     how: Reducer | None,
     wanted: list[str],
     ci: CIMethod | Mapping[str, CIMethod],
-    level: float,
-    seed: Seed,
-    n_resamples: int,
+    spec: IntervalSpec,
     stratify: str | None,
     cluster: str | None,
     threshold: float,
@@ -220,258 +200,11 @@ def _aggregate(
     stats = rows.statistics(_norms(reg), threshold)
     out = _statistics(stats, rows.reasons(), by, reg, errors_known)
     out = out.with_columns(reducer=pl.lit(str(how) if how else "none"))
-    out = _with_intervals(out, rows, ci, level, seed, n_resamples, stratify)
+    out = _with_intervals(out, rows, ci, spec, stratify)
     if cluster:
         out = _with_clustered(out, rows, by, cluster)
     out = out.sort([*by, "metric"], nulls_last=True)
     return _order(out, by, wanted, cluster is not None)
-
-
-def _check_present(
-    metrics: Sequence[str],
-    keep: Sequence[str],
-    present: set[str],
-    listed: set[str] | None = None,
-) -> None:
-    """Every asked metric has scores; the message lists ``listed`` (default ``present``)."""
-    absent = [m for m, k in zip(metrics, keep, strict=True) if k not in present]
-    if absent:
-        held = sorted(present if listed is None else listed)
-        near = {m: difflib.get_close_matches(m, held, n=1) for m in absent}
-        hint = "".join(f"; did you mean {c[0]!r} for {m!r}?" for m, c in near.items() if c)
-        raise ValueError(
-            f"aggregate: no scores of metric(s) {absent}{hint}; the scores hold "
-            f"{', '.join(held) or 'none'}"
-        )
-
-
-def _load(
-    scores: pl.DataFrame | pl.LazyFrame,
-    by: Sequence[str],
-    source: str | Sequence[str] | None,
-    extra: Sequence[str],
-) -> pl.DataFrame:
-    if isinstance(scores, pl.LazyFrame):
-        frame = scores.collect()
-    elif isinstance(scores, pl.DataFrame):
-        frame = scores
-    else:
-        raise TypeError(
-            f"aggregate: expected a polars frame or a Store, got {type(scores).__name__}"
-        )
-    missing = [c for c in ("metric", "value", *by, *extra) if c not in frame.columns]
-    if missing:
-        known = list(frame.columns)
-        near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
-        hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
-        raise ValueError(
-            f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
-        )
-    if source is not None:
-        if "source" not in frame.columns:
-            raise ValueError("aggregate: source= given but the scores have no 'source' column")
-        frame = frame.filter(
-            pl.col("source").is_in([source] if isinstance(source, str) else source)
-        )
-    return frame.with_columns(pl.col("value").cast(pl.Float64))
-
-
-def _store_rows(
-    store: ParquetStore,
-    by: Sequence[str],
-    source: str | Sequence[str] | None,
-    extra: Sequence[str],
-    keep: Sequence[str] | None,
-    reg: MetricRegistry,
-    reduce: str | Reducer | None,
-    runs: Sequence[str] | None,
-    asked: Sequence[str] | None,
-    stack: ExitStack,
-    errors: Errors | None,
-) -> tuple[GroupRows, Reducer | None]:
-    """The resolved scores of the metrics ``keep`` (every metric when None) of ``runs``
-    (every run when None), as rows for :class:`GroupRows`: only the columns asked.
-
-    One resolved score per (run, key, epoch, metric), of one source when asked for; the
-    epochs of a key may then come from different sources: they are still epochs. A store
-    whose asked keys have one epoch each (``n_key_epochs``, counted at publish) needs no
-    reduction: its rows stay in DuckDB, read where they lie. Otherwise they are read and
-    reduced here, and the reduced rows registered. Each row carries its errors policy
-    (``_policy``: ``errors``, else its run's harness convention).
-    """
-    metrics = _names_of(keep, reg)
-    runs = run_filter(store, runs)
-    params: dict[str, object] = {}
-    if source is not None:
-        params["sources"] = [source] if isinstance(source, str) else list(source)
-    if metrics is not None:
-        params["metrics"] = list(metrics)
-    if runs is not None:
-        params["runs"] = list(runs)
-    query = preferred_query(
-        EPISODE_VIEW,
-        runs=runs is not None,
-        metrics=metrics is not None,
-        sources=source is not None,
-    )
-    have = store.sql(f"select * from ({query}) limit 0", params or None).columns
-    # group by what a run is (agent, version, benchmark, split) as well as by its id
-    of_run = [c for c in dict.fromkeys((*by, *extra)) if c not in have and c in _RUN_COLUMNS]
-    wanted = ("metric", "value", *by, *extra)
-    missing = [c for c in wanted if c not in have and c not in of_run]
-    if missing:
-        known = [*have, *(c for c in _RUN_COLUMNS if c not in have)]
-        near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
-        hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
-        raise ValueError(
-            f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
-        )
-    epochs = "max(n_key_epochs)" if "n_key_epochs" in have else "2"
-    names = store.sql(
-        f"select metric, {epochs} as epochs from ({query}) group by metric", params or None
-    )
-    aliases = reg.alias_map()
-    present = {aliases.get(n, n) for n in names["metric"].to_list()}
-    if asked is not None and keep is not None and any(k not in present for k in keep):
-        every = store.sql("select distinct metric from int_scores_preferred")["metric"]
-        _check_present(asked, keep, present, {aliases.get(n, n) for n in every.to_list()})
-    merges = len(present) < names.height  # an id and its alias: two names read as one
-    how = reducer(reduce) if reduce is not None else None
-    one_epoch = bool((names["epochs"] <= 1).all())
-    direct = how is None or (not merges and one_epoch and how.name in _IDENTITY_ON_ONE)
-    # source stays out: the resolution gives one score per episode whatever its sources
-    more = ("run_id", "key", "epoch", "n_key_epochs", "valid", "skip_reason", "errored")
-    cols = list(dict.fromkeys([*wanted, *(c for c in more if c in have)]))
-    select = ", ".join(f"s.{q(c)}" if c in have else f"r.{q(c)}" for c in cols)
-    of_run_sql = [q(c) for c in of_run]
-    if errors is None:  # each run's harness convention
-        of_run_sql.append("run_errors(errors_policy, source_format) as _policy")
-        select += ", r._policy"
-    else:
-        params["errors"] = errors
-        select += ", cast($errors as varchar) as _policy"
-    joined = (
-        f" left join (select run_id, {', '.join(of_run_sql)} from stg_runs) as r"
-        " on r.run_id = s.run_id"
-        if of_run_sql
-        else ""
-    )
-    rows = f"(select {select} from ({query}) as s{joined})"
-    not_binary = _not_binary(reg)
-    if not direct:
-        frame = store.sql(f"select * from {rows}", params or None)
-        frame = frame.with_columns(pl.col("value").cast(pl.Float64))
-        frame = frame.with_columns(metric=pl.col("metric").replace(aliases))
-        frame, how = _prepare(frame, by, extra, reduce, lone=not merges, errors=errors)
-        return stack.enter_context(frame_rows(frame, by, not_binary)), how
-    renamed = "metric"
-    for i, name in enumerate(n for n in names["metric"].to_list() if aliases.get(n, n) != n):
-        params |= {f"al{i}": name, f"id{i}": aliases[name]}
-        renamed = f"case when metric = $al{i} then $id{i} else {renamed} end"
-    ok = "value is not null and not isnan(value) and coalesce(valid, true)"
-    reason = (
-        "coalesce(skip_reason, case when value is null then 'abstained' "
-        "when isnan(value) then 'nan' else 'invalid' end)"
-    )
-    keys = "".join(f"{q(c)}, " for c in dict.fromkeys([*by, *extra]) if c != "metric")
-    relation = f"""(
-        select {keys}{renamed} as metric,
-            case when _ok then value end as _value,
-            _ok as _valid,
-            case when _ok then null else {reason} end as _reason,
-            errored and not _ok as _errored,
-            _policy
-        from (select *, cast(value as double) as value, {ok} as _ok from {rows})
-    )"""
-    rows_ = GroupRows(
-        run=_runner(store), relation=relation, by=tuple(by), params=params,
-        fill=_may_fail(store, errors, runs), not_binary=not_binary,
-    )  # fmt: skip
-    return rows_, how
-
-
-def _not_binary(reg: MetricRegistry) -> tuple[str, ...]:
-    """The registered metrics (ids and aliases) declared of a kind other than binary."""
-    names = {n for m in reg.ids() if reg.get(m).kind != "binary" for n in (m, *reg.get(m).aliases)}
-    return tuple(sorted(names))
-
-
-def _may_fail(store: ParquetStore, errors: Errors | None, runs: Sequence[str] | None) -> bool:
-    """Whether a row of ``runs`` can count an error as a failure (so the fill is needed)."""
-    if errors is not None:
-        return errors == "failure"
-    where = "run_errors(errors_policy, source_format) = 'failure'"
-    if runs is None:
-        return bool(store.sql(f"select count(*) as n from stg_runs where {where}").item())
-    found = store.sql(
-        f"select count(*) as n from stg_runs where {where} and list_contains($runs, run_id)",
-        {"runs": list(runs)},
-    )
-    return bool(found.item())
-
-
-def _runner(store: ParquetStore) -> Callable[[str, Mapping[str, Any]], pl.DataFrame]:
-    def run(query: str, params: Mapping[str, Any]) -> pl.DataFrame:
-        return store.sql(query, dict(params) or None)
-
-    return run
-
-
-def _names_of(keep: Sequence[str] | None, reg: MetricRegistry) -> list[str] | None:
-    """Every stored name that reads as one of ``keep`` (ids and their aliases)."""
-    if keep is None:
-        return None
-    return sorted({*keep, *(a for a, m in reg.alias_map().items() if m in keep)})
-
-
-def _reduce(frame: pl.DataFrame, keys: list[str], how: Reducer, *, lone: bool) -> pl.DataFrame:
-    """:func:`reduce_epochs`, passing the keys of one epoch (``n_key_epochs``) through.
-
-    A key of one epoch is its own mean, median, max and min: the same row the reducer gives,
-    without a group-by over every row. ``lone`` is False when two metric names merged into
-    one, so the store's epoch counts (per name) no longer count a group's rows.
-    """
-    if not (lone and "n_key_epochs" in frame.columns and how.name in _IDENTITY_ON_ONE):
-        return reduce_epochs(frame, keys, how)
-    one = pl.col("n_key_epochs") == 1
-    single = frame.filter(one).select([*keys, "_value", "_valid", "_reason", "_errored"])
-    several = frame.filter(~one)
-    if several.height:
-        reduced = reduce_epochs(several, keys, how).select(single.columns)
-        single = pl.concat([single, reduced], how="vertical")
-    return single
-
-
-def _one_per_episode(frame: pl.DataFrame) -> bool:
-    episode = [c for c in ("run_id", "key", "epoch", "metric") if c in frame.columns]
-    return "epoch" in episode and frame.select(pl.struct(episode).is_unique().all()).item()
-
-
-def _validity(frame: pl.DataFrame, errors: Errors | None = None) -> pl.DataFrame:
-    """``_valid``/``_value``/``_reason``/``_errored``: a row counts when its value is a real number.
-
-    The same rule as the SQL macro ``score_is_valid`` (the resolution applies it in SQL).
-    """
-    value = pl.col("value")
-    flag = pl.col("valid").fill_null(True) if "valid" in frame.columns else pl.lit(True)
-    reason = pl.col("skip_reason") if "skip_reason" in frame.columns else pl.lit(None, pl.String)
-    ok = value.is_not_null() & value.is_not_nan() & flag
-    fallback = (
-        pl.when(value.is_null())
-        .then(pl.lit("abstained"))
-        .when(value.is_nan())
-        .then(pl.lit("nan"))
-        .otherwise(pl.lit("invalid"))
-    )
-    errored = pl.col("errored") & ~ok if "errored" in frame.columns else pl.lit(None, pl.Boolean)
-    policy = policy_column(frame.columns, errors)
-    return frame.with_columns(
-        _valid=ok,
-        _value=pl.when(ok).then(value),
-        _reason=pl.when(ok).then(None).otherwise(reason.fill_null(fallback)),
-        _errored=errored,
-        _policy=policy,
-    )
 
 
 def _norms(reg: MetricRegistry) -> dict[str, tuple[str, float, float]]:
@@ -537,152 +270,6 @@ def _statistics(
             higher_is_better=pl.col("metric").replace_strict(higher, return_dtype=pl.Boolean),
         )
     )
-
-
-def _with_intervals(
-    out: pl.DataFrame,
-    rows: GroupRows,
-    ci: CIMethod | Mapping[str, CIMethod],
-    level: float,
-    seed: Seed,
-    n_resamples: int,
-    stratify: str | None,
-) -> pl.DataFrame:
-    """Each group's interval by its method. Groups resampled together share a path: 0/1
-    values, -1/0/1 values, others (``_path``), so a group's bounds depend on its values, the
-    seed and the method alone."""
-    # the method of each (metric, kind): a handful of pairs, joined onto the groups
-    pairs = out.select("metric", "_kind").unique(maintain_order=True)
-    methods = pairs.with_columns(
-        ci_method=pl.Series(
-            [_method(m, k, ci, stratify is not None) for m, k in pairs.iter_rows()],
-            dtype=pl.String,
-        )
-    )
-    out = out.join(
-        methods, on=["metric", "_kind"], how="left", nulls_equal=True, maintain_order="left"
-    ).with_columns(
-        _path=pl.when(pl.col("_is01")).then(0).when(pl.col("_is101")).then(1).otherwise(2),
-    )
-    low = np.full(out.height, np.nan)
-    high = np.full(out.height, np.nan)
-    n_valid = out["n_valid"].to_numpy()
-    boot = out.filter(pl.col("ci_method").is_in(["percentile", "bca", "studentized"]))
-    values = np.zeros(0)
-    at = np.zeros(0, dtype=np.int64)
-    strata: pl.DataFrame | None = None
-    if boot.height:
-        values, strata = rows.values(sorted(set(boot["metric"].to_list())), stratify)
-        # where each fetched group's values start: the fetched groups are the groups (in
-        # order) of those metrics with a valid value
-        fetched = out.filter(
-            pl.col("metric").is_in(boot["metric"].unique().implode()) & (pl.col("n_valid") > 0)
-        )
-        at = np.full(out.height, -1, dtype=np.int64)
-        sizes = fetched["n_valid"].to_numpy()
-        at[fetched["_g"].to_numpy()] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    for (name, path), rows_m in out.group_by(["ci_method", "_path"], maintain_order=True):
-        if name == "none":
-            continue
-        idx = rows_m["_g"].to_numpy()
-        k, n = rows_m["_sum"].fill_null(0).to_numpy(), rows_m["n_valid"].to_numpy()
-        if name in ("wilson", "clopper_pearson"):
-            fn = intervals.wilson if name == "wilson" else intervals.clopper_pearson
-            low[idx], high[idx] = fn(k, n, level)
-        elif name == "hall":
-            moments = [rows_m[c].fill_null(np.nan).to_numpy() for c in ("mean", "std", "_skew")]
-            low[idx], high[idx] = intervals.hall_ci(moments[0], moments[1], moments[2], n, level)
-        elif name == "normal":
-            mean, se = rows_m["mean"].fill_null(np.nan), rows_m["stderr"].fill_null(np.nan)
-            low[idx], high[idx] = intervals.normal_ci(mean.to_numpy(), se.to_numpy(), level)
-            binary = (rows_m["_kind"] == "binary").to_numpy()
-            weak = binary & (np.minimum(k, n - k) < 10) & (n > 0)
-            if weak.any():
-                warnings.warn(
-                    f"aggregate: ci='normal' on {int(weak.sum())} 0/1 group(s) with fewer than "
-                    "10 successes or failures: the Wald interval covers far less than its level "
-                    "there (0.64 at p = 0.95, n = 20); use 'wilson'",
-                    intervals.StatisticsWarning,
-                    stacklevel=5,
-                )
-        else:
-            sub = idx[n_valid[idx] > 0]
-            if not len(sub):
-                continue
-            # the positions of the groups' values, back to back (no loop over groups)
-            lens = n_valid[sub]
-            first = np.concatenate([[0], np.cumsum(lens)[:-1]])
-            take = np.arange(lens.sum()) + np.repeat(at[sub] - first, lens)
-            strata_sizes = None
-            if strata is not None:
-                strata_sizes = _strata_sizes(strata, out, sub)
-            lo, hi = bootstrap_ci(
-                values[take],
-                n_valid[sub],
-                method=name,
-                level=level,
-                strata_sizes=strata_sizes,
-                n_resamples=n_resamples,
-                seed=seed,
-                binary=path == 0,
-            )
-            low[sub], high[sub] = lo, hi
-    return out.with_columns(
-        ci_low=pl.Series(low).fill_nan(None),
-        ci_high=pl.Series(high).fill_nan(None),
-        ci_level=pl.when(pl.col("ci_method") != "none").then(pl.lit(level)),
-    )
-
-
-def _strata_sizes(strata: pl.DataFrame, out: pl.DataFrame, sub: np.ndarray) -> np.ndarray:
-    """The stratum sizes of groups ``sub`` (ascending), from the (group, stratum) counts in
-    group order."""
-    keys = [c for c in strata.columns[:-2]]  # the by columns and the metric
-    numbered = strata.join(
-        out.select([*keys, "_g"]), on=keys, how="left", nulls_equal=True, maintain_order="left"
-    )
-    picked = numbered.filter(pl.col("_g").is_in(pl.Series(sub).cast(pl.UInt32).implode()))
-    sizes: np.ndarray = picked["len"].to_numpy()
-    return sizes
-
-
-def _with_clustered(
-    out: pl.DataFrame, rows: GroupRows, by: list[str], cluster: str
-) -> pl.DataFrame:
-    keys = [*by, "metric"]
-    fetched = rows.clustered(cluster).join(
-        out.select([*keys, "_g"]), on=keys, how="inner", nulls_equal=True
-    )
-    g = fetched["_g"].to_numpy()
-    values, clusters = fetched["_value"].to_numpy(), fetched["_cluster"].to_numpy()
-    plain = intervals.clustered_stderr(values, clusters, g)
-    corrected = intervals.clustered_stderr(values, clusters, g, small_sample=True)
-    counts = fetched.group_by("_g").agg(n_clusters=pl.col("_cluster").n_unique().cast(pl.Int64))
-    used = np.unique(g)
-    se = pl.DataFrame(
-        {
-            "_g": used.astype(np.uint32),
-            "stderr_clustered": plain,
-            "stderr_clustered_corrected": corrected,
-        }
-    ).join(counts.with_columns(pl.col("_g").cast(pl.UInt32)), on="_g")
-    return out.join(se.with_columns(pl.all().fill_nan(None)), on="_g", how="left")
-
-
-def _method(metric: str, kind: str, ci: CIMethod | Mapping[str, CIMethod], stratified: bool) -> str:
-    chosen = ci.get(metric, "auto") if isinstance(ci, Mapping) else ci
-    if chosen not in CI_METHODS:
-        raise ValueError(f"aggregate: unknown ci method {chosen!r}; known: {', '.join(CI_METHODS)}")
-    if chosen == "auto":
-        if kind == "binary":
-            return "wilson"
-        return "percentile" if stratified else "hall"
-    if chosen in _BINARY_ONLY and kind != "binary":
-        raise ValueError(
-            f"aggregate: ci={chosen!r} needs 0/1 values but metric {metric!r} is {kind}; "
-            f"pass a mapping, e.g. ci={{{metric!r}: 'bca'}}"
-        )
-    return chosen
 
 
 def _check_statistics(statistics: Sequence[str] | None) -> list[str]:

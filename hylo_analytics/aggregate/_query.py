@@ -3,7 +3,7 @@
 :func:`~hylo_analytics.aggregate.aggregate_scores` hands every aggregation to this module,
 whether its rows are the store's resolved scores (read where they lie, the run filter at the
 scan) or a polars frame (registered on a fresh in-memory connection). The rows carry the
-validity columns of :func:`~hylo_analytics.aggregate._engine._validity` (``_value``,
+validity columns of :func:`~hylo_analytics.aggregate._rows._validity` (``_value``,
 ``_valid``, ``_reason``, ``_errored``), one per key after any epoch reduction. What leaves
 DuckDB is small: one row per group and metric with its counts and statistics, the skip
 reasons counted, and the valid values of only the groups a bootstrap resamples, in group

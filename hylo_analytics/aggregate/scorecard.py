@@ -39,12 +39,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import polars as pl
 
 from hylo_analytics._html import text
-from hylo_analytics.aggregate._engine import CIMethod, aggregate_scores
+from hylo_analytics.aggregate._engine import aggregate_scores
 from hylo_analytics.metrics import (
     BenchmarkSpec,
     EvaluationProtocolSpec,
@@ -55,8 +55,15 @@ from hylo_analytics.metrics import (
     normalize_expr,
 )
 from hylo_analytics.resolution import preferred_scores
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.methods import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    UNSET,
+    CIMethod,
+    Seed,
+    renamed,
+)
 from hylo_analytics.store import ParquetStore
 
 __all__ = ["SCORECARD_SCHEMA_VERSION", "MetricsArg", "Scorecard", "scorecard"]
@@ -167,17 +174,20 @@ def scorecard(
     registry: MetricRegistry | None = None,
     ci: CIMethod = "auto",
     level: float = DEFAULT_LEVEL,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
     n_resamples: int = DEFAULT_RESAMPLES,
-    reduce: str | None = "mean",
+    reducer: str | None = "mean",
     source: str | Sequence[str] | None = None,
+    reduce: Any = UNSET,
 ) -> Scorecard:
     """The scorecard of ``runs`` (default: all) over ``metrics`` (see the module docstring).
 
     ``scores`` is a store (its resolved scores; ``runs`` may be ids, prefixes or selectors) or a
     frame with ``run_id``, ``metric`` and ``value``. The other options are
-    :func:`~hylo_analytics.aggregate.aggregate_scores`'s.
+    :func:`~hylo_analytics.aggregate.aggregate_scores`'s (``reduce=`` is the deprecated alias of
+    ``reducer=``).
     """
+    reducer = cast("str | None", renamed("reduce", "reducer", reduce, reducer, "scorecard", "mean"))
     reg, specs = _selected(metrics, registry)
     frame, run_ids = _scores(scores, runs, source)
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))
@@ -206,7 +216,7 @@ def scorecard(
             level=level,
             seed=seed,
             n_resamples=n_resamples,
-            reduce=reduce,
+            reducer=reducer,
             registry=reg,
         )
         rows = grid.join(agg, on=["run_id", "metric"], how="left")

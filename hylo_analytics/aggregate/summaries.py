@@ -21,8 +21,8 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics.aggregate._engine import aggregate_scores
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.summaries import (
     ONE_RUN_NOTE,
     SingleRunError,
@@ -69,7 +69,7 @@ def task_summaries(
     taus: Sequence[float] | None = None,
     level: float = DEFAULT_LEVEL,
     n_resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
     source: str | Sequence[str] | None = None,
     registry: MetricRegistry | None = None,
 ) -> TaskSummaries:

@@ -56,8 +56,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "metric as METRIC=METHOD,... (the metrics not named get auto)",
     )
     add_interval_args(p)
-    p.add_argument("--reduce", default="mean", help="epoch reducer: mean, median, max, min, "
+    p.add_argument("--reducer", default="mean", help="epoch reducer: mean, median, max, min, "
                    "at_least(k), pass@k, or none")  # fmt: skip
+    # the deprecated spelling (one release): the same option, as compare and rank name it
+    p.add_argument("--reduce", dest="reduce_old", default=None, help=argparse.SUPPRESS)
     p.add_argument("--source", action="append", help="keep only scores of this source")
     p.add_argument("--stratify", help="bootstrap within the levels of this column (task_id)")
     p.add_argument("--cluster", help="add the clustered stderr by this column (task_id)")
@@ -71,6 +73,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_format_args(p)
     p.set_defaults(func=run)
+
+
+def _reducer(args: argparse.Namespace) -> str:
+    """``--reducer``, or the deprecated ``--reduce`` (warns) when only it was given."""
+    if args.reduce_old is None:
+        return str(args.reducer)
+    import warnings
+
+    warnings.warn(
+        "--reduce is deprecated: pass --reducer (the same option)", DeprecationWarning, stacklevel=2
+    )
+    return str(args.reduce_old)
 
 
 def _ci_arg(text: str) -> str | dict[str, str]:
@@ -129,7 +143,7 @@ def options(args: argparse.Namespace, store: Store | None = None) -> dict[str, A
         "level": args.level,
         "seed": args.seed,
         "n_resamples": args.resamples,
-        "reduce": None if args.reduce == "none" else args.reduce,
+        "reducer": None if _reducer(args) == "none" else _reducer(args),
         "stratify": args.stratify,
         "cluster": args.cluster,
         "optimality_threshold": args.optimality_threshold,

@@ -145,11 +145,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--ci",
-        choices=("auto", "score", "newcombe", "bootstrap", "bca", "studentized", "normal", "none"),
+        choices=(
+            "auto",
+            "score",
+            "newcombe",
+            "percentile",
+            "bca",
+            "studentized",
+            "normal",
+            "none",
+            "bootstrap",
+        ),
         default="auto",
         help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
-        "seeded percentile bootstrap of the paired differences otherwise; bootstrap = "
-        "percentile; normal = Wald)",
+        "seeded percentile bootstrap of the paired differences otherwise; normal = Wald; "
+        "bootstrap: the deprecated name of percentile)",
     )
     p.add_argument(
         "--flips",

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics.compare._counts import PairedRows, frame_rows
-from hylo_analytics.compare.engine import Reducer, _declared_pairs, _one_direction, _prepare
+from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
 from hylo_analytics.compare.runs import paired_inputs
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.resolution import registered
@@ -86,11 +86,11 @@ def flip_scores(
         pk, by = list(scores.pk), list(scores.by)
     else:
         pk, by = (["key", "epoch"] if pair_on_epoch else ["key"]), list(by)
-        reduced, has_reason, _dtypes, policy = _prepare(
+        reduced, has_reason, _dtypes, policy = prepare_scores(
             scores, cands, parent, metrics, by, pk, reducer, policy_arg
         )
         if declared is None and "metadata" in scores.columns:
-            declared = _declared_pairs(scores)
+            declared = declared_pairs(scores)
         with frame_rows(reduced, pk, by, has_reason) as rows:
             found = rows.discordant(parent)
     found = found.rename({f"_k_{k}": k for k in pk if k not in by})
@@ -109,7 +109,7 @@ def _classified(
 ) -> pl.DataFrame:
     """``change``, ``direction`` and ``improvement`` of each discordant pair, sorted."""
     metrics = found["metric"].cast(pl.String).unique().to_list()
-    dirs = resolve_directions(metrics, explicit=directions, declared=_one_direction(declared))
+    dirs = resolve_directions(metrics, explicit=directions, declared=one_direction(declared))
     direction = (
         pl.col("metric")
         .cast(pl.String)

@@ -22,8 +22,8 @@ import polars as pl
 from hylo_analytics._html import text
 from hylo_analytics.compare.engine import CiMethod, compare_scores
 from hylo_analytics.metrics import Direction, default_registry
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.significance import Alternative, mcnemar_p
 
 __all__ = ["PairedComparison", "paired_compare"]
@@ -120,7 +120,7 @@ def paired_compare(
     ci: CiMethod = "auto",
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
-    seed: int = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> PairedComparison:
     """Compare two runs key by key; abstentions (``None``) drop the pair.
 

@@ -37,9 +37,10 @@ from hylo_analytics._harness import Errors
 from hylo_analytics.compare.engine import Reducer, compare_scores
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.metrics import Direction
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, bootstrap_cis
+from hylo_analytics.stats.bootstrap import bootstrap_cis
+from hylo_analytics.stats.interval import paired_interval
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
-from hylo_analytics.stats.paired import tango_ci
+from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.pooled import (
     Weighting,
     mover_ci,
@@ -74,7 +75,7 @@ def pooled_compare(
     directions: Mapping[str, Direction] | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
-    seed: int = 0,
+    seed: Seed = DEFAULT_SEED,
     rule: Rule | None = None,
     errors: Errors | None = None,
 ) -> pl.DataFrame:
@@ -124,7 +125,7 @@ def pool_suites(
     alternative: Alternative = "greater",
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
-    seed: int = 0,
+    seed: Seed = DEFAULT_SEED,
     rule: Rule | None = None,
 ) -> pl.DataFrame:
     """The pooled row of every metric beside its suite rows, adjusted as one family.
@@ -157,7 +158,7 @@ def _family(
     parent: str,
     weights: Weighting,
     alternative: Alternative,
-    boot: tuple[int, float, int],
+    boot: tuple[int, float, Seed],
     rule: Rule,
 ) -> pl.DataFrame:
     """One metric's suite rows and its pooled row, with the family's adjustments."""
@@ -177,7 +178,7 @@ def _family(
     if binary:
         # raw b and c (candidate - parent), whatever the direction: the interval is of mean_diff
         b, c = (cw, pw) if up else (pw, cw)
-        bounds = [tango_ci(b, c, n, lvl) for lvl in levels]
+        bounds = paired_interval("score", levels, n, wins=b, losses=c).bounds
         pooled_bounds = [mover_ci(d, lo, hi, w) for lo, hi in bounds]
         flip = sign_flip_p(cw, pw, n, w, n_draws=n_resamples, seed=seed)
         better, worse, two = flip.p_greater, flip.p_less, flip.p_two_sided

@@ -28,13 +28,14 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics._html import text
-from hylo_analytics.compare.engine import Reducer, _prepare, compare_scores
+from hylo_analytics.compare._prepare import Reducer, prepare_scores
+from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.compare.runs import _Reader
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
 from hylo_analytics.metrics import Direction
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, _check_level
+from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = ["Ranking", "rank_policies", "rank_runs"]
@@ -130,7 +131,7 @@ def rank_policies(
     penalty: float = DEFAULT_PENALTY,
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
-    seed: int = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> Ranking:
     """Rank the policies of ``scores`` on ``metric``, with the uncertainty of the ranking.
 
@@ -250,7 +251,7 @@ def _matrix(
     rule: Rule,
     errors: Errors | None,
     reducer: Reducer | None,
-    boot: tuple[int, float, int],
+    boot: tuple[int, float, Seed],
 ) -> pl.DataFrame:
     """Every pair through the engine in one call: pair ``i < j`` is a candidate run holding
     policy i's rows and one reference run holds policy j's rows, their keys prefixed by the
@@ -312,7 +313,7 @@ def _values(
     epoch reduction (NaN: no valid value), each key's stratum index, and each policy's
     ``mean``: the average over suites of its per-suite mean (as papers average suites)."""
     frame = base.rename({"_pol": "run_id", "_key": "key"})
-    reduced, _, _, _ = _prepare(frame, names[:-1], names[-1], [metric], [], ["key"], reducer,
+    reduced, _, _, _ = prepare_scores(frame, names[:-1], names[-1], [metric], [], ["key"], reducer,
                                 errors)  # fmt: skip
     strata = base.select("_key", "_stratum").unique("_key")
     long = reduced.select("run_id", "key", pl.col("value").cast(pl.Float64)).join(
@@ -343,7 +344,7 @@ def _strengths(
     penalty: float,
     n_resamples: int,
     level: float,
-    seed: int,
+    seed: Seed,
 ) -> pl.DataFrame:
     """Bradley-Terry strengths of the keys' wins, with a bootstrap of keys within strata."""
     diff = values[:, :, None] - values[:, None, :]

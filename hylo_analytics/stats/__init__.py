@@ -2,12 +2,17 @@
 
 Every statistic the toolkit reports is computed here, once, and every caller (``aggregate``,
 ``compare``, the report, the CLI) calls these functions; the SQL views take their interval
-constants from here too. One vocabulary throughout:
+constants from here too. Every interval of ``aggregate`` and ``compare`` comes through one
+entry point, :mod:`~hylo_analytics.stats.interval` (:func:`mean_interval`,
+:func:`paired_interval`), named by one vocabulary (:mod:`~hylo_analytics.stats.methods`:
+``CIMethod``). One vocabulary throughout:
 
+- ``method``: an interval's name (:data:`CI_METHODS`; ``ci=`` in the verbs);
 - ``level``: two-sided coverage of an interval (default :data:`DEFAULT_LEVEL`, 0.95);
 - ``n_resamples``: bootstrap resamples (default :data:`DEFAULT_RESAMPLES`);
-- ``seed``: an int, ``None`` or a :class:`numpy.random.Generator`; the same seed and inputs
-  give the same result;
+- ``seed``: an int, ``None`` or a :class:`numpy.random.Generator` (default
+  :data:`DEFAULT_SEED`, 0); the same seed and inputs give the same result;
+- ``reducer``: how the epochs of one key are reduced (:mod:`~hylo_analytics.stats.reducers`);
 - ``alternative``: ``"greater"`` (the candidate is better) or ``"two-sided"``.
 
 Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal, clustered
@@ -22,13 +27,17 @@ improvement, as rliable).
 """
 
 from hylo_analytics.stats.bootstrap import (
-    DEFAULT_RESAMPLES,
     BootstrapMethod,
     BootstrapTest,
-    Seed,
     bootstrap_ci,
     bootstrap_means,
     bootstrap_test,
+)
+from hylo_analytics.stats.interval import (
+    IntervalSpec,
+    PairedInterval,
+    mean_interval,
+    paired_interval,
 )
 from hylo_analytics.stats.intervals import (
     DEFAULT_LEVEL,
@@ -39,6 +48,13 @@ from hylo_analytics.stats.intervals import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.methods import (
+    CI_METHODS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    CIMethod,
+    Seed,
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.pooled import (
@@ -70,11 +86,16 @@ from hylo_analytics.stats.summaries import (
 )
 
 __all__ = [
+    "CI_METHODS",
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
     "Alternative",
     "BootstrapMethod",
     "BootstrapTest",
+    "CIMethod",
+    "IntervalSpec",
+    "PairedInterval",
     "PooledBootstrap",
     "Reducer",
     "Seed",
@@ -94,9 +115,11 @@ __all__ = [
     "interquartile_mean",
     "mcnemar_exact",
     "mcnemar_p",
+    "mean_interval",
     "mover_ci",
     "newcombe_ci",
     "normal_ci",
+    "paired_interval",
     "pass_at_k",
     "performance_profile",
     "pooled_bootstrap",

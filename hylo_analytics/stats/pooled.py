@@ -36,7 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
-from hylo_analytics.stats.bootstrap import Seed, _row_quantiles, bootstrap_means
+from hylo_analytics.stats.bootstrap import _row_quantiles, bootstrap_means
+from hylo_analytics.stats.methods import DEFAULT_SEED, Seed
 
 if TYPE_CHECKING:
     from scipy import stats
@@ -94,7 +95,7 @@ def sign_flip_p(
     weights: npt.ArrayLike,
     *,
     n_draws: int = 100_000,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> SignFlip:
     """The stratified sign-flip p of ``Delta = sum w_s (b_s - c_s) / n_s``.
 
@@ -218,7 +219,7 @@ def pooled_bootstrap(
     *,
     levels: tuple[float, ...],
     n_resamples: int = 10_000,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> PooledBootstrap:
     """Resample the paired differences within each suite (consecutive ``strata_sizes``) and
     weigh the suites' means by ``weights``.

@@ -25,8 +25,9 @@ import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.errors import SingleRunError
-from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES, Seed, bootstrap_means
+from hylo_analytics.stats.bootstrap import bootstrap_means
 from hylo_analytics.stats.intervals import _check_level, _f
+from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 
 if TYPE_CHECKING:
     from scipy import stats
@@ -80,7 +81,7 @@ def cell_resamples(
     sizes: ArrayLike,
     *,
     n_resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> FloatArray:
     """Each cell's mean over its resampled episodes, shape (cells, ``n_resamples``).
 
@@ -134,7 +135,7 @@ def summarize_tasks(
     taus: ArrayLike | None = None,
     level: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> TaskSummary:
     """The IQM, the mean and the performance profile of cells ``sizes`` of ``values``.
 
@@ -184,7 +185,7 @@ def probability_of_improvement_ci(
     *,
     level: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
-    seed: Seed = 0,
+    seed: Seed = DEFAULT_SEED,
 ) -> tuple[float, float, float]:
     """``(estimate, low, high)``: :func:`probability_of_improvement` with rliable's interval.
 

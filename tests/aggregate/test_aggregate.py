@@ -173,7 +173,7 @@ def test_reconciliation_invariant(rows):
     df = pl.DataFrame(
         rows, schema=["run_id", "metric", "value", "skip_reason"], orient="row"
     ).with_columns(pl.col("value").cast(pl.Float64))
-    out = aggregate_scores(df, reduce=None, ci="none")
+    out = aggregate_scores(df, reducer=None, ci="none")
     skipped = out["skip_breakdown"].list.eval(pl.element().struct.field("count")).list.sum()
     assert (out["n_total"] == out["n_valid"] + skipped).all()
     assert (out["n_skipped"] == skipped).all()
@@ -194,10 +194,10 @@ def test_reducer_collapses_epochs_and_is_recorded():
     assert mean["reducer"] == "mean" and mean["n_total"] == 3 and mean["n_valid"] == 2
     assert mean["mean"] == pytest.approx((1 / 3 + 1) / 2)
     assert mean["skip_breakdown"] == [{"reason": "abstained", "count": 1}]
-    p2 = aggregate_scores(df, reduce="pass@2", ci="none").row(0, named=True)
+    p2 = aggregate_scores(df, reducer="pass@2", ci="none").row(0, named=True)
     assert p2["reducer"] == "pass_at_k(2)"
     assert p2["mean"] == pytest.approx((2 / 3 + 1) / 2)  # a: 1 - C(2,2)/C(3,2); b: 1
-    raw = aggregate_scores(df, reduce=None).row(0, named=True)
+    raw = aggregate_scores(df, reducer=None).row(0, named=True)
     assert raw["reducer"] == "none" and raw["n_total"] == 7
 
 
@@ -371,3 +371,15 @@ def test_bootstrap_interval_does_not_depend_on_row_order() -> None:
         again = aggregate_scores(shuffled, ci="percentile", n_resamples=500)
         assert again["ci_low"].to_list() == first["ci_low"].to_list()
         assert again["ci_high"].to_list() == first["ci_high"].to_list()
+
+
+def test_reduce_is_the_deprecated_name_of_reducer() -> None:
+    """``reduce=`` (issue 30: ``reducer=`` as compare names it) warns and means the same."""
+    df = pl.DataFrame(
+        {"run_id": ["r"] * 4, "key": ["a", "a", "b", "b"], "metric": ["success"] * 4,
+         "value": [1.0, 0.0, 1.0, 1.0]}
+    )  # fmt: skip
+    new = aggregate_scores(df, reducer="max")
+    with pytest.warns(DeprecationWarning, match="reduce= is deprecated: pass reducer="):
+        old = aggregate_scores(df, reduce="max")
+    assert old.equals(new)

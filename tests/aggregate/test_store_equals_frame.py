@@ -122,7 +122,7 @@ def test_store_path_equals_frame_path(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = _store(Path(tmp), runs)
-        options: dict[str, Any] = {"n_resamples": 300, "seed": 3, "reduce": reduce}
+        options: dict[str, Any] = {"n_resamples": 300, "seed": 3, "reducer": reduce}
         got = store.aggregate(by, statistics=[*ha.aggregate.STATISTICS, "sum"], **options)
         frame = preferred_scores(store)
         if "agent_name" in by:

@@ -47,6 +47,7 @@ AGGREGATE_NOT_FLAGS = {
     "self": "the store: --store",
     "scores": "the store (or a frame, from Python only): --store",
     "registry": "a MetricRegistry object; the CLI uses the default registry",
+    "reduce": "the deprecated alias of reducer=: --reduce, hidden",
     "options": "**options: aggregate_scores's keywords, listed from its own signature",
 }
 
@@ -85,7 +86,7 @@ AGGREGATE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "level": (["--level", "0.9"], 0.9),
     "seed": (["--seed", "3"], 3),
     "n_resamples": (["--resamples", "500"], 500),
-    "reduce": (["--reduce", "none"], None),
+    "reducer": (["--reducer", "none"], None),
     "stratify": (["--stratify", "task_id"], "task_id"),
     "cluster": (["--cluster", "task_id"], "task_id"),
     "optimality_threshold": (["--optimality-threshold", "0.5"], 0.5),
@@ -178,3 +179,11 @@ def test_a_bad_ci_method_is_a_usage_error_with_a_did_you_mean(
         _parse([*_BASE["aggregate"], "--ci", "success=wilsn"])
     assert exit_.value.code == 2
     assert "did you mean 'wilson'?" in capsys.readouterr().err
+
+
+def test_the_old_reduce_flag_warns_and_sets_reducer() -> None:
+    """``aggregate --reduce`` is the deprecated spelling of ``--reducer`` (issue 30)."""
+    new = aggregate_cli.options(_parse([*_BASE["aggregate"], "--reducer", "max"]), None)
+    with pytest.warns(DeprecationWarning, match="--reduce is deprecated: pass --reducer"):
+        old = aggregate_cli.options(_parse([*_BASE["aggregate"], "--reduce", "max"]), None)
+    assert old["reducer"] == new["reducer"] == "max"

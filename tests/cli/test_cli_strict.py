@@ -130,7 +130,7 @@ _PAIR = ["--candidate", "version=1.2.0-rc1", "--parent", "version=1.0.0"]
         (["aggregate", "--stratify", "taskid"], "'task_id' for 'taskid'"),
         (["aggregate", "--source", "evalog"], "'evallog' for 'evalog'"),
         (["aggregate", "--statistics", "meen"], "'mean' for 'meen'"),
-        (["aggregate", "--reduce", "meen"], "'mean' for 'meen'"),
+        (["aggregate", "--reducer", "meen"], "'mean' for 'meen'"),
         (["aggregate", "--run", "run-octo-ft-1.1.0-0011"], "did you mean run-octo-ft-1.1.0-0001"),
         (["report", *_PAIR, "--metric", "sucess"], "'success' for 'sucess'"),
         (["report", *_PAIR, "--direction", "sucess=maximize"], "'success' for 'sucess'"),

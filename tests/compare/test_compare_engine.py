@@ -370,3 +370,12 @@ def test_a_verdict_and_the_interval_beside_it_agree(seed: int) -> None:
     # a family of 4 tasks: the per-task interval is wider than the unadjusted one
     task = out.filter(pl.col("level") == "task_id").row(0, named=True)
     assert task["ci_adj_low"] <= task["ci_low"] and task["ci_adj_high"] >= task["ci_high"]
+
+
+def test_the_old_interval_name_warns_and_gives_the_same_rows() -> None:
+    """``ci="bootstrap"`` is the deprecated name of ``percentile`` (issue 30): same rows."""
+    frame = _frame()
+    new = compare_scores(frame, candidates=["A", "B"], parent=PARENT, ci="percentile")
+    with pytest.warns(DeprecationWarning, match="ci='bootstrap' is deprecated"):
+        old = compare_scores(frame, candidates=["A", "B"], parent=PARENT, ci="bootstrap")  # type: ignore[arg-type]
+    assert old.equals(new)

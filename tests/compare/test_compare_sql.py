@@ -97,7 +97,7 @@ def _store(root: Path, seed: int) -> ha.Store:
     by=st.sampled_from([(), ("task_id",)]),
     pair_on_epoch=st.booleans(),
     errors=st.sampled_from([None, "failure", "exclude"]),
-    ci=st.sampled_from(["auto", "bootstrap", "newcombe"]),
+    ci=st.sampled_from(["auto", "percentile", "newcombe"]),
 )
 def test_the_store_path_equals_the_frame_path(
     tmp_path_factory: pytest.TempPathFactory,

@@ -17,7 +17,7 @@ COLS = ["n_total", "n_valid", "n_skipped", "coverage", "mean", "std", "stderr"]
 def test_sql_and_python_agree(sample_store, view, by):
     keys = [*by, "metric"]
     sql = sample_store.sql(f"select * from {view}").sort(keys)
-    py = aggregate_scores(sample_store, by=by, reduce=None, ci="auto").sort(keys)
+    py = aggregate_scores(sample_store, by=by, reducer=None, ci="auto").sort(keys)
     assert sql.height == py.height > 0
     assert sql.select(keys).equals(py.select(keys))
     for col in COLS:
@@ -79,7 +79,7 @@ def test_sql_and_python_agree_under_each_harness_convention(tmp_path, source_for
     ):
         keys_ = [*by, "metric"]
         sql = store.sql(f"select * from {view}").sort(keys_)
-        py = aggregate_scores(store, by=by, reduce=None).sort(keys_)
+        py = aggregate_scores(store, by=by, reducer=None).sort(keys_)
         assert sql["errors"].to_list() == py["errors"].to_list() == [want] * sql.height
         for col in ("n_total", "n_valid", "n_skipped", "n_errors"):
             assert sql[col].to_list() == py[col].to_list(), (view, col)
@@ -120,7 +120,7 @@ def test_after_scoring_each_episode_counts_once(tmp_path, sample_dir):
     store.score()
     sql = store.sql("select * from mart_aggregate_run where metric = 'success'").sort("run_id")
     assert sql["n_total"].to_list() == [200, 200, 200]
-    py = aggregate_scores(store, by=["run_id"], metrics=["success"], reduce=None).sort("run_id")
+    py = aggregate_scores(store, by=["run_id"], metrics=["success"], reducer=None).sort("run_id")
     assert sql["n_valid"].to_list() == py["n_valid"].to_list()
     assert sql["mean"].to_list() == pytest.approx(py["mean"].to_list())
     assert sql["wilson_low"].to_list() == pytest.approx(py["ci_low"].to_list())
