@@ -57,7 +57,7 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(
-                f"--conf expects KEY=VALUE (e.g. spark.sql.shuffle.partitions=4), got {item!r}"
+                f"--conf expects KEY=VALUE, got {item!r} (e.g. spark.sql.shuffle.partitions=4)"
             )
         conf[key] = value
     return conf
