@@ -4,6 +4,7 @@ and the mistakes users make at each stage raise one, with a message that names t
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,44 @@ def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plan, "run", fail)
     with pytest.raises(ZeroDivisionError):
         main(["plan", "--delta", "0.1"])
+
+
+# -- the mistakes met in the other stages' verbs, and the scan that keeps it so ----------------
+
+
+def test_a_bad_metric_name_in_compare_and_aggregate(sample_store: ha.Store) -> None:
+    a, b = sample_store.runs()["run_id"].to_list()[:2]
+    with pytest.raises(HyloError, match="sucess") as info:
+        sample_store.compare(a, b, metrics=["sucess"])
+    assert isinstance(info.value, ValueError) and "did you mean 'success'" in str(info.value)
+    with pytest.raises(HyloError, match="sucess"):
+        sample_store.aggregate(metrics=["sucess"])
+
+
+def test_a_missing_path_to_ingest(sample_store: ha.Store, tmp_path: Path) -> None:
+    with pytest.raises(HyloError, match="not-there") as info:
+        sample_store.ingest(tmp_path / "not-there", progress=False)
+    assert isinstance(info.value, FileNotFoundError)  # as before: InputNotFoundError fits
+
+
+PACKAGE = Path(__file__).resolve().parents[1] / "hylo_analytics"
+_BUILTINS = {"ValueError", "TypeError"}
+
+
+def _bare_raises(path: Path) -> list[str]:
+    """``raise ValueError(...)``, ``raise TypeError`` and ``raise ... from`` of either."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue  # a bare ``raise`` re-raises what was caught: not a new error
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(exc, ast.Name) and exc.id in _BUILTINS:
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: raise {exc.id}")
+    return found
+
+
+def test_no_bare_value_or_type_error_is_raised() -> None:
+    """Every error a user can meet is a HyloError: raise the family that says what went
+    wrong (``hylo_analytics.errors``), never the built-in alone."""
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _bare_raises(path)]
+    assert found == [], "\n".join(found)
