@@ -26,6 +26,8 @@ from typing import Literal
 
 import polars as pl
 
+from hylo_analytics.errors import InputError
+
 __all__ = [
     "ERRORS", "FAILURE_FORMATS", "Errors", "check_errors", "default_errors", "policy_column",
 ]  # fmt: skip
@@ -48,7 +50,7 @@ def check_errors(errors: str | None, where: str = "errors") -> Errors | None:
         return errors  # type: ignore[return-value]
     near = difflib.get_close_matches(str(errors), ERRORS, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
-    raise ValueError(
+    raise InputError(
         f"{where}={errors!r} is not an errors policy{hint} (one of 'failure', 'exclude', "
         "or None for each run's harness convention)"
     )

@@ -11,6 +11,8 @@ from collections.abc import Collection, Mapping
 
 import pyarrow as pa
 
+from hylo_analytics.errors import InputError
+
 __all__ = ["SCHEMAS", "TABLES", "conform", "duckdb_columns", "empty"]
 
 _str = pa.string()
@@ -257,7 +259,10 @@ def conform(table: pa.Table, name: str) -> pa.Table:
     schema = SCHEMAS[name]
     extra = set(table.column_names) - set(schema.names)
     if extra:
-        raise ValueError(f"table {name!r} has columns not in its schema: {sorted(extra)}")
+        raise InputError(
+            f"table {name!r} has columns not in its schema: {sorted(extra)}; drop them, or "
+            f"add them to the {name!r} schema in hylo_analytics/_schema.py"
+        )
     cols = [
         table.column(f.name).cast(f.type)
         if f.name in table.column_names

@@ -73,6 +73,7 @@ from hylo_analytics.derive.token_cost import (
     TokenCostResult,
     token_cost,
 )
+from hylo_analytics.errors import InputNotFoundError
 from hylo_analytics.scoring import (
     DeclarativeScorer,
     ExpectedActionScorer,
@@ -172,7 +173,7 @@ def load_analysis_spec(source: str | Path | Mapping[str, Any]) -> AnalysisSpec:
         return _parse(source, base_dir=Path.cwd(), origin=None)
     path = Path(source)
     if not path.is_file():
-        raise FileNotFoundError(f"analysis spec not found: {path}")
+        raise InputNotFoundError(f"analysis spec not found: {path}; check the path")
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

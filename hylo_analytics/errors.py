@@ -19,6 +19,7 @@ __all__ = [
     "GraderError",
     "HyloError",
     "InputError",
+    "InputNotFoundError",
     "InputTypeError",
     "ManifestError",
     "ManifestWriteError",
@@ -47,6 +48,10 @@ class InputError(HyloError, ValueError):
 
 class InputTypeError(InputError, TypeError):
     """An argument of the wrong type (still a ``TypeError`` for callers that catch that)."""
+
+
+class InputNotFoundError(InputError, FileNotFoundError):
+    """A file or folder the user named is not there (still a ``FileNotFoundError``)."""
 
 
 class ConfigError(HyloError, ValueError):

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hylo_analytics._harness import default_errors
 from hylo_analytics._traces import with_raw_sql
+from hylo_analytics.errors import InputError
 from hylo_analytics.resolution import preferred_query
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def export_evallog(
     event lines to ``<path's folder>/<its relative path>``.
     """
     if version not in ("v0.1", "v0.2"):
-        raise ValueError(f"version {version!r}: expected 'v0.1' or 'v0.2'")
+        raise InputError(f"version {version!r}: expected 'v0.1' or 'v0.2'")
     con = store.con
     run_id = store.resolve_run(run_id)  # an id, a unique prefix or a selector
     row = con.execute("SELECT * FROM stg_runs WHERE run_id = ?", [run_id]).fetchall()
@@ -172,9 +173,10 @@ def export_evallog(
         [run_id],
     ).fetchall()
     if missing:
-        raise ValueError(
+        raise InputError(
             f"run {run_id!r}: sample {missing[0][0]!r} has no {missing[0][1]}, which a hylo "
-            "EvalLog requires of every sample; it cannot be exported"
+            "EvalLog requires of every sample; it cannot be exported (export a run ingested "
+            "from an EvalLog, or give its samples that field)"
         )
     if version == "v0.1":
         # ... and v0.1 a key '<task_id>#<seed>'
@@ -185,7 +187,7 @@ def export_evallog(
         ).fetchall()
         if odd:
             key, task_id, seed = odd[0]
-            raise ValueError(
+            raise InputError(
                 f"run {run_id!r} has key {key!r}, not '<task_id>#<seed>' "
                 f"({task_id}#{seed}), which a v0.1 log requires: export it as v0.2"
             )

@@ -15,6 +15,7 @@ import polars as pl
 
 from hylo_analytics._html import HIDDEN, ScriptJSONEncoder, shorten
 from hylo_analytics._text import printable_spec
+from hylo_analytics.errors import InputError
 
 __all__ = ["LABEL_CHARS", "VERDICT_COLORS", "save", "use_safe_renderer"]
 
@@ -47,7 +48,7 @@ def _require(frame: pl.DataFrame, columns: Sequence[str], chart: str) -> pl.Data
     """Select ``columns``; a missing one is an error naming the chart and what it needs."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{chart}: the frame lacks column(s) {missing}; expected {list(columns)}, "
             f"got {frame.columns}"
         )
@@ -79,7 +80,7 @@ def _comparison_rows(frame: pl.DataFrame, chart: str) -> pl.DataFrame:
     rows = frame.filter(pl.col("level") != "overall")
     for col in ("candidate", "metric"):
         if col in rows.columns and rows[col].n_unique() > 1:
-            raise ValueError(
+            raise InputError(
                 f"{chart}: the comparison holds {rows[col].n_unique()} {col}s "
                 f"({', '.join(map(str, rows[col].unique().sort().to_list()[:5]))}); "
                 f"filter it to one first, e.g. frame.filter(pl.col({col!r}) == ...)"
@@ -146,7 +147,7 @@ def save(chart: alt.TopLevelMixin, path: str | Path) -> Path:
         else:
             _atomic_bytes(path, vlc.vegalite_to_svg(spec).encode())
     else:
-        raise ValueError(f"cannot save a chart as {path.suffix!r}; use .html, .png or .svg")
+        raise InputError(f"cannot save a chart as {path.suffix!r}; use .html, .png or .svg")
     return path
 
 

@@ -18,6 +18,7 @@ from hylo_analytics.charts._style import (
     _styled,
     _title,
 )
+from hylo_analytics.errors import InputError
 
 
 def success_rate_by_task(
@@ -122,8 +123,9 @@ def paired_forest(
     )
     unknown = set(data["verdict"].drop_nulls().to_list()) - set(VERDICT_COLORS)
     if unknown:
-        raise ValueError(
-            f"paired_forest: unknown verdict(s) {sorted(unknown)}; expected {list(VERDICT_COLORS)}"
+        raise InputError(
+            f"paired_forest: unknown verdict(s) {sorted(unknown)}; expected "
+            f"{list(VERDICT_COLORS)} (draw the frame compare_runs returns)"
         )
     base = alt.Chart(_data(data))
     y = alt.Y("task_id:N", title=None, sort=_order(data, "task_id"))

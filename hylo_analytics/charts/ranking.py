@@ -16,6 +16,7 @@ from hylo_analytics.charts._style import (
     _styled,
     _title,
 )
+from hylo_analytics.errors import InputError
 
 __all__ = ["ranking_matrix", "strength_intervals"]
 
@@ -42,7 +43,10 @@ def ranking_matrix(
     data = _labels(_labels(_require(frame, cols, "ranking_matrix"), "policy"), "opponent")
     unknown = set(data["verdict"].drop_nulls().to_list()) - set(VERDICT_COLORS)
     if unknown:
-        raise ValueError(f"ranking_matrix: unknown verdict(s) {sorted(unknown)}")
+        raise InputError(
+            f"ranking_matrix: unknown verdict(s) {sorted(unknown)}; expected "
+            f"{list(VERDICT_COLORS)} (draw Ranking.matrix, as rank_runs returns it)"
+        )
     mirrored = data.select(
         policy="opponent",
         opponent="policy",

@@ -94,7 +94,8 @@ def error_line(exc: BaseException, limit: int = ERROR_LIMIT) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code.
 
-    An error a user can fix (a bad input, a typo, a missing store, a failed query, a full
+    An error a user can fix (any :class:`~hylo_analytics.errors.HyloError`: a bad input, a
+    typo, a missing store; or what DuckDB, polars or the OS refused: a failed query, a full
     disk) is one line on stderr, ``hylo-analytics COMMAND: error: ...``, and exit code 2;
     ``--verbose`` (or ``HYLO_ANALYTICS_VERBOSE=1``) prints it whole, with its traceback.
     Anything else is a bug and keeps its traceback.
@@ -104,19 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     import duckdb  # after parsing: --help and usage errors load no engine
     import polars as pl
 
-    from hylo_analytics._manifest import StoreError
-    from hylo_analytics.store import StaleSnapshotError
+    from hylo_analytics.errors import HyloError
 
     try:
         code: int = args.func(args)
     except (
-        ValueError,
+        HyloError,  # the toolkit's own: each message names the fix
+        ValueError,  # below: what the engines and the OS refuse, raised through us
         KeyError,
         OSError,
         duckdb.Error,
         pl.exceptions.PolarsError,
-        StoreError,
-        StaleSnapshotError,
     ) as exc:
         from hylo_analytics.cli._common import say
 

@@ -17,6 +17,7 @@ from hylo_analytics._text import (
     printable_lines,
     spreadsheet_safe,
 )
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when parsers are built
     import polars as pl
@@ -192,12 +193,12 @@ def verdict_options(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.direction:
         metric, sep, direction = item.partition("=")
         if not sep or direction not in ("maximize", "minimize") or not metric:
-            raise ValueError(f"--direction {item!r}: expected METRIC=maximize or METRIC=minimize")
+            raise InputError(f"--direction {item!r}: expected METRIC=maximize or METRIC=minimize")
         directions[metric] = direction
     rule: Rule
     if args.relative_noise is not None:
         if args.margin is not None or args.threshold:
-            raise ValueError(
+            raise InputError(
                 "--relative-noise is a rule of its own: drop --margin / --threshold, or drop "
                 "--relative-noise to use them"
             )
@@ -220,7 +221,7 @@ def check_directions(directions: dict[str, str] | None, metrics: list[str]) -> N
 
     unused = [m for m in directions or {} if m not in metrics]
     if unused:
-        raise ValueError(
+        raise InputError(
             f"--direction for {', '.join(map(repr, unused))}, which is not compared"
             f"{did_you_mean(unused, metrics)} (the metrics compared: {', '.join(metrics)}; "
             "add it with --metric)"
@@ -254,7 +255,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
     """
     if fmt == "parquet":
         if output is None:
-            raise ValueError("--format parquet needs -o FILE")
+            raise InputError("--format parquet needs -o FILE")
         df.write_parquet(output)
         return
     df = _binary_as_base64(df)

@@ -14,6 +14,7 @@ from hylo_analytics.cli._common import (
     store_from,
 )
 from hylo_analytics.cli._defaults import CI_METHODS, STATISTICS
+from hylo_analytics.errors import SelectionError
 
 if TYPE_CHECKING:
     from hylo_analytics.api import Store
@@ -118,7 +119,7 @@ def _check_names(what: str, asked: list[str], held: list[str]) -> None:
 
     absent = [a for a in asked if a not in held]
     if absent:
-        raise ValueError(
+        raise SelectionError(
             f"no scores of {what}(s) {absent}{did_you_mean(absent, held)}; the store holds "
             f"{', '.join(held) or 'none'}"
         )

@@ -17,6 +17,7 @@ from hylo_analytics.cli._common import (
     table_text,
     verdict_options,
 )
+from hylo_analytics.errors import InputError
 
 HELP = """Compare candidate runs with a parent run, key by key ("<task_id>#<seed>"), overall and
 per --by group. Pairs where either side abstained are dropped and counted per side, with
@@ -231,7 +232,7 @@ def pooled_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of :meth:`Store.pooled_compare` the flags say; the options a
     pooled comparison fixes are refused rather than ignored."""
     if len(args.candidate) != 1:
-        raise ValueError("--pooled takes one --candidate selector (e.g. agent=xvla)")
+        raise InputError("--pooled takes one --candidate selector (e.g. agent=xvla)")
     fixed = {
         "--by": bool(args.by),
         "--ci": args.ci != "auto",
@@ -240,9 +241,10 @@ def pooled_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     bad = [flag for flag, given in fixed.items() if given]
     if bad:
-        raise ValueError(
+        raise InputError(
             f"--pooled fixes {', '.join(bad)}: the suites are the groups, the pooled interval "
-            "combines the suites' Tango intervals, and suite and pooled rows are one family"
+            "combines the suites' Tango intervals, and suite and pooled rows are one family; "
+            "drop them, or drop --pooled"
         )
     opts = options(args)
     for key in ("by", "ci", "family", "pair_on_epoch"):
@@ -277,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     import polars as pl
 
     if args.pooled and args.flips:
-        raise ValueError("--flips lists one comparison's keys: give it without --pooled")
+        raise InputError("--flips lists one comparison's keys: give it without --pooled")
     if args.pooled:
         return _run_pooled(args)
     store = store_from(args)

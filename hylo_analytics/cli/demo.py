@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from hylo_analytics._resources import sample_data_dir
 from hylo_analytics.cli._common import emit, say
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
     say(store.score())
     runs = store.runs()
     if runs.is_empty():
-        raise ValueError(f"no run was ingested from {data}: nothing to analyse")
+        raise InputError(
+            f"no run was ingested from {data}: nothing to analyse; point --data at a folder "
+            "of EvalLogs, or leave --data out for the bundled sample"
+        )
     _title("Runs")
     emit(runs.drop("ingested_at"), "table", None)
 

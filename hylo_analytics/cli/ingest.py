@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from hylo_analytics.cli._common import add_lock_arg, add_store_arg, say, store_from
+from hylo_analytics.errors import InputNotFoundError
 
 HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
 Folders are searched recursively. Each file's format is detected from its content (hylo
@@ -82,7 +83,7 @@ def _shard(text: str) -> tuple[int, int]:
 def run(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.paths if not Path(p).exists()]
     if missing:  # before opening: a typo in a path must not leave a new, empty store behind
-        raise FileNotFoundError(
+        raise InputNotFoundError(
             f"no such file or folder: {', '.join(missing)} "
             "(nothing was ingested, no store was created)"
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hylo_analytics.cli._common import add_errors_arg, store_from
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:  # numpy and the power functions are imported when a plan is computed
     from hylo_analytics.stats.power import Plan, PlanKind
@@ -82,9 +83,9 @@ def _from_runs(args: argparse.Namespace, alternative: Alternative) -> tuple[str,
     from hylo_analytics.compare.planning import plan_from_runs  # polars and the store: on use
 
     if args.candidate is None or args.parent is None:
-        raise ValueError("--store needs --candidate RUN and --parent RUN")
+        raise InputError("--store needs --candidate RUN and --parent RUN")
     if args.parent_rate is not None or args.rho is not None or args.pairs is not None:
-        raise ValueError(
+        raise InputError(
             "--parent-rate, --rho and --pairs plan from assumptions; with --store the runs "
             "give the pairs and the discordance (override it with --discordance or --sd)"
         )
@@ -109,12 +110,12 @@ def _from_assumptions(
     args: argparse.Namespace, alternative: Alternative
 ) -> tuple[str, dict[str, Any]]:
     if args.candidate is not None or args.parent is not None:
-        raise ValueError("--candidate and --parent need --store DIR")
+        raise InputError("--candidate and --parent need --store DIR")
     if args.delta is None and args.pairs is None:
-        raise ValueError("give --delta (the difference to detect) or --pairs N")
+        raise InputError("give --delta (the difference to detect) or --pairs N")
     if args.sd is not None:
         if args.parent_rate is not None or args.rho is not None or args.discordance is not None:
-            raise ValueError(
+            raise InputError(
                 "--sd plans a continuous metric: drop --parent-rate/--rho/--discordance"
             )
         return _planned(args, args.sd, None, "continuous", alternative)
@@ -155,20 +156,20 @@ def _discordance(args: argparse.Namespace) -> tuple[float, str | None]:
 
     if args.discordance is not None:
         if args.parent_rate is not None:
-            raise ValueError("give --parent-rate (with --rho) or --discordance, not both")
+            raise InputError("give --parent-rate (with --rho) or --discordance, not both")
         return float(args.discordance), None
     if args.parent_rate is None:
-        raise ValueError(
+        raise InputError(
             "give --parent-rate P (with --delta, optionally --rho) or --discordance PSI for a "
             "success rate, --sd for a continuous metric, or --store with two runs"
         )
     if args.delta is None:
-        raise ValueError("--parent-rate needs --delta: the candidate's rate is parent + delta")
+        raise InputError("--parent-rate needs --delta: the candidate's rate is parent + delta")
     candidate = args.parent_rate + args.delta
     if not 0.0 <= candidate <= 1.0:
-        raise ValueError(
+        raise InputError(
             f"--parent-rate {args.parent_rate} with --delta {args.delta} gives a candidate "
-            f"rate of {candidate:.4g}, outside [0, 1]"
+            f"rate of {candidate:.4g}, outside [0, 1]: change --delta or --parent-rate"
         )
     rho = 0.0 if args.rho is None else float(args.rho)
     psi = discordance_from_marginals(args.parent_rate, candidate, rho)

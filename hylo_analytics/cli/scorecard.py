@@ -13,6 +13,7 @@ from hylo_analytics.cli._common import (
     say,
     store_from,
 )
+from hylo_analytics.errors import InputError, SelectionError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,14 +78,14 @@ def run(args: argparse.Namespace) -> int:
             if args.protocol not in protocols:
                 from hylo_analytics._text import did_you_mean
 
-                raise ValueError(
+                raise SelectionError(
                     f"{args.metrics}: no protocol {args.protocol!r} in metadata.protocols"
                     f"{did_you_mean([args.protocol], protocols)} "
                     f"(protocols: {', '.join(protocols) or 'none'})"
                 )
             metrics = protocols[args.protocol]
     elif args.protocol:
-        raise ValueError("--protocol needs --metrics FILE (a benchmark with metadata.protocols)")
+        raise InputError("--protocol needs --metrics FILE (a benchmark with metadata.protocols)")
     card = scorecard(
         store_from(args),
         runs=args.run,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hylo_analytics.cli._common import add_errors_arg, add_store_arg, emit, store_from
+from hylo_analytics.errors import InputError
 
 HELP = """Look at the paired counts of a candidate and its parent now, and say whether the
 evidence is in: the e-process of the one-sided sequential test of the discordant pairs
@@ -98,13 +99,19 @@ def _read_log(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"--log {path}: not a log of looks ({exc})") from exc
+        raise InputError(
+            f"--log {path}: not a log of looks ({exc}); give the file an earlier look "
+            "wrote, or a new path to start a log"
+        ) from exc
     if not isinstance(doc, dict) or any(k not in doc for k in ("n_pairs", "wins", "losses")):
-        raise ValueError(f"--log {path}: not a log of looks (n_pairs, wins, losses missing)")
+        raise InputError(
+            f"--log {path}: not a log of looks (n_pairs, wins, losses missing); give the "
+            "file an earlier look wrote, or a new path to start a log"
+        )
     changed = [k for k in _SETTINGS if doc.get(k) != settings[k]]
     if changed:
         detail = ", ".join(f"{k}: {doc.get(k)!r} then, {settings[k]!r} now" for k in changed)
-        raise ValueError(
+        raise InputError(
             f"--log {path}: the settings changed since the first look ({detail}); a "
             "sequential test keeps its settings: start a new log"
         )

@@ -7,6 +7,7 @@ import logging
 import sys
 
 from hylo_analytics.cli._common import add_format_args, emit, say
+from hylo_analytics.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,7 +56,9 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--conf expects KEY=VALUE, got {item!r}")
+            raise InputError(
+                f"--conf expects KEY=VALUE, got {item!r} (e.g. spark.sql.shuffle.partitions=4)"
+            )
         conf[key] = value
     return conf
 

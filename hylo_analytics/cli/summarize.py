@@ -68,19 +68,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _taus(text: str) -> list[float]:
+    bad = argparse.ArgumentTypeError(
+        f"expected thresholds as T,T,... or START:STOP:N (N >= 1), got {text!r}"
+    )
     try:
         if ":" in text:
             start, stop, n = text.split(":")
             count = int(n)
             if count < 1:
-                raise ValueError
+                raise bad
             step = (float(stop) - float(start)) / max(count - 1, 1)
             return [float(start) + i * step for i in range(count)]
         return [float(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected thresholds as T,T,... or START:STOP:N, got {text!r}"
-        ) from None
+        raise bad from None
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import polars as pl
 
 from hylo_analytics._html import text
 from hylo_analytics.contracts import DerivedMetricOutput
+from hylo_analytics.errors import InputError, SelectionError
 
 __all__ = [
     "FORMULAS",
@@ -181,20 +182,21 @@ class PairedBaseline:
 
     def _validate(self, frame: pl.DataFrame) -> None:
         if self.formula not in FORMULAS:
-            raise ValueError(f"formula {self.formula!r} is not one of {sorted(FORMULAS)}")
+            raise InputError(f"formula {self.formula!r} is not one of {sorted(FORMULAS)}")
         if self.on_problem not in ("skip", "record"):
-            raise ValueError(f"on_problem must be 'skip' or 'record', got {self.on_problem!r}")
+            raise InputError(f"on_problem must be 'skip' or 'record', got {self.on_problem!r}")
         if not self.match_on:
-            raise ValueError("match_on needs at least one column (a case id or factor)")
+            raise InputError("match_on needs at least one column (a case id or factor)")
         need = [self.variant_col, self.metric_col, self.value_col, *self.match_on, *self.identity]
         missing = [c for c in need if c not in frame.columns]
         if missing:
-            raise ValueError(
-                f"paired_baseline: frame lacks column(s) {missing}; it has {frame.columns}"
+            raise InputError(
+                f"paired_baseline: frame lacks column(s) {missing}; it has {frame.columns} "
+                "(name the columns with variant_col=, metric_col=, value_col=, match_on=)"
             )
         if frame.filter(pl.col(self.variant_col) == self.baseline_variant).is_empty():
             variants = frame[self.variant_col].unique().sort().to_list()
-            raise ValueError(
+            raise SelectionError(
                 f"baseline variant {self.baseline_variant!r} not in column "
                 f"{self.variant_col!r} (variants: {variants})"
             )

@@ -32,6 +32,7 @@ import pyarrow as pa
 from hylo_analytics import _schema
 from hylo_analytics._config import ConfigError
 from hylo_analytics._html import text
+from hylo_analytics.errors import InputError
 from hylo_analytics.store import ParquetStore, commit_scores
 
 __all__ = [
@@ -104,7 +105,7 @@ class Measurement:
         """Summarize durations (p95 by linear interpolation between order statistics)."""
         x = np.asarray(samples, dtype=np.float64)
         if x.size == 0:
-            raise ValueError("a measurement needs at least one sample")
+            raise InputError("a measurement needs at least one sample: pass one duration or more")
         median = float(np.median(x))
         mad = float(np.median(np.abs(x - median)))
         return cls(

@@ -34,6 +34,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._sql import connect, view_query
+from hylo_analytics.errors import InputError
 from hylo_analytics.resolution import preferred_scores
 from hylo_analytics.store import ParquetStore, Tombstone
 
@@ -254,11 +255,14 @@ def evaluate_policies(
     frame = metrics_from_store(metrics, runs=runs) if isinstance(metrics, ParquetStore) else metrics
     missing = {"run_id", "key", "metric", "value"} - set(frame.columns)
     if missing:
-        raise ValueError(f"metrics frame lacks columns {sorted(missing)}")
+        raise InputError(
+            f"metrics frame lacks columns {sorted(missing)}: give a long frame of run_id, key, "
+            "metric, value (as Store.metrics returns), or a store"
+        )
     dup = frame.filter(pl.struct("run_id", "key", "metric").is_duplicated())
     if dup.height:
         ex = dup.row(0, named=True)
-        raise ValueError(
+        raise InputError(
             f"metrics frame has several rows for run {ex['run_id']!r} key {ex['key']!r} metric "
             f"{ex['metric']!r} (epochs or sources?): give one value per (run_id, key, metric)"
         )

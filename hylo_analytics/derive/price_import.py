@@ -43,6 +43,7 @@ from hylo_analytics import _atomic
 from hylo_analytics._config import ConfigError
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.derive.pricing import PricingTable, parse_pricing
+from hylo_analytics.errors import InputNotFoundError
 
 if TYPE_CHECKING:
     import yaml
@@ -121,7 +122,7 @@ class _Source:
     ) -> ImportedPricing:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"price file not found: {path}")
+            raise InputNotFoundError(f"price file not found: {path}; check the path")
         doc = self.read(path)
         problems: list[ImportProblem] = []
         found: dict[str, dict[str, Any]] = {}

@@ -64,6 +64,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputNotFoundError
 
 if TYPE_CHECKING:
     import yaml
@@ -163,7 +164,10 @@ def load_pricing(
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
     if not path.is_file():
-        raise FileNotFoundError(f"pricing file not found: {path}")
+        raise InputNotFoundError(
+            f"pricing file not found: {path}; check the path (a relative one is read from "
+            f"{base_dir or Path.cwd()})"
+        )
     raw = path.read_bytes()
     try:
         doc = yaml.safe_load(raw)

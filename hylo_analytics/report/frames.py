@@ -27,6 +27,7 @@ from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs, flip_runs
 from hylo_analytics.compare.engine import Family
+from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
 from hylo_analytics.resolution import success_metric
@@ -186,14 +187,14 @@ def report_frames(
         params["metric"] = metric
         n, n_not_binary = store.sql(_VALUES, params).row(0)
     if n_not_binary:
-        raise ValueError(f"metric {metric!r} is not binary (values other than 0/1); use success")
+        raise InputError(f"metric {metric!r} is not binary (values other than 0/1); use success")
     if n == 0:
         held = store.sql(
             "select metric from stg_scores where run_id in ($candidate, $parent) group by "
             "metric having count(distinct run_id) = 2 order by 1",
             {"candidate": candidate, "parent": parent},
         )["metric"].to_list()
-        raise ValueError(
+        raise SelectionError(
             f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}"
             f"{did_you_mean([metric], held)}; both have scores of {', '.join(held) or 'none'}"
         )
@@ -214,7 +215,10 @@ def report_frames(
     )
     overall = comparison.filter(pl.col("level") == "overall")
     if overall["n_pairs"].sum() == 0:
-        raise ValueError(f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}")
+        raise SelectionError(
+            f"runs {candidate!r} and {parent!r} share no scored key for {metric!r}: compare "
+            "two runs of the same tasks and seeds"
+        )
     tasks = (
         comparison.filter(pl.col("level") != "overall")
         .select(pl.col(list(_TASK_COLUMNS)).name.map(_TASK_COLUMNS.__getitem__))

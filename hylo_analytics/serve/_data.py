@@ -21,7 +21,7 @@ import polars as pl
 
 from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
 from hylo_analytics.api import Store, open_store
-from hylo_analytics.errors import UnknownRunError
+from hylo_analytics.errors import InputError, UnknownRunError
 
 if TYPE_CHECKING:
     from hylo_analytics.ingest.inspect_transcript import Transcript
@@ -528,7 +528,7 @@ class StoreReader:
     def field(self, run: str, key: str, episode: str, idx: int, name: str) -> str | None:
         """The whole text of one trace field (the link from a cut one), or None."""
         if name not in LONG_FIELDS:
-            raise ValueError(f"no field {name!r}; one of {', '.join(LONG_FIELDS)}")
+            raise InputError(f"no field {name!r}; give one of {', '.join(LONG_FIELDS)}")
         frame = self.sql(
             f"SELECT {name} AS v FROM events WHERE run_id = $run AND key = $key "
             "AND episode_id = $episode AND idx = $idx LIMIT 1",

@@ -18,6 +18,7 @@ import polars as pl
 
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
+from hylo_analytics.errors import InputTypeError
 from hylo_analytics.stats.paired import tango_ci, tango_p
 
 if TYPE_CHECKING:
@@ -78,7 +79,10 @@ def exact_cell(cell: PairedCell, rule: StatisticalRule, *, level: float = 0.95) 
     set to ``cell.p``); summing the both-succeeded cell out would change a relative rule's.
     """
     if not isinstance(rule, StatisticalRule):
-        raise TypeError("exact_cell needs a StatisticalRule (its margin is in points)")
+        raise InputTypeError(
+            "exact_cell needs a StatisticalRule (its margin is in points): simulate other rules "
+            "with a Monte-Carlo run"
+        )
     probs = cell_probabilities(cell.p, cell.p + cell.delta, cell.rho)
     n = cell.n
     bb, cc = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
