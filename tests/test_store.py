@@ -265,10 +265,18 @@ def test_the_first_commit_makes_a_missing_store(tmp_path: Path) -> None:
 
 def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """``argv`` as a user without write permission: nobody (65534) when the tests run as root,
-    which ignores permissions, else the current user (the copy is chmod a-w)."""
+    which ignores permissions, else the current user (the copy is chmod a-w).
+
+    nobody keeps one capability, CAP_DAC_READ_SEARCH (read any file, search any folder; it
+    grants no write), so it can run the interpreter, the venv and the package wherever the
+    clone lives (a checkout under a private folder such as /root), while every write is still
+    checked against its permissions."""
     prefix = []
     if os.getuid() == 0:
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = [
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search",
+        ]  # fmt: skip
     code = "import sys; from hylo_analytics.cli import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(SAMPLE.parents[1]), "HOME": "/tmp"}
     return subprocess.run(
