@@ -1,4 +1,9 @@
-"""Shared fixtures: the bundled sample data, a store holding it, and the real files."""
+"""Shared fixtures (the bundled sample data, a store holding it, the real files) and markers.
+
+Markers (registered in pyproject.toml): ``spark`` for everything in tests/spark, ``browser``
+for tests driving Chromium, and ``slow`` for both and for the tests decorated with it, so that
+``pytest -m "not slow"`` is the fast suite to run while working.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,21 @@ import hylo_analytics as ha
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 REAL = REPO.parent / "shared" / "data" / "real"
+SPARK_TESTS = REPO / "tests" / "spark"
+BROWSER_TESTS = {REPO / "tests" / "serve" / "test_browser.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads ``xdist_group`` marks (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks by folder: tests/spark is ``spark``, the Playwright file ``browser``; both ``slow``."""
+    for item in items:
+        path = Path(item.path)
+        if SPARK_TESTS in path.parents:
+            item.add_marker(pytest.mark.spark)
+        if path in BROWSER_TESTS:
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -396,6 +396,7 @@ def test_notebook_charts_need_no_network(paired: pl.DataFrame) -> None:
     assert html.count("<script") == 1
 
 
+@pytest.mark.browser
 def test_notebook_charts_draw_offline_in_a_browser(paired: pl.DataFrame, tmp_path: Path) -> None:
     """Two chart outputs in one page, every request off the page refused: both draw (the
     second output does not run the bundle again, whose top-level names would clash)."""

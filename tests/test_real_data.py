@@ -78,6 +78,7 @@ def vla(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
     return store
 
 
+@pytest.mark.browser
 def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> None:
     scored = vla.score()
     # no run has traces: the built-ins leave the logged scores alone instead of abstaining
