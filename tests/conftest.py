@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,6 @@ SPARK_TESTS = REPO / "tests" / "spark"
 BROWSER_TESTS = {REPO / "tests" / "serve" / "test_browser.py"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads ``xdist_group`` marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks by folder: tests/spark is ``spark``, the Playwright file ``browser``; both ``slow``."""
     for item in items:
@@ -35,6 +35,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n`` (``--dist load``, the default), every test is its own unit as before, except
+    tests/spark, which is one unit on one worker: one Spark session (20-80 s to start) and one
+    set of Spark stores per run instead of one per worker. ``--dist loadgroup`` with
+    ``xdist_group`` marks cannot do this here: xdist 3.8 renames ``item._nodeid``, which pytest 9
+    no longer reads."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid
+
+    return SparkOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")
