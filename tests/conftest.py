@@ -48,7 +48,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class SparkOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+    class SparkOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid
 

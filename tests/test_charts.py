@@ -262,6 +262,7 @@ def test_coverage_breakdown(sample_store: ha.Store) -> None:
     assert rows["n"].sum() == 1800  # every score row is in a bar: 3 runs x 3 metrics x 200
 
 
+@pytest.mark.slow
 def test_every_chart_renders_png_svg_and_html(
     tmp_path: Path,
     task_success: pl.DataFrame,

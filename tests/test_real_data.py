@@ -19,6 +19,7 @@ import pytest
 
 import hylo_analytics as ha
 
+pytestmark = pytest.mark.slow  # every test reads a store of the real files
 SPATIAL = "benchmark=libero_spatial"
 
 

@@ -289,6 +289,7 @@ def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_read_only_store_can_be_queried_by_a_user_who_cannot_write(
     sample_store: ha.Store,
 ) -> None:

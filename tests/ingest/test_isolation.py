@@ -336,6 +336,7 @@ def test_link_swapped_out_after_the_walk_is_refused_when_read(tmp_path: Path) ->
 # -- a reader that raises ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reader_exception_is_one_problem_and_the_batch_survives(
     data: Path, tmp_path: Path, sample_dir: Path
 ) -> None:
