@@ -213,6 +213,7 @@ def test_nul_byte_in_trace_path_is_a_problem_on_that_sample(data: Path, tmp_path
     assert store.sql("SELECT count(*) AS n FROM stg_samples")["n"][0] == GOOD_SAMPLES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bad", "field", "error"),
     [

@@ -197,6 +197,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.slow
 def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
