@@ -107,6 +107,7 @@ def test_commits_compact_past_the_threshold(
     assert _raw_counts(store) == _raw_counts(expected)
 
 
+@pytest.mark.slow
 def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir: Path) -> None:
     """Stores written before the manifest: folders are the list; older schemas reconcile."""
     store = ha.open_store(tmp_path / "s")
@@ -130,6 +131,7 @@ def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir:
     assert legacy.sql("SELECT count(*) FROM scores WHERE metadata IS NULL").item() > 0
 
 
+@pytest.mark.slow
 def test_cli_compact(
     tmp_path: Path,
     runs_dir: Path,
