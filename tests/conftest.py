@@ -1,4 +1,9 @@
-"""Shared fixtures: the bundled sample data, a store holding it, and the real files."""
+"""Shared fixtures (the bundled sample data, a store holding it, the real files) and markers.
+
+Markers (registered in pyproject.toml): ``spark`` for everything in tests/spark, ``browser``
+for tests driving Chromium, and ``slow`` for both and for the tests decorated with it, so that
+``pytest -m "not slow"`` is the fast suite to run while working.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +21,38 @@ import hylo_analytics as ha
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 REAL = REPO.parent / "shared" / "data" / "real"
+SPARK_TESTS = REPO / "tests" / "spark"
+BROWSER_TESTS = {REPO / "tests" / "serve" / "test_browser.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks by folder: tests/spark is ``spark``, the Playwright file ``browser``; both ``slow``."""
+    for item in items:
+        path = Path(item.path)
+        if SPARK_TESTS in path.parents:
+            item.add_marker(pytest.mark.spark)
+        if path in BROWSER_TESTS:
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n`` (``--dist load``, the default), every test is its own unit as before, except
+    tests/spark, which is one unit on one worker: one Spark session (20-80 s to start) and one
+    set of Spark stores per run instead of one per worker. ``--dist loadgroup`` with
+    ``xdist_group`` marks cannot do this here: xdist 3.8 renames ``item._nodeid``, which pytest 9
+    no longer reads."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid
+
+    return SparkOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -196,6 +196,7 @@ def test_score_and_post_derive_are_parsed_by_their_modules(tmp_path: Path) -> No
     assert step.spec.output == ha.DerivedMetricOutput("speedup", "performance.speedup")
 
 
+@pytest.mark.slow
 def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec_path = _write_spec(tmp_path, SPEC)
     _store(tmp_path / "s")

@@ -82,6 +82,7 @@ def _expected_speedups(store: ha.Store) -> pl.DataFrame:
     )
 
 
+@pytest.mark.slow
 def test_all_four_sections_end_to_end(tmp_path: Path, store: ha.Store) -> None:
     report = ha.run_analysis(store, ha.load_analysis_spec(_spec_file(tmp_path, SPEC)))
     assert report.scoring is not None and report.scoring.ok
@@ -138,6 +139,7 @@ def test_all_four_sections_end_to_end(tmp_path: Path, store: ha.Store) -> None:
     assert stored == sorted(status.items())
 
 
+@pytest.mark.slow
 def test_rerun_replaces_rows(tmp_path: Path, store: ha.Store) -> None:
     spec = ha.load_analysis_spec(_spec_file(tmp_path, SPEC))
     ha.run_analysis(store, spec)
@@ -154,6 +156,7 @@ def test_rerun_replaces_rows(tmp_path: Path, store: ha.Store) -> None:
     assert dup["n"][0] == 0
 
 
+@pytest.mark.slow
 def test_dry_run_sees_its_own_rows_and_writes_nothing(tmp_path: Path, store: ha.Store) -> None:
     spec = ha.load_analysis_spec(_spec_file(tmp_path, SPEC))
     before = _counts(store)
@@ -166,6 +169,7 @@ def test_dry_run_sees_its_own_rows_and_writes_nothing(tmp_path: Path, store: ha.
     assert dry.post_derived[0].values.equals(real.post_derived[0].values)
 
 
+@pytest.mark.slow
 def test_runs_selection_and_baseline_by_run_id(tmp_path: Path, store: ha.Store) -> None:
     spec = {**SPEC, "post_derive": [{**SPEC["post_derive"][0], "baseline_variant": BASE}]}
     ha.run_analysis(store, ha.load_analysis_spec(_spec_file(tmp_path, spec)), runs=[RUNS[2]])
@@ -175,6 +179,7 @@ def test_runs_selection_and_baseline_by_run_id(tmp_path: Path, store: ha.Store) 
     assert got == [(RUNS[2], 200)]  # the baseline was read, not written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "message"),
     [("octo-ft", "names 3 runs"), ("octo-ft@9.9", "no run has run_id")],
@@ -209,6 +214,7 @@ def test_malformed_sections_name_the_key_path(
     assert info.value.path == path
 
 
+@pytest.mark.slow
 def test_cli_evaluate_end_to_end(
     tmp_path: Path, store: ha.Store, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -288,6 +294,7 @@ def test_factor_from_sample_extra_and_missing_match(tmp_path: Path) -> None:
     assert report.post_derived[0].diagnostics["kind"].to_list() == ["missing_match"] * 2
 
 
+@pytest.mark.slow
 def test_readme_example_runs_on_the_sample(tmp_path: Path, store: ha.Store) -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme[readme.index("## Derivers, policies and repeated measurement") :]

@@ -262,6 +262,7 @@ def test_coverage_breakdown(sample_store: ha.Store) -> None:
     assert rows["n"].sum() == 1800  # every score row is in a bar: 3 runs x 3 metrics x 200
 
 
+@pytest.mark.slow
 def test_every_chart_renders_png_svg_and_html(
     tmp_path: Path,
     task_success: pl.DataFrame,
@@ -396,6 +397,7 @@ def test_notebook_charts_need_no_network(paired: pl.DataFrame) -> None:
     assert html.count("<script") == 1
 
 
+@pytest.mark.browser
 def test_notebook_charts_draw_offline_in_a_browser(paired: pl.DataFrame, tmp_path: Path) -> None:
     """Two chart outputs in one page, every request off the page refused: both draw (the
     second output does not run the bundle again, whose top-level names would clash)."""

@@ -47,6 +47,7 @@ def _many_batches(root: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -
     return store
 
 
+@pytest.mark.slow
 def test_compaction_keeps_every_row_and_every_answer(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +85,7 @@ def test_compaction_keeps_every_row_and_every_answer(
     assert store.compare(ids[1], ids[0]).height == 1
 
 
+@pytest.mark.slow
 def test_commits_compact_past_the_threshold(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,6 +107,7 @@ def test_commits_compact_past_the_threshold(
     assert _raw_counts(store) == _raw_counts(expected)
 
 
+@pytest.mark.slow
 def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir: Path) -> None:
     """Stores written before the manifest: folders are the list; older schemas reconcile."""
     store = ha.open_store(tmp_path / "s")
@@ -128,6 +131,7 @@ def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir:
     assert legacy.sql("SELECT count(*) FROM scores WHERE metadata IS NULL").item() > 0
 
 
+@pytest.mark.slow
 def test_cli_compact(
     tmp_path: Path,
     runs_dir: Path,
@@ -156,6 +160,7 @@ def batched_store(tmp_path_factory: pytest.TempPathFactory, runs_dir: Path) -> P
         return _many_batches(tmp_path_factory.mktemp("batched") / "s", runs_dir, mp).root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.4])
 def test_sigkill_mid_compaction_loses_nothing(
     tmp_path: Path, batched_store: Path, delay: float

@@ -147,6 +147,7 @@ def _child(*args: str, out: bool = False) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_readers_never_see_a_mix(tmp_path: Path) -> None:
     root, data = tmp_path / "s", tmp_path / "data"
     write_version(data, 1)
@@ -192,6 +193,7 @@ def _read_while_writing(
         assert time.monotonic() - t0 < 600
 
 
+@pytest.mark.slow
 def test_a_snapshot_holds_across_commits_and_says_when_its_files_are_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,6 +216,7 @@ def test_a_snapshot_holds_across_commits_and_says_when_its_files_are_gone(
     assert check_committed(reader.sql(INVARIANT_SQL)) == 2
 
 
+@pytest.mark.slow
 def test_a_query_planned_on_collected_files_is_rerun_on_the_new_manifest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,6 +257,7 @@ def _counts(store: ha.Store) -> tuple[int, int, int]:
     )
 
 
+@pytest.mark.slow
 def test_two_writers_both_land(tmp_path: Path) -> None:
     _, a, b = _halves(tmp_path)
     truth = ha.open_store(tmp_path / "truth")
@@ -267,6 +271,7 @@ def test_two_writers_both_land(tmp_path: Path) -> None:
     assert store.sql("SELECT count(*) FROM stg_runs").item() == 6
 
 
+@pytest.mark.slow
 def test_ingest_beside_score_and_compact(tmp_path: Path) -> None:
     _, a, b = _halves(tmp_path)
     truth = ha.open_store(tmp_path / "truth")

@@ -152,6 +152,7 @@ def _key_values(run: str) -> dict[str, float | None]:
     return {k: (sum(v) / len(v) if v else None) for k, v in per.items()}
 
 
+@pytest.mark.slow
 def test_the_resolution_is_the_documented_rule(store: ha.Store) -> None:
     got = store.sql(
         "select run_id, key, epoch, value, skip_reason, errored from int_scores_preferred "
@@ -170,6 +171,7 @@ def _aggregate_rows(store: ha.Store, by: list[str]) -> pl.DataFrame:
     return store.aggregate(by=by, metrics=["success", "steps"], ci="auto", n_resamples=500)
 
 
+@pytest.mark.slow
 def test_run_figures_agree_everywhere(store: ha.Store) -> None:
     py = _aggregate_rows(store, ["run_id"])
     sql = store.sql("select * from mart_aggregate_run where metric in ('success', 'steps')")
@@ -222,6 +224,7 @@ def test_run_figures_agree_everywhere(store: ha.Store) -> None:
         assert steps["n_total"].item() == steps_sql["n_total"].item() == len(keys)
 
 
+@pytest.mark.slow
 def test_task_figures_agree_everywhere(store: ha.Store) -> None:
     py = _aggregate_rows(store, ["run_id", "task_id"])
     sql = store.sql("select * from mart_aggregate_task")
@@ -250,6 +253,7 @@ def test_task_figures_agree_everywhere(store: ha.Store) -> None:
         assert drawn["success_rate"].item() == pytest.approx(row["mean"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_paired_figures_agree_everywhere(store: ha.Store) -> None:
     options = {"n_resamples": 500, "seed": 7}
     py = store.compare(C, P, metrics=["success", "steps"], by=["task_id"], **options)
@@ -352,6 +356,7 @@ def test_derivers_read_the_resolved_value(store: ha.Store) -> None:
         assert not math.isnan(row["value"])
 
 
+@pytest.mark.slow
 def test_the_sample_store_numbers_of_the_issue(tmp_path: Path, sample_copy: Path) -> None:
     """Issue 11 measured these on data/sample after score(); each now has one answer."""
     s = ha.open_store(tmp_path / "store")
@@ -419,6 +424,7 @@ def robots(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> tuple[ha
     return s, by["pol-b"], by["pol-a"]
 
 
+@pytest.mark.slow
 def test_an_inspect_robots_pair_has_one_success(robots: tuple[ha.Store, str, str]) -> None:
     store, cand, parent = robots
     agg = store.aggregate(metrics=["success_at_end"], ci="auto")

@@ -54,6 +54,7 @@ def expected(many_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     return _consistent(store)
 
 
+@pytest.mark.slow
 def test_crash_before_the_commit_rename(
     tmp_path: Path, many_runs: Path, expected: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +94,7 @@ ingest_paths(ha.open_store(sys.argv[1]), [Path(sys.argv[2])], progress=False, ch
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after_batches", [1, 4, 8])
 def test_sigkill_mid_ingest(
     tmp_path: Path, many_runs: Path, expected: tuple[int, int, int], after_batches: int
@@ -274,6 +276,7 @@ def _rerun(op: str, store: ha.Store, small: Path) -> None:
             store.compact()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["ingest", "score", "evaluate", "compact"])
 def test_sigkill_at_random_points(
     op: str, zygote: _Zygote, templates: dict[str, Path], small: Path, tmp_path: Path

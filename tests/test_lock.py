@@ -84,6 +84,7 @@ def holder(store: ha.Store, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     _stop(child)
 
 
+@pytest.mark.slow
 def test_a_second_writer_times_out_naming_the_holder(
     store: ha.Store, holder: subprocess.Popen[str]
 ) -> None:
@@ -107,6 +108,7 @@ def test_a_second_writer_times_out_naming_the_holder(
     assert ha.open_store(store.root, create=False).sql("SELECT * FROM runs").height == 0
 
 
+@pytest.mark.slow
 def test_a_waiting_writer_says_so_once_and_goes_on_when_released(
     store: ha.Store, holder: subprocess.Popen[str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -127,6 +129,7 @@ def test_a_waiting_writer_says_so_once_and_goes_on_when_released(
     assert not (store.root / ".lock.json").exists()  # removed on release
 
 
+@pytest.mark.slow
 def test_lock_timeout_from_the_store_the_call_and_the_environment(
     store: ha.Store, holder: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,6 +151,7 @@ def test_lock_timeout_from_the_store_the_call_and_the_environment(
         ha.open_store(store.root, create=False)
 
 
+@pytest.mark.slow
 def test_a_killed_holder_releases_the_lock_and_its_record_names_no_one(
     store: ha.Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -175,6 +179,7 @@ def test_a_killed_holder_releases_the_lock_and_its_record_names_no_one(
         assert json.loads((store.root / ".lock.json").read_text())["pid"] == os.getpid()
 
 
+@pytest.mark.slow
 def test_a_cli_writer_waits_for_the_holder_then_ingests(store: ha.Store, tmp_path: Path) -> None:
     """Without a timeout the second writer waits for the first and then does its work."""
     child = _hold(store, tmp_path)

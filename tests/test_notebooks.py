@@ -27,6 +27,7 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, request: pytest.FixtureRequest) -> None:
     book = nbformat.read(path, as_version=4)

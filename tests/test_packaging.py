@@ -38,6 +38,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_wheel_contains_every_sql_file_and_the_sample(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for sql in sql_dir().glob("*.sql"):
@@ -50,6 +51,7 @@ def test_wheel_contains_every_sql_file_and_the_sample(wheel: Path) -> None:
     assert "hylo_analytics/py.typed" in names
 
 
+@pytest.mark.slow
 def test_installed_wheel_finds_its_own_files(wheel: Path, tmp_path: Path) -> None:
     """Unpacked (as pip installs it), the package finds sql/ and the sample inside itself."""
     zipfile.ZipFile(wheel).extractall(tmp_path)

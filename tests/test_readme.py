@@ -64,6 +64,7 @@ def test_the_two_commands_are_what_ci_runs() -> None:
     assert 'hylo-analytics" demo' in ci
 
 
+@pytest.mark.slow
 def test_readme_runs_top_to_bottom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "sample").symlink_to(REPO / "data" / "sample")

@@ -19,6 +19,7 @@ import pytest
 
 import hylo_analytics as ha
 
+pytestmark = pytest.mark.slow  # every test reads a store of the real files
 SPATIAL = "benchmark=libero_spatial"
 
 
@@ -78,6 +79,7 @@ def vla(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
     return store
 
 
+@pytest.mark.browser
 def test_vla_eval_end_to_end(vla: ha.Store, real_dir: Path, tmp_path: Path) -> None:
     scored = vla.score()
     # no run has traces: the built-ins leave the logged scores alone instead of abstaining

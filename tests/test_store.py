@@ -188,6 +188,7 @@ def _every_view(store: ha.Store) -> dict[str, int]:
     return {n: store.sql(f'SELECT count(*) AS n FROM "{n}"')["n"].item() for n in names}
 
 
+@pytest.mark.slow
 def test_opening_and_querying_a_store_writes_nothing(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(SAMPLE, progress=False)
@@ -202,6 +203,7 @@ def test_opening_and_querying_a_store_writes_nothing(tmp_path: Path) -> None:
     assert _files(store.root) == before
 
 
+@pytest.mark.slow
 def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next_writer(
     tmp_path: Path,
 ) -> None:
@@ -227,6 +229,7 @@ def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next
     assert _every_view(ha.open_store(store.root, create=False)) == answers
 
 
+@pytest.mark.slow
 def test_opening_a_missing_folder_creates_nothing_until_the_first_write(tmp_path: Path) -> None:
     """``open_store("typo")`` reads as an empty store and leaves nothing on disk; the first
     write (an ingest) makes the store, and it then reads as any other."""
@@ -265,10 +268,18 @@ def test_the_first_commit_makes_a_missing_store(tmp_path: Path) -> None:
 
 def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """``argv`` as a user without write permission: nobody (65534) when the tests run as root,
-    which ignores permissions, else the current user (the copy is chmod a-w)."""
+    which ignores permissions, else the current user (the copy is chmod a-w).
+
+    nobody keeps one capability, CAP_DAC_READ_SEARCH (read any file, search any folder; it
+    grants no write), so it can run the interpreter, the venv and the package wherever the
+    clone lives (a checkout under a private folder such as /root), while every write is still
+    checked against its permissions."""
     prefix = []
     if os.getuid() == 0:
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = [
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search",
+        ]  # fmt: skip
     code = "import sys; from hylo_analytics.cli import main; sys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(SAMPLE.parents[1]), "HOME": "/tmp"}
     return subprocess.run(
@@ -281,6 +292,7 @@ def _run_as_other_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_read_only_store_can_be_queried_by_a_user_who_cannot_write(
     sample_store: ha.Store,
 ) -> None:
@@ -340,6 +352,7 @@ def _fill(folder: Path) -> None:
         assert exc.errno == errno.ENOSPC
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_the_commit_clearly_and_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -382,6 +395,7 @@ def test_a_full_disk_fails_the_commit_clearly_and_changes_nothing(
         assert store.runs().height == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EACCES])
 def test_write_errors_at_every_step_leave_the_store_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
@@ -484,6 +498,7 @@ def test_staged_names_skip_a_writer_folder_removed_while_listing(
     assert store_mod._staged_names(tmp_path / "missing") == []
 
 
+@pytest.mark.slow
 def test_duckdb_memory_is_bounded_and_spills_to_a_temp_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,6 +38,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> ha.Sto
     return store
 
 
+@pytest.mark.slow
 def test_every_view_in_every_format(
     scored: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

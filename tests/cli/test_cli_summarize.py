@@ -54,6 +54,7 @@ def test_every_option_is_a_flag_with_the_same_default():
     assert options(build_parser().parse_args([*base, "--taus", "0.2,0.4"]))["taus"] == [0.2, 0.4]
 
 
+@pytest.mark.slow
 def test_table_json_and_chart_match_python(sample_store, tmp_path, capsys, monkeypatch):
     from hylo_analytics import charts
 

@@ -87,6 +87,7 @@ def test_weighting_by_episodes_is_the_pooled_mcnemar_test() -> None:
     assert flip.p_greater == pytest.approx(mcnemar_p([b.sum()], [c.sum()])[0], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_weights_sum_to_one() -> None:
     for how in ("suite", "episodes"):
         assert suite_weights([10, 7, 12], how).sum() == pytest.approx(1.0)  # type: ignore[arg-type]
@@ -167,6 +168,7 @@ def test_swapping_the_sides_negates_delta_and_swaps_the_ps(pooled: pl.DataFrame)
     )
 
 
+@pytest.mark.slow
 def test_the_errors_policy_reaches_every_suite() -> None:
     frame = _frame(TABLE).with_columns(errored=pl.lit(False))
     # the candidate's first key of suite 0 errored (no value)
@@ -186,6 +188,7 @@ def test_the_errors_policy_reaches_every_suite() -> None:
     assert exclude.row(3, named=True)["n_pairs"] == 28
 
 
+@pytest.mark.slow
 def test_numeric_metrics_take_the_stratified_paired_bootstrap() -> None:
     rng = np.random.default_rng(5)
     rows = []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import hostile
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +165,7 @@ def _expected_events() -> int:
     return n
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(change=mutant())
 def test_mutants_never_escape(tmp_path_factory: Any, change: tuple[str, bytes]) -> None:

@@ -213,6 +213,7 @@ def test_nul_byte_in_trace_path_is_a_problem_on_that_sample(data: Path, tmp_path
     assert store.sql("SELECT count(*) AS n FROM stg_samples")["n"][0] == GOOD_SAMPLES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bad", "field", "error"),
     [
@@ -336,6 +337,7 @@ def test_link_swapped_out_after_the_walk_is_refused_when_read(tmp_path: Path) ->
 # -- a reader that raises ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reader_exception_is_one_problem_and_the_batch_survives(
     data: Path, tmp_path: Path, sample_dir: Path
 ) -> None:

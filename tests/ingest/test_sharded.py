@@ -88,6 +88,7 @@ def _worker_pids(root: Path, parent: int) -> list[int]:
     return [pid for (pid,) in rows if pid != parent]
 
 
+@pytest.mark.slow
 def test_workers_give_the_store_of_one_ingest(
     corpus: Path, truth: dict[str, tuple[int, str]], tmp_path: Path
 ) -> None:
@@ -111,6 +112,7 @@ def test_workers_give_the_store_of_one_ingest(
     assert store_checksums(ha.open_store(root, create=False)) == truth
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", [0, 1, 2])
 def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
     corpus: Path, truth: dict[str, tuple[int, str]], tmp_path: Path, round_: int
@@ -162,6 +164,7 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
     assert not any((root / "_staging").iterdir())
 
 
+@pytest.mark.slow
 def test_two_shards_as_two_processes_give_the_store_of_one_ingest(
     corpus: Path, truth: dict[str, tuple[int, str]], tmp_path: Path
 ) -> None:
@@ -194,6 +197,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.slow
 def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +259,7 @@ def _same_run_two_files(tmp_path: Path) -> tuple[Path, Path, Path]:
     return logs, logs / a / "evallog.json", logs / b / "evallog.json"
 
 
+@pytest.mark.slow
 def test_two_workers_racing_on_one_run_keep_one_file_whole_and_quarantine_the_other(
     tmp_path: Path,
 ) -> None:
@@ -318,6 +323,7 @@ def test_bad_options_are_clear_errors(tmp_path: Path, corpus: Path) -> None:
         ha.open_store(tmp_path / "t").ingest(corpus, shard=(3, 2), progress=False)
 
 
+@pytest.mark.slow
 def test_a_file_every_worker_died_reading_is_quarantined_and_the_rest_stored(
     corpus: Path, tmp_path: Path
 ) -> None:

@@ -359,6 +359,7 @@ def test_a_worse_candidate_has_no_observed_plan(sample_store: ha.Store) -> None:
     assert "not better" in str(got)
 
 
+@pytest.mark.slow
 def test_all_ties_need_an_assumed_discordance(tmp_path: Path, sample_dir: Path) -> None:
     log = json.loads((sample_dir / "run-octo-ft-1.0.0-0000" / "evallog.json").read_text())
     for sample in log["samples"]:
@@ -377,6 +378,7 @@ def test_all_ties_need_an_assumed_discordance(tmp_path: Path, sample_dir: Path) 
     assert assumed.plan.n_pairs == pairs_for_power(0.03, 0.1)
 
 
+@pytest.mark.slow
 def test_plan_from_real_libero_runs(real_dir: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "real")
     store.ingest(real_dir / "vla-eval-harness", progress=False)

@@ -161,6 +161,7 @@ def test_power_at_theta_three_quarters() -> None:
     assert np.median(_first_hit(hit)) < 50
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theta", [0.5, 0.3, 0.8])
 def test_confidence_sequence_covers_at_all_times(theta: float) -> None:
     n_seq, alpha = 1000, 0.1
@@ -233,6 +234,7 @@ def test_greater_grows_with_wins_and_falls_with_losses(
     assert e[1] > e[0] > e[2]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(w=counts, lo=counts, prior=priors)
 def test_less_mirrors_greater(w: int, lo: int, prior: tuple[float, float]) -> None:
@@ -241,6 +243,7 @@ def test_less_mirrors_greater(w: int, lo: int, prior: tuple[float, float]) -> No
     assert g == pytest.approx(le, abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(w=counts, lo=counts, a=st.floats(0.2, 20.0))
 def test_two_sided_is_the_average_of_the_halves(w: int, lo: int, a: float) -> None:
@@ -254,6 +257,7 @@ def test_two_sided_is_the_average_of_the_halves(w: int, lo: int, a: float) -> No
     assert two == pytest.approx(halves, abs=1e-8)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(w=counts, lo=counts, alpha=st.sampled_from([0.01, 0.05, 0.2]))
 def test_confidence_sequence_holds_the_estimate(w: int, lo: int, alpha: float) -> None:

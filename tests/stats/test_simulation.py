@@ -92,6 +92,7 @@ def test_the_score_test_finds_what_the_exact_mcnemar_misses_near_one() -> None:
     assert power > 0.5
 
 
+@pytest.mark.slow
 def test_the_simulation_gives_the_engines_verdicts() -> None:
     """The simulated verdicts are compare_scores' verdicts on the same pairs, table by table."""
     cell = PairedCell(0.8, -0.1, 50)
