@@ -39,11 +39,13 @@ __all__ = [
     "duckdb_temp_directory",
     "duckdb_threads",
     "factor_sql",
+    "inline_table_macros",
     "load_views",
     "macro_definitions",
     "macro_sql",
     "scores_overlay",
     "sql_dir",
+    "table_macro_sql",
     "view_names",
     "view_query",
     "view_references",
@@ -168,12 +170,44 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# The tombstone filter, one body for both engines: ``{rows}`` is the raw table, ``{table}`` its
+# name in raw_tombstones. A row is current when its batch is not older than the newest
+# run-wide (source-less) tombstone of its run: a join on one number per run, not a
+# correlated search through every tombstone. Sourced tombstones (a re-score of one scorer, a
+# re-run grader) cover only their source's rows, so the views of those tables add them.
+_CURRENT_ROWS = (
+    "select s.* from {rows} as s left join ("
+    "select run_id, max(batch_seq) as dead_before from raw_tombstones "
+    "where table_name = {table} and source is null group by run_id"
+    ") as d on d.run_id = s.run_id "
+    "where d.dead_before is null or s.batch_seq >= d.dead_before"
+)
+_CURRENT_CALL = re.compile(r"\bcurrent_rows\(\s*'([a-z_]+)'\s*\)")
+
+
+def table_macro_sql() -> list[str]:
+    """``CREATE MACRO ... AS TABLE`` statements: ``current_rows('<table>')``, the rows of
+    ``raw_<table>`` no run-wide tombstone superseded (the ``stg_`` views' one filter)."""
+    body = _CURRENT_ROWS.format(rows="query_table('raw_' || tbl)", table="tbl")
+    return [f"CREATE OR REPLACE MACRO current_rows(tbl) AS TABLE {body}"]
+
+
+def inline_table_macros(sql: str) -> str:
+    """``sql`` with each ``current_rows('<table>')`` replaced by its body as a subquery, for
+    engines without table macros (Spark): the same text DuckDB's macro runs."""
+
+    def expand(m: re.Match[str]) -> str:
+        return "(" + _CURRENT_ROWS.format(rows=f"raw_{m[1]}", table=_literal(m[1])) + ")"
+
+    return _CURRENT_CALL.sub(expand, sql)
+
+
 def macro_sql() -> list[str]:
-    """``CREATE MACRO`` statements for the expressions the views share."""
+    """``CREATE MACRO`` statements for the expressions and the tombstone filter views share."""
     return [
         f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {body}"
         for name, (params, body) in macro_definitions().items()
-    ]
+    ] + table_macro_sql()
 
 
 def duckdb_threads() -> int:
