@@ -112,7 +112,7 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
     :mod:`hylo_analytics.spark`) inline the same bodies into each view when they transpile it.
     """
     z = z_value(DEFAULT_LEVEL)
-    from hylo_analytics._harness import errors_sql
+    from hylo_analytics._harness import errors_sql, success_fallback_sql
     from hylo_analytics.metrics import BUILTIN_METRICS  # the registry: the one source of kinds
 
     kinds = " ".join(
@@ -133,6 +133,9 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
             ("errors_policy", "source_format"),
             errors_sql("errors_policy", "source_format"),
         ),
+        # the metric a run's harness names its success by when it has no 'success'
+        # (hylo_analytics._harness.SUCCESS_FALLBACK: inspect-robots' success_at_end)
+        "success_fallback": (("source_format",), success_fallback_sql("source_format")),
         # a score counts when it is a real number not flagged invalid (NaN is an abstention)
         "score_is_valid": (
             ("value", "valid"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,3 +102,18 @@ def test_the_tombstone_filter_is_written_once() -> None:
     assert len(callers) == 7
     for name in readers:
         assert name in callers and "source is null" not in view_sql(name), name
+
+
+def test_success_fallback_comes_from_the_harness_conventions() -> None:
+    from hylo_analytics._harness import SUCCESS_FALLBACK
+    from hylo_analytics._sql import view_sql
+
+    con = connect(threads=1)
+    got = con.execute(
+        "select success_fallback('inspect-robots/v1'), success_fallback('vla-eval'), "
+        "success_fallback(null)"
+    ).fetchone()
+    assert got == (SUCCESS_FALLBACK["inspect-robots/"], None, None)
+    # no view names a harness: a new harness's success metric is an entry of SUCCESS_FALLBACK
+    body = re.sub(r"--[^\n]*", "", view_sql("int_success_metric"))
+    assert "inspect-robots" not in body and "success_at_end" not in body
