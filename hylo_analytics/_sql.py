@@ -43,6 +43,7 @@ __all__ = [
     "load_views",
     "macro_definitions",
     "macro_sql",
+    "query_sql",
     "scores_overlay",
     "sql_dir",
     "table_macro_sql",
@@ -58,6 +59,27 @@ _LAYERS = ("stg_", "int_", "mart_")
 def sql_dir() -> Path:
     """Where the ``.sql`` files are: inside the wheel, or the repo's ``sql/`` when editable."""
     return resource_dir("sql")
+
+
+def query_sql(name: str, **fields: str) -> str:
+    """The text of query ``name``: the file ``sql/queries/<name>.sql``, named after the module
+    that runs it (``serve_runs``: :mod:`hylo_analytics.serve`).
+
+    The SQL a module runs lives beside the views, as SQL a reader can lint, diff and try in the
+    shell. Values reach it as DuckDB parameters (``$run``); the few parts that are SQL text (a
+    column list, a view name) are ``{fields}`` its header names, filled from ``fields``
+    (``str.format``: a literal brace, in the SQL or its comments, is written twice).
+    """
+    return _query_text(name).format(**fields)
+
+
+@cache
+def _query_text(name: str) -> str:
+    path = sql_dir() / "queries" / f"{name}.sql"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.sql")))
+        raise KeyError(f"no query {name!r} in {path.parent}; known queries: {known}")
+    return path.read_text().strip().rstrip(";")
 
 
 @cache
