@@ -70,15 +70,15 @@ def query_sql(name: str, **fields: str) -> str:
     column list, a view name) are ``{fields}`` its header names, filled from ``fields``
     (``str.format``: a literal brace, in the SQL or its comments, is written twice).
     """
-    return _query_text(name).format(**fields)
+    return _sql_text("queries", name).format(**fields)
 
 
 @cache
-def _query_text(name: str) -> str:
-    path = sql_dir() / "queries" / f"{name}.sql"
+def _sql_text(folder: str, name: str) -> str:
+    path = sql_dir() / folder / f"{name}.sql"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.sql")))
-        raise KeyError(f"no query {name!r} in {path.parent}; known queries: {known}")
+        raise KeyError(f"no {name!r} in {path.parent}; known: {known}")
     return path.read_text().strip().rstrip(";")
 
 
@@ -195,25 +195,21 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-# The tombstone filter, one body for both engines: ``{rows}`` is the raw table, ``{table}`` its
-# name in raw_tombstones. A row is current when its batch is not older than the newest
-# run-wide (source-less) tombstone of its run: a join on one number per run, not a
-# correlated search through every tombstone. Sourced tombstones (a re-score of one scorer, a
-# re-run grader) cover only their source's rows, so the views of those tables add them.
-_CURRENT_ROWS = (
-    "select s.* from {rows} as s left join ("
-    "select run_id, max(batch_seq) as dead_before from raw_tombstones "
-    "where table_name = {table} and source is null group by run_id"
-    ") as d on d.run_id = s.run_id "
-    "where d.dead_before is null or s.batch_seq >= d.dead_before"
-)
+def _current_rows(rows: str, table: str) -> str:
+    """The body of ``sql/macros/current_rows.sql`` on one line, without its comments (inlined
+    into a view, it leaves the view's line numbers as they are)."""
+    lines = _sql_text("macros", "current_rows").splitlines()
+    body = " ".join(line.strip() for line in lines if not line.lstrip().startswith("--"))
+    return body.format(rows=rows, table=table)
+
+
 _CURRENT_CALL = re.compile(r"\bcurrent_rows\(\s*'([a-z_]+)'\s*\)")
 
 
 def table_macro_sql() -> list[str]:
     """``CREATE MACRO ... AS TABLE`` statements: ``current_rows('<table>')``, the rows of
     ``raw_<table>`` no run-wide tombstone superseded (the ``stg_`` views' one filter)."""
-    body = _CURRENT_ROWS.format(rows="query_table('raw_' || tbl)", table="tbl")
+    body = _current_rows(rows="query_table('raw_' || tbl)", table="tbl")
     return [f"CREATE OR REPLACE MACRO current_rows(tbl) AS TABLE {body}"]
 
 
@@ -222,7 +218,7 @@ def inline_table_macros(sql: str) -> str:
     engines without table macros (Spark): the same text DuckDB's macro runs."""
 
     def expand(m: re.Match[str]) -> str:
-        return "(" + _CURRENT_ROWS.format(rows=f"raw_{m[1]}", table=_literal(m[1])) + ")"
+        return "(" + _current_rows(rows=f"raw_{m[1]}", table=_literal(m[1])) + ")"
 
     return _CURRENT_CALL.sub(expand, sql)
 
@@ -377,11 +373,7 @@ def scores_overlay(pending: str) -> str:
     A commit tombstones each (run, source) it writes, so the pending rows replace every stored
     row of their (run, source). Dry runs pass this to :func:`view_query` for ``stg_scores``.
     """
-    return (
-        f"select * from stg_scores as s where not exists (select 1 from {pending} as p "
-        "where p.run_id = s.run_id and p.source = s.source) "
-        f"union all by name select * from {pending}"
-    )
+    return query_sql("scores_overlay", pending=pending)
 
 
 SAMPLE_FACTORS = ("task_id", "seed")
