@@ -494,9 +494,7 @@ class StoreReader:
         said of the episode (status, trace status, the fields kept in ``extra``), each text
         cut at :data:`FIELD_CHARS` in DuckDB."""
         return self.sql(
-            "SELECT episode_id, epoch, left(status, $cut) AS status, trace_status, "
-            "left(extra, $cut) AS extra, length(extra) AS extra_chars FROM samples "
-            "WHERE run_id = $run AND key = $key ORDER BY epoch, episode_id LIMIT $limit",
+            query_sql("serve_key_samples"),
             {"run": run, "key": key, "cut": FIELD_CHARS, "limit": EVENT_PAGE},
         )
 
@@ -521,9 +519,7 @@ class StoreReader:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
         frames = [
             self.sql(
-                "SELECT run_id, task_id, metric, value, left(skip_reason, $cut) AS skip_reason "
-                "FROM int_key_scores WHERE run_id = $run AND key = $key ORDER BY metric "
-                "LIMIT $limit",
+                query_sql("serve_key_scores"),
                 {"run": run, "key": key, "cut": _CUT, "limit": EVENT_PAGE},
             )
             for run in runs
