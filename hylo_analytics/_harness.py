@@ -21,7 +21,7 @@ kind, so the fill and the interval agree.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import polars as pl
@@ -29,7 +29,8 @@ import polars as pl
 from hylo_analytics.errors import InputError
 
 __all__ = [
-    "ERRORS", "FAILURE_FORMATS", "Errors", "check_errors", "default_errors", "policy_column",
+    "ERRORS", "FAILURE_FORMATS", "SUCCESS_FALLBACK", "Errors", "check_errors", "default_errors",
+    "policy_column", "success_fallback_sql",
 ]  # fmt: skip
 
 Errors = Literal["failure", "exclude"]
@@ -37,6 +38,11 @@ ERRORS: tuple[str, ...] = ("failure", "exclude")
 # the source formats (runs.source_format) whose harness counts an errored episode as a failure;
 # every other format's convention is to leave it out
 FAILURE_FORMATS: tuple[str, ...] = ("vla-eval",)
+# The metric a harness names its success by when a run records no ``success``, by the prefix
+# of runs.source_format: inspect-robots' per-trial outcome is ``success_at_end`` (the
+# operator's end-of-episode judgement). The success marts read it (``int_success_metric``,
+# through the macro ``success_fallback``), so a new harness's convention is one entry here.
+SUCCESS_FALLBACK: Mapping[str, str] = {"inspect-robots/": "success_at_end"}
 
 
 def default_errors(source_format: str | None) -> Errors:
@@ -63,6 +69,21 @@ def errors_sql(errors_policy: str, source_format: str) -> str:
     formats = ", ".join("'" + f.replace("'", "''") + "'" for f in FAILURE_FORMATS)
     derived = f"CASE WHEN {source_format} IN ({formats}) THEN 'failure' ELSE 'exclude' END"
     return f"coalesce({errors_policy}, {derived})"
+
+
+def success_fallback_sql(source_format: str) -> str:
+    """SQL of the metric a run of ``source_format`` names its success by when it records no
+    ``success`` (the macro ``success_fallback``' body): null for a format without one."""
+    whens = " ".join(
+        f"WHEN substr({source_format}, 1, {len(prefix)}) = {_literal(prefix)} "
+        f"THEN {_literal(metric)}"
+        for prefix, metric in SUCCESS_FALLBACK.items()
+    )
+    return f"CASE {whens} END" if whens else "CAST(NULL AS VARCHAR)"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def policy_column(columns: Sequence[str], errors: Errors | None) -> pl.Expr:

@@ -39,11 +39,14 @@ __all__ = [
     "duckdb_temp_directory",
     "duckdb_threads",
     "factor_sql",
+    "inline_table_macros",
     "load_views",
     "macro_definitions",
     "macro_sql",
+    "query_sql",
     "scores_overlay",
     "sql_dir",
+    "table_macro_sql",
     "view_names",
     "view_query",
     "view_references",
@@ -56,6 +59,27 @@ _LAYERS = ("stg_", "int_", "mart_")
 def sql_dir() -> Path:
     """Where the ``.sql`` files are: inside the wheel, or the repo's ``sql/`` when editable."""
     return resource_dir("sql")
+
+
+def query_sql(name: str, **fields: str) -> str:
+    """The text of query ``name``: the file ``sql/queries/<name>.sql``, named after the module
+    that runs it (``serve_runs``: :mod:`hylo_analytics.serve`).
+
+    The SQL a module runs lives beside the views, as SQL a reader can lint, diff and try in the
+    shell. Values reach it as DuckDB parameters (``$run``); the few parts that are SQL text (a
+    column list, a view name) are ``{fields}`` its header names, filled from ``fields``
+    (``str.format``: a literal brace, in the SQL or its comments, is written twice).
+    """
+    return _sql_text("queries", name).format(**fields)
+
+
+@cache
+def _sql_text(folder: str, name: str) -> str:
+    path = sql_dir() / folder / f"{name}.sql"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.sql")))
+        raise KeyError(f"no {name!r} in {path.parent}; known: {known}")
+    return path.read_text().strip().rstrip(";")
 
 
 @cache
@@ -110,7 +134,7 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
     :mod:`hylo_analytics.spark`) inline the same bodies into each view when they transpile it.
     """
     z = z_value(DEFAULT_LEVEL)
-    from hylo_analytics._harness import errors_sql
+    from hylo_analytics._harness import errors_sql, success_fallback_sql
     from hylo_analytics.metrics import BUILTIN_METRICS  # the registry: the one source of kinds
 
     kinds = " ".join(
@@ -131,6 +155,9 @@ def macro_definitions() -> dict[str, tuple[tuple[str, ...], str]]:
             ("errors_policy", "source_format"),
             errors_sql("errors_policy", "source_format"),
         ),
+        # the metric a run's harness names its success by when it has no 'success'
+        # (hylo_analytics._harness.SUCCESS_FALLBACK: inspect-robots' success_at_end)
+        "success_fallback": (("source_format",), success_fallback_sql("source_format")),
         # a score counts when it is a real number not flagged invalid (NaN is an abstention)
         "score_is_valid": (
             ("value", "valid"),
@@ -168,12 +195,40 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _current_rows(rows: str, table: str) -> str:
+    """The body of ``sql/macros/current_rows.sql`` on one line, without its comments (inlined
+    into a view, it leaves the view's line numbers as they are)."""
+    lines = _sql_text("macros", "current_rows").splitlines()
+    body = " ".join(line.strip() for line in lines if not line.lstrip().startswith("--"))
+    return body.format(rows=rows, table=table)
+
+
+_CURRENT_CALL = re.compile(r"\bcurrent_rows\(\s*'([a-z_]+)'\s*\)")
+
+
+def table_macro_sql() -> list[str]:
+    """``CREATE MACRO ... AS TABLE`` statements: ``current_rows('<table>')``, the rows of
+    ``raw_<table>`` no run-wide tombstone superseded (the ``stg_`` views' one filter)."""
+    body = _current_rows(rows="query_table('raw_' || tbl)", table="tbl")
+    return [f"CREATE OR REPLACE MACRO current_rows(tbl) AS TABLE {body}"]
+
+
+def inline_table_macros(sql: str) -> str:
+    """``sql`` with each ``current_rows('<table>')`` replaced by its body as a subquery, for
+    engines without table macros (Spark): the same text DuckDB's macro runs."""
+
+    def expand(m: re.Match[str]) -> str:
+        return "(" + _current_rows(rows=f"raw_{m[1]}", table=_literal(m[1])) + ")"
+
+    return _CURRENT_CALL.sub(expand, sql)
+
+
 def macro_sql() -> list[str]:
-    """``CREATE MACRO`` statements for the expressions the views share."""
+    """``CREATE MACRO`` statements for the expressions and the tombstone filter views share."""
     return [
         f"CREATE OR REPLACE MACRO {name}({', '.join(params)}) AS {body}"
         for name, (params, body) in macro_definitions().items()
-    ]
+    ] + table_macro_sql()
 
 
 def duckdb_threads() -> int:
@@ -318,11 +373,7 @@ def scores_overlay(pending: str) -> str:
     A commit tombstones each (run, source) it writes, so the pending rows replace every stored
     row of their (run, source). Dry runs pass this to :func:`view_query` for ``stg_scores``.
     """
-    return (
-        f"select * from stg_scores as s where not exists (select 1 from {pending} as p "
-        "where p.run_id = s.run_id and p.source = s.source) "
-        f"union all by name select * from {pending}"
-    )
+    return query_sql("scores_overlay", pending=pending)
 
 
 SAMPLE_FACTORS = ("task_id", "seed")

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hylo_analytics._harness import default_errors
+from hylo_analytics._sql import query_sql
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.errors import InputError
 from hylo_analytics.resolution import preferred_query
@@ -82,56 +83,13 @@ V02 = "hylo.evallog/v0.2"
 
 
 def _scores_sql() -> str:
-    # one score per (key, epoch, metric): the one score resolution. A score is its value, or
-    # {value, explanation?, skip_reason?} when it has an explanation or an abstention whose
-    # reason is not the one the reader derives ('episode errored' for an errored sample,
-    # else 'abstained')
-    return f"""
-WITH p AS ({preferred_query(runs=True)}), s AS (
-    SELECT p.key, p.epoch, p.metric, p.value, p.explanation,
-           CASE WHEN p.value IS NULL AND p.skip_reason IS DISTINCT FROM
-                     CASE WHEN st.status = 'error' THEN 'episode errored' ELSE 'abstained' END
-                THEN p.skip_reason END AS why
-    FROM p LEFT JOIN (SELECT key, epoch, status FROM stg_samples WHERE run_id = $run) AS st
-        ON st.key = p.key AND st.epoch = p.epoch
-)
-SELECT key, epoch,
-       '{{' || string_agg(to_json(metric) || ':' || CASE
-            WHEN explanation IS NULL AND why IS NULL
-            THEN coalesce(CAST(to_json(value) AS VARCHAR), 'null')
-            ELSE '{{"value":' || coalesce(CAST(to_json(value) AS VARCHAR), 'null')
-                 || coalesce(',"explanation":' || CAST(to_json(explanation) AS VARCHAR), '')
-                 || coalesce(',"skip_reason":' || CAST(to_json(why) AS VARCHAR), '') || '}}' END,
-            ',' ORDER BY metric) || '}}' AS scores
-FROM s GROUP BY key, epoch
-"""
+    return query_sql("export_scores", preferred=preferred_query(runs=True))
 
 
 def _samples_sql(prefix: str) -> str:
-    # json_merge_patch drops null members, so absent optional fields stay absent; the scores
-    # object (whose null members are abstentions) is appended after the patch.
-    return f"""
-WITH smp AS (
-    SELECT *, count(*) OVER (PARTITION BY key) AS n_key FROM stg_samples WHERE run_id = $run
-), sc AS ({_scores_sql()}), j AS (
-    SELECT smp.key, smp.epoch, smp.task_id, smp.seed, smp.status, smp.episode_id,
-           CASE WHEN starts_with(smp.trace_path, $prefix)
-                THEN substr(smp.trace_path, length($prefix) + 1) END AS trace,
-           CAST(json_merge_patch(coalesce(smp.extra, '{{}}'), json_object(
-               'key', smp.key, 'task_id', smp.task_id, 'seed', smp.seed,
-               'epoch', CASE WHEN smp.n_key > 1 OR smp.epoch <> 1 THEN smp.epoch END,
-               -- ingest names an unnamed episode '<key>' (epoch 1) or '<key>@<epoch>'
-               'episode_id', CASE WHEN smp.episode_id <> smp.key || CASE WHEN smp.epoch > 1
-                   THEN '@' || CAST(smp.epoch AS VARCHAR) ELSE '' END THEN smp.episode_id END,
-               'status', smp.status,
-               'trace', CASE WHEN starts_with(smp.trace_path, $prefix)
-                             THEN substr(smp.trace_path, length($prefix) + 1) END
-           )) AS VARCHAR) AS body,
-           sc.scores, smp.extra
-    FROM smp LEFT JOIN sc ON sc.key = smp.key AND sc.epoch = smp.epoch
-)
-SELECT * FROM j ORDER BY key, epoch
-""".replace("$prefix", "'" + prefix.replace("'", "''") + "'")
+    return query_sql("export_samples", scores=_scores_sql()).replace(
+        "$prefix", "'" + prefix.replace("'", "''") + "'"
+    )
 
 
 def _with_scores(body: str, scores: str | None) -> str:
@@ -344,16 +302,7 @@ def _write_traces(store: ParquetStore, run_id: str, folder: Path, prefix: str) -
     events = with_raw_sql(
         "SELECT run_id, key, episode_id, idx, raw FROM stg_events WHERE run_id = $run"
     )
-    rows = store.con.execute(
-        f"""
-        SELECT s.trace_path, string_agg(e.raw, chr(10) ORDER BY e.idx) || chr(10)
-        FROM stg_samples AS s JOIN ({events}) AS e
-          ON e.run_id = s.run_id AND e.key = s.key AND e.episode_id = s.episode_id
-        WHERE s.run_id = $run AND s.trace_path IS NOT NULL
-        GROUP BY s.trace_path
-        """,
-        {"run": run_id},
-    ).fetchall()
+    rows = store.con.execute(query_sql("export_traces", events=events), {"run": run_id}).fetchall()
     for trace_path, text in rows:
         rel = trace_path[len(prefix) :] if trace_path.startswith(prefix) else Path(trace_path).name
         target = folder / rel

@@ -1,9 +1,24 @@
--- The metric that is each run's success, for the success marts: 'success'; an inspect-robots
--- log names its per-trial outcome success_at_end (the operator's end-of-episode judgement),
--- which is its success when it has no 'success' ('success' sorts first).
+-- The metric that is each run's success, for the success marts: 'success'; a run without it
+-- reads the metric its harness names its success by (the macro success_fallback, generated
+-- from hylo_analytics._harness.SUCCESS_FALLBACK: an inspect-robots log's per-trial outcome
+-- success_at_end, the operator's end-of-episode judgement).
 -- Grain: one row per (run_id).
-select s.run_id, min(s.metric) as metric
-from int_score_stats as s
-where s.level = 'run' and (s.metric = 'success' or (s.metric = 'success_at_end'
-    and s.run_id in (select run_id from stg_runs where source_format like 'inspect-robots/%')))
-group by s.run_id
+with stats as (
+    select run_id, metric from int_score_stats where level = 'run'
+),
+
+fallback as (
+    select run_id, success_fallback(source_format) as metric from stg_runs
+),
+
+final as (
+    select
+        s.run_id,
+        case when bool_or(s.metric = 'success') then 'success' else min(s.metric) end as metric
+    from stats as s
+    left join fallback as f on f.run_id = s.run_id
+    where s.metric = 'success' or s.metric = f.metric
+    group by s.run_id
+)
+
+select * from final

@@ -5,21 +5,7 @@
 -- (tests check table == rule after every kind of commit).
 -- Grain: one row per (run_id, key, epoch, metric); null allowed in key, epoch.
 with source as (
-    select * from raw_resolved_scores
-),
-
-dead_run as (
-    select run_id, max(batch_seq) as dead_before
-    from raw_tombstones
-    where table_name = 'resolved_scores'
-    group by run_id
-),
-
-final as (
-    select s.*
-    from source as s
-    left join dead_run as r on r.run_id = s.run_id
-    where r.dead_before is null or s.batch_seq >= r.dead_before
+    select * from current_rows('resolved_scores')
 )
 
-select * from final
+select * from source

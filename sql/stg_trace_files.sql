@@ -5,21 +5,7 @@
 -- before this table existed, every line.
 -- Grain: one row per (run_id, path).
 with source as (
-    select * from raw_trace_files
-),
-
-dead as (
-    select run_id, max(batch_seq) as dead_before
-    from raw_tombstones
-    where table_name = 'trace_files'
-    group by run_id
-),
-
-final as (
-    select s.*
-    from source as s
-    left join dead as d on d.run_id = s.run_id
-    where d.dead_before is null or s.batch_seq >= d.dead_before
+    select * from current_rows('trace_files')
 )
 
-select * from final
+select * from source

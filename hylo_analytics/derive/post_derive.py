@@ -41,7 +41,7 @@ from hylo_analytics._config import (
     expect_str,
 )
 from hylo_analytics._html import text
-from hylo_analytics._sql import factor_sql
+from hylo_analytics._sql import factor_sql, query_sql
 from hylo_analytics.contracts import DerivedMetricOutput, canonical_json
 from hylo_analytics.derive.baseline import FORMULAS, BaselineResult, PairedBaseline
 from hylo_analytics.resolution import preferred_query, registered
@@ -240,22 +240,8 @@ def _frame(
     cols = "".join(f", {expr} as f{i}" for i, expr in enumerate(factors))
     with registered(store, pending) as rel:
         preferred = preferred_query(runs=True, metrics=True, pending=rel)
-        frame = store.sql(_FRAME.format(preferred=preferred, cols=cols), params)
+        frame = store.sql(query_sql("post_derive_frame", preferred=preferred, cols=cols), params)
     return frame.rename({f"f{i}": f for i, f in enumerate(step.factors)})
-
-
-_FRAME = """
-    with preferred as ({preferred}),
-    samples as (select * from stg_samples where list_contains($runs, run_id))
-    select s.run_id as variant, s.key, s.epoch,
-        s.task_id as _task_id, s.seed as _seed, s.episode_id as _episode_id,
-        $metric as metric, p.value{cols}
-    from samples as s
-    left join preferred as p
-        on p.run_id = s.run_id and p.key = s.key and p.epoch is not distinct from s.epoch
-        and p.metric = $metric
-    order by s.run_id, s.key, s.epoch
-"""
 
 
 def _to_scores(

@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics import _schema
+from hylo_analytics._sql import query_sql
 from hylo_analytics.contracts import DerivedMetricOutput
 from hylo_analytics.derive.pricing import RATE_KINDS, PricingTable, load_pricing, resolve_models
 from hylo_analytics.resolution import preferred_query
@@ -198,41 +199,15 @@ def usage_from_store(
     if runs is not None:
         params["runs"] = list(runs)
         run_filter = "where list_contains($runs, run_id)"
-    query = f"""
-    with samples as (
-        select run_id, key, task_id, seed, epoch, episode_id, extra from stg_samples {run_filter}
-    ),
-    runs as (select run_id, extra from stg_runs {run_filter}),
-    picked as (
-        -- the one score resolution, of the usage metrics only
-        select run_id, key, epoch, metric, value
-        from ({preferred_query(runs=runs is not None, metrics=True)})
-    ),
-    usage as (
-        select run_id, key, epoch, {pivot} from picked group by run_id, key, epoch
-    ),
-    joined as (
-        select
-            coalesce(s.run_id, u.run_id) as run_id,
-            coalesce(s.key, u.key) as key,
-            s.task_id, s.seed,
-            coalesce(s.epoch, u.epoch) as epoch,
-            s.episode_id, s.extra, {", ".join(f"u.u_{k}" for k in kinds)}
-        from samples as s
-        full outer join usage as u
-            on s.run_id = u.run_id
-            and s.key is not distinct from u.key
-            and s.epoch is not distinct from u.epoch
-    ),
-    final as (
-        select s.run_id, s.key, s.task_id, s.seed, s.epoch, s.episode_id,
-            {tokens},
-            {strings}
-        from joined as s
-        left join runs as r on r.run_id = s.run_id
+    query = query_sql(
+        "token_cost_inputs",
+        run_filter=run_filter,
+        preferred=preferred_query(runs=runs is not None, metrics=True),
+        pivot=pivot,
+        usage=", ".join(f"u.u_{k}" for k in kinds),
+        tokens=tokens,
+        strings=strings,
     )
-    select * from final order by run_id, key, epoch
-    """
     return store.sql(query, params)
 
 

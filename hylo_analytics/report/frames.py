@@ -23,6 +23,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics._redact import Redactor, redact_secrets
+from hylo_analytics._sql import query_sql
 from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs, flip_runs
@@ -48,69 +49,15 @@ __all__ = [
 Rule = StatisticalRule | RelativeNoiseRule
 
 
-_VALUES = """
-select
-    count(*) as n,
-    count(*) filter (where value is not null and value not in (0, 1)) as n_not_binary
-from int_scores_preferred
-where metric = $metric and run_id in ($candidate, $parent)
-"""
+_VALUES = query_sql("report_values")
 
-_RUNS = """
-with cost as (
-    select run_id, avg(inference_s) as mean_inference_s
-    from (
-        select run_id, episode_id, sum(latency_ms) / 1000.0 as inference_s
-        from stg_events
-        where type = 'step'
-        group by run_id, episode_id
-    ) as episodes
-    group by run_id
-)
-
-select
-    r.run_id as run,
-    r.agent_name,
-    r.agent_version,
-    r.benchmark_id,
-    r.split,
-    r.n_samples,
-    r.n_errors,
-    c.mean_inference_s
-from mart_runs as r
-left join cost as c on c.run_id = r.run_id
-order by r.agent_version, r.run_id
-"""
+_RUNS = query_sql("report_runs")
 
 _HAS_STEPS = "select count(*) > 0 from int_scores_preferred where metric = 'steps'"
 
-_COVERAGE = """
-select
-    run_id as run,
-    metric,
-    case when value is not null then 'scored'
-         else coalesce(skip_reason, 'no reason given') end as reason,
-    count(*) as n
-from int_scores_preferred
-where run_id in ($candidate, $parent)
-group by all
-order by run, metric, reason
-"""
+_COVERAGE = query_sql("report_coverage")
 
-_LATENCY = """
-select
-    run_id as run,
-    count(latency_ms) as n,
-    avg(latency_ms) as mean,
-    quantile_cont(latency_ms, 0.05) as q05,
-    quantile_cont(latency_ms, 0.25) as q25,
-    quantile_cont(latency_ms, 0.5) as q50,
-    quantile_cont(latency_ms, 0.75) as q75,
-    quantile_cont(latency_ms, 0.95) as q95
-from stg_events
-where type = 'step' and run_id in ($candidate, $parent)
-group by run_id
-"""
+_LATENCY = query_sql("report_latency")
 
 # Store.compare's columns under the names of the charts' paired contract
 _TASK_COLUMNS = {

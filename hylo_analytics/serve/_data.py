@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, default_errors
+from hylo_analytics._sql import query_sql
 from hylo_analytics.api import Store, open_store
 from hylo_analytics.errors import InputError, UnknownRunError
 
@@ -73,30 +74,9 @@ SORTS: dict[str, str] = {
 # sorts on a mart_runs column run in DuckDB; success and coverage sort the cached success
 _STAT_SORTS = {"success": ("success", True), "coverage": ("coverage", False)}
 
-_RUNS_SQL = """
-SELECT run_id, left(agent_name, $cut) AS agent_name, left(agent_version, $cut) AS agent_version,
-       left(benchmark_id, $cut) AS benchmark_id, left(split, $cut) AS split,
-       left(source_format, $cut) AS source_format, n_samples, n_tasks, n_errors, n_traces,
-       ingested_at, count(*) OVER () AS n_matching
-FROM mart_runs
-WHERE $q IS NULL OR concat_ws(' ', run_id, agent_name, agent_version, benchmark_id, split,
-                              source_format) ILIKE '%' || $q || '%'
-"""
+_RUNS_SQL = query_sql("serve_runs")
 
-# each run's success metric (success_at_end for inspect-robots) under the three policies: its
-# harness's convention (errors), errors as failures and errors excluded, each with its Wilson
-# interval on its own denominator (mart_success_rates), and the coverage of each
-_SUCCESS_SQL = """
-SELECT run_id, errors, n_total, n_errors,
-       success_rate, ci_low, ci_high, n_valid / n_total AS coverage,
-       success_rate_errors_as_failures, errors_as_failures_ci_low, errors_as_failures_ci_high,
-       CASE WHEN success_rate_errors_as_failures IS NOT NULL
-            THEN (n_total - n_skipped_other) / n_total
-            ELSE (n_total - n_skipped_other - n_errors) / n_total END AS coverage_as_failures,
-       success_rate_errors_excluded, errors_excluded_ci_low, errors_excluded_ci_high,
-       (n_total - n_skipped_other - n_errors) / n_total AS coverage_excluded
-FROM mart_success_rates
-"""
+_SUCCESS_SQL = query_sql("serve_success")
 
 # the policy's columns of _SUCCESS_SQL, as the runs page shows them
 _POLICY_COLUMNS: dict[str | None, tuple[str, str, str, str]] = {
@@ -137,53 +117,25 @@ def errors_label(errors: str | None, convention: bool = False) -> str:
     return f"errors: each harness's convention ({failing}: failure; Inspect, hylo: exclude)"
 
 
-# one run at a time: an equality on run_id is pushed through the resolution views, a list is not
-_SIDE_SQL = """
-SELECT key, seed, metric, value, left(skip_reason, $cut) AS skip_reason,
-       coalesce(errored, false) AS errored FROM int_key_scores
-WHERE run_id = $run AND task_id = $task AND metric IN ($metric, 'steps', 'elapsed_sec')
-"""
+_SIDE_SQL = query_sql("serve_side")
 
-# whether every valid success value of a run is 0 or 1: the rule by which Store.compare
-# decides that an errored abstention may count as a failure (read only under "failure")
-_ZERO_ONE_SQL = """
-SELECT coalesce(bool_and(value IN (0, 1)) FILTER (WHERE value IS NOT NULL), true) AS zero_one
-FROM int_key_scores WHERE run_id = $run AND metric = $metric
-"""
+_ZERO_ONE_SQL = query_sql("serve_zero_one")
 
-# the errored keys of a run's success (one run at a time: the equality is pushed down)
-_ERRORED_SQL = """
-SELECT count(*) FILTER (WHERE errored) AS n_errors FROM int_key_scores
-WHERE run_id = $run AND metric = $metric
-"""
+_ERRORED_SQL = query_sql("serve_errored")
 
-_STATUS_SQL = """
-SELECT key, left(first(status ORDER BY epoch), $cut) AS status FROM samples
-WHERE run_id = $run AND task_id = $task GROUP BY key
-"""
+_STATUS_SQL = query_sql("serve_status")
 
 _OUTCOME_ORDER = {"candidate won": 0, "parent won": 1, "dropped": 2, "tie": 3}
 
 # long text is cut in DuckDB (a 50 MB explanation never reaches polars or the page); its
 # length says whether the page links to the whole
-_EVENTS_SQL = f"""
-SELECT episode_id, idx, type, t, reward, terminated, truncated, success, latency_ms, value,
-       {", ".join(f"left({c}, $cut) AS {c}, length({c}) AS {c}_chars" for c in LONG_FIELDS)},
-       count(*) OVER () AS n_matching
-FROM events WHERE run_id = $run AND key = $key
-ORDER BY episode_id, idx
-LIMIT $limit OFFSET $offset
-"""
+_EVENTS_SQL = query_sql(
+    "serve_events",
+    long_fields=", ".join(f"left({c}, $cut) AS {c}, length({c}) AS {c}_chars" for c in LONG_FIELDS),
+)
 
 
-# the epochs of a run's key and what finds each one's sample in the log it came from
-_TRANSCRIPT_SQL = """
-SELECT r.source_format, r.source_path, s.epoch,
-       coalesce(json_extract_string(s.extra, '$.sample_id'),
-                substr(s.key, strpos(s.key, '#') + 1)) AS sample_id
-FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
-WHERE s.run_id = $run AND s.key = $key ORDER BY s.epoch LIMIT $limit
-"""
+_TRANSCRIPT_SQL = query_sql("serve_transcript")
 
 
 @dataclass(frozen=True)
@@ -542,9 +494,7 @@ class StoreReader:
         said of the episode (status, trace status, the fields kept in ``extra``), each text
         cut at :data:`FIELD_CHARS` in DuckDB."""
         return self.sql(
-            "SELECT episode_id, epoch, left(status, $cut) AS status, trace_status, "
-            "left(extra, $cut) AS extra, length(extra) AS extra_chars FROM samples "
-            "WHERE run_id = $run AND key = $key ORDER BY epoch, episode_id LIMIT $limit",
+            query_sql("serve_key_samples"),
             {"run": run, "key": key, "cut": FIELD_CHARS, "limit": EVENT_PAGE},
         )
 
@@ -569,9 +519,7 @@ class StoreReader:
         """Every metric of ``key`` for each of ``runs`` (``int_key_scores``, one run a query)."""
         frames = [
             self.sql(
-                "SELECT run_id, task_id, metric, value, left(skip_reason, $cut) AS skip_reason "
-                "FROM int_key_scores WHERE run_id = $run AND key = $key ORDER BY metric "
-                "LIMIT $limit",
+                query_sql("serve_key_scores"),
                 {"run": run, "key": key, "cut": _CUT, "limit": EVENT_PAGE},
             )
             for run in runs

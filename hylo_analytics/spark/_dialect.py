@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from hylo_analytics._sql import macro_definitions
+from hylo_analytics._sql import inline_table_macros, macro_definitions
 
 __all__ = ["EXACT", "HyloSpark", "UntranslatableSQL", "to_spark"]
 
@@ -252,7 +252,7 @@ def to_spark(name: str, sql: str, columns: Mapping[str, Sequence[str]] | None = 
     :class:`UntranslatableSQL` for any construct without an exact translation.
     """
     try:
-        trees = sqlglot.parse(sql, read="duckdb")
+        trees = sqlglot.parse(inline_table_macros(sql), read="duckdb")
     except sqlglot.errors.ParseError as exc:
         raise UntranslatableSQL(
             name, "the SQL", None, f"DuckDB SQL that sqlglot cannot parse: {exc}"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hylo_analytics as ha
-from hylo_analytics._sql import connect, duckdb_threads, view_query
+from hylo_analytics._sql import connect, duckdb_threads, inline_table_macros, view_query
 from hylo_analytics.stats import wilson, z_value
 
 
@@ -69,3 +71,49 @@ def test_duckdb_threads(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     import os
 
     assert duckdb_threads() == (os.cpu_count() or 1)
+
+
+def test_current_rows_drops_rows_older_than_their_runs_newest_run_wide_tombstone() -> None:
+    con = connect(threads=1)
+    con.execute(
+        "create table raw_runs as select * from (values ('a', 1), ('a', 3), ('a', 4), "
+        "('b', 2), ('c', 1)) as t(run_id, batch_seq)"
+    )
+    con.execute(
+        "create table raw_tombstones as select * from (values ('runs', 'a', 2, null), "
+        "('runs', 'a', 4, null), ('runs', 'b', 9, 'scorer:x'), ('samples', 'c', 5, null)) "
+        "as t(table_name, run_id, batch_seq, source)"
+    )
+    got = con.execute("select * from current_rows('runs') order by all").fetchall()
+    # a: the newest tombstone (4) keeps batch 4 only; b's tombstone has a source (not
+    # run-wide); c's is of another table
+    assert got == [("a", 4), ("b", 2), ("c", 1)]
+    # what Spark runs: the same body inlined as a subquery
+    inlined = inline_table_macros("select * from current_rows('runs') order by all")
+    assert "current_rows" not in inlined and con.execute(inlined).fetchall() == got
+
+
+def test_the_tombstone_filter_is_written_once() -> None:
+    """Every view reading raw_tombstones takes the run-wide filter from ``current_rows``."""
+    from hylo_analytics._sql import view_names, view_sql
+
+    readers = [n for n in view_names() if "raw_tombstones" in view_sql(n)]
+    callers = [n for n in view_names() if "current_rows(" in view_sql(n)]
+    assert len(callers) == 7
+    for name in readers:
+        assert name in callers and "source is null" not in view_sql(name), name
+
+
+def test_success_fallback_comes_from_the_harness_conventions() -> None:
+    from hylo_analytics._harness import SUCCESS_FALLBACK
+    from hylo_analytics._sql import view_sql
+
+    con = connect(threads=1)
+    got = con.execute(
+        "select success_fallback('inspect-robots/v1'), success_fallback('vla-eval'), "
+        "success_fallback(null)"
+    ).fetchone()
+    assert got == (SUCCESS_FALLBACK["inspect-robots/"], None, None)
+    # no view names a harness: a new harness's success metric is an entry of SUCCESS_FALLBACK
+    body = re.sub(r"--[^\n]*", "", view_sql("int_success_metric"))
+    assert "inspect-robots" not in body and "success_at_end" not in body
