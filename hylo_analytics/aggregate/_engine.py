@@ -49,6 +49,7 @@ from hylo_analytics.aggregate._rows import (  # noqa: F401  (_validity: read by 
     _store_rows,
     _validity,
 )
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
 from hylo_analytics.stats.interval import IntervalSpec
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
@@ -165,8 +166,9 @@ def aggregate_scores(
             frame = _load(scores, by, source, extra)
             if runs is not None:
                 if "run_id" not in frame.columns:
-                    raise ValueError(
-                        "aggregate: runs= given but the scores have no 'run_id' column"
+                    raise InputError(
+                        "aggregate: runs= given but the scores have no 'run_id' column; drop runs= "
+                        "or pass scores with a run_id column"
                     )
                 frame = frame.filter(pl.col("run_id").is_in(list(runs)))
             errors_known = "errored" in frame.columns
@@ -278,7 +280,7 @@ def _check_statistics(statistics: Sequence[str] | None) -> list[str]:
     known = (*STATISTICS, *ON_REQUEST)
     unknown = [s for s in statistics if s not in known]
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"aggregate: unknown statistics {unknown}{did_you_mean(unknown, known)}; known: "
             f"{', '.join(known)}"
         )

@@ -17,6 +17,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors, policy_column
 from hylo_analytics.aggregate._query import GroupRows, frame_rows, q
+from hylo_analytics.errors import InputError, InputTypeError, SelectionError
 from hylo_analytics.metrics import MetricRegistry
 from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
 from hylo_analytics.stats.reducers import Reducer, reduce_epochs, reducer
@@ -70,7 +71,7 @@ def _load(
     elif isinstance(scores, pl.DataFrame):
         frame = scores
     else:
-        raise TypeError(
+        raise InputTypeError(
             f"aggregate: expected a polars frame or a Store, got {type(scores).__name__}"
         )
     missing = [c for c in ("metric", "value", *by, *extra) if c not in frame.columns]
@@ -78,12 +79,15 @@ def _load(
         known = list(frame.columns)
         near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
         hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
-        raise ValueError(
+        raise InputError(
             f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
         )
     if source is not None:
         if "source" not in frame.columns:
-            raise ValueError("aggregate: source= given but the scores have no 'source' column")
+            raise InputError(
+                "aggregate: source= given but the scores have no 'source' column; drop source= or "
+                "pass scores with a source column"
+            )
         frame = frame.filter(
             pl.col("source").is_in([source] if isinstance(source, str) else source)
         )
@@ -137,7 +141,7 @@ def _store_rows(
         known = [*have, *(c for c in _RUN_COLUMNS if c not in have)]
         near = {c: difflib.get_close_matches(c, known, n=1) for c in missing}
         hint = "".join(f"; did you mean {m[0]!r} for {c!r}?" for c, m in near.items() if m)
-        raise ValueError(
+        raise InputError(
             f"aggregate: scores have no column(s) {missing}{hint} (columns: {', '.join(known)})"
         )
     epochs = "max(n_key_epochs)" if "n_key_epochs" in have else "2"
@@ -300,7 +304,7 @@ def _check_present(
         held = sorted(present if listed is None else listed)
         near = {m: difflib.get_close_matches(m, held, n=1) for m in absent}
         hint = "".join(f"; did you mean {c[0]!r} for {m!r}?" for m, c in near.items() if c)
-        raise ValueError(
+        raise SelectionError(
             f"aggregate: no scores of metric(s) {absent}{hint}; the scores hold "
             f"{', '.join(held) or 'none'}"
         )

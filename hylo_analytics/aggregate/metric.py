@@ -13,6 +13,7 @@ import polars as pl
 
 from hylo_analytics.aggregate._engine import aggregate_scores
 from hylo_analytics.aggregate.result import AggregateResult, results_from_frame
+from hylo_analytics.errors import InputTypeError
 from hylo_analytics.scoring.metric import MetricResult, as_metric_scorer
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def aggregate_metric(
         results = [MetricResult.from_score_row(r) for r in part.iter_rows(named=True)]
         agg = own(results)
         if not isinstance(agg, AggregateResult):
-            raise TypeError(
+            raise InputTypeError(
                 f"{name}.aggregate returned {type(agg).__name__}, expected AggregateResult"
             )
         out[str(run_id)] = agg

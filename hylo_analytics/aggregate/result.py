@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from hylo_analytics._html import text
+from hylo_analytics.errors import InputError
 
 __all__ = ["AGGREGATE_RESULT_SCHEMA_VERSION", "AggregateResult", "results_from_frame"]
 
@@ -78,9 +79,10 @@ class AggregateResult:
         # the spec lets a metric give n_skipped without a breakdown by reason
         skipped = sum(self.skip_breakdown.values()) if self.skip_breakdown else self.n_skipped
         if self.n_total != self.n_valid + skipped:
-            raise ValueError(
+            raise InputError(
                 f"AggregateResult {self.metric_id!r}: n_total={self.n_total} != n_valid="
-                f"{self.n_valid} + skipped {dict(self.skip_breakdown)}"
+                f"{self.n_valid} + skipped {dict(self.skip_breakdown)}; count every sample "
+                "once, as valid or in skip_breakdown"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,7 +95,10 @@ class AggregateResult:
         """Build from :meth:`to_dict`'s form (or WorldFoundry's JSON); unknown keys are an error."""
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
-            raise ValueError(f"AggregateResult: unknown fields {unknown}")
+            raise InputError(
+                f"AggregateResult: unknown fields {unknown}; known: "
+                f"{', '.join(f.name for f in fields(cls))}"
+            )
         return cls(**{k: v for k, v in data.items() if v is not None or k == "stderr"})
 
     @classmethod

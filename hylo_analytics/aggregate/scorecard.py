@@ -45,6 +45,7 @@ import polars as pl
 
 from hylo_analytics._html import text
 from hylo_analytics.aggregate._engine import aggregate_scores
+from hylo_analytics.errors import InputError, InputTypeError, RunSelectionError
 from hylo_analytics.metrics import (
     BenchmarkSpec,
     EvaluationProtocolSpec,
@@ -197,7 +198,7 @@ def scorecard(
     primaries = [s.id for s in specs if s.primary]
     if len(primaries) != 1:
         found = f"{len(primaries)} ({', '.join(primaries)})" if primaries else "none"
-        raise ValueError(
+        raise InputError(
             f"scorecard: exactly one metric must be primary, found {found} among "
             f"{[s.id for s in specs]}; set primary: true on exactly one"
         )
@@ -248,7 +249,10 @@ def _selected(
         items: Sequence[MetricSpec | Mapping[str, Any] | str] = metrics.metrics
     elif isinstance(metrics, EvaluationProtocolSpec):
         if not metrics.metric_ids:
-            raise ValueError(f"scorecard: protocol {metrics.name!r} names no metric_ids")
+            raise InputError(
+                f"scorecard: protocol {metrics.name!r} names no metric_ids; list the metrics it "
+                "reports in its metric_ids"
+            )
         items = metrics.metric_ids
     else:
         items = metrics
@@ -261,14 +265,14 @@ def _selected(
         elif isinstance(item, str):
             spec = reg.spec_or_default(item)
         else:
-            raise TypeError(
+            raise InputTypeError(
                 f"scorecard: a metric must be a MetricSpec, mapping or id, got {item!r}"
             )
         reg = reg.with_spec(spec)
         specs.append(spec)
     dup = sorted({s.id for s in specs if [t.id for t in specs].count(s.id) > 1})
     if dup:
-        raise ValueError(f"scorecard: metric {dup[0]!r} is listed twice")
+        raise InputError(f"scorecard: metric {dup[0]!r} is listed twice; list each metric once")
     return reg, tuple(specs)
 
 
@@ -289,12 +293,15 @@ def _scores(
     if isinstance(scores, pl.LazyFrame):
         scores = scores.collect()
     if not isinstance(scores, pl.DataFrame):
-        raise TypeError(
+        raise InputTypeError(
             f"scorecard: expected a polars frame or a Store, got {type(scores).__name__}"
         )
     missing = [c for c in ("run_id", "metric", "value") if c not in scores.columns]
     if missing:
-        raise ValueError(f"scorecard: scores have no column(s) {missing}")
+        raise InputError(
+            f"scorecard: scores have no column(s) {missing}; pass scores with run_id, metric "
+            "and value"
+        )
     if source is not None:
         kept = [source] if isinstance(source, str) else list(source)
         scores = scores.filter(pl.col("source").is_in(kept))
@@ -303,7 +310,7 @@ def _scores(
         return scores, sorted(held)
     unknown = [r for r in wanted if r not in held]
     if unknown:
-        raise ValueError(f"scorecard: no scores of run(s) {unknown}; the scores hold {held}")
+        raise RunSelectionError(f"scorecard: no scores of run(s) {unknown}; the scores hold {held}")
     return scores.filter(pl.col("run_id").is_in(list(wanted))), list(dict.fromkeys(wanted))
 
 

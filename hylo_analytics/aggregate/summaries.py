@@ -21,6 +21,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics.aggregate._engine import aggregate_scores
+from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.summaries import (
@@ -164,7 +165,10 @@ def _cells(
         names = scores.collect_schema().names()
         task = [c for c in task if c in names]
         if not task:
-            raise ValueError(f"task_summaries: the scores have none of the task columns {task}")
+            raise InputError(
+                f"task_summaries: the scores have none of the task columns {task}; pass task= "
+                "naming the column(s) that identify a task"
+            )
     keys = list(dict.fromkeys([*by, *task, "run_id"]))
     agg = aggregate_scores(
         scores, keys, metrics=[metric], statistics=["mean"], level=level, runs=runs,
@@ -172,12 +176,15 @@ def _cells(
     )  # fmt: skip
     not_rate = agg.filter(pl.col("ci_method") != "wilson", pl.col("n_valid") > 0)
     if not_rate.height:
-        raise ValueError(
+        raise InputError(
             f"task_summaries: metric {metric!r} is not 0/1 in {not_rate.height} (run, task) "
             "cell(s); the across-task summaries here are of rates (a 0/1 metric such as success)"
         )
     if not agg.height:
-        raise ValueError(f"task_summaries: no scores of metric {metric!r} in the runs selected")
+        raise SelectionError(
+            f"task_summaries: no scores of metric {metric!r} in the runs selected; check the "
+            "metric name and runs= (see 'hylo-analytics runs')"
+        )
     renamed = {c: f"_task_{c}" for c in task}
     return (
         agg.filter(pl.col("n_valid") > 0)

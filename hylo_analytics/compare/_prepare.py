@@ -15,6 +15,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors, check_errors, policy_column
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import default_registry
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def prepare_scores(
     if "errored" in scores.columns:
         extra.append(pl.col("errored").fill_null(False))
     elif errors == "failure":
-        raise ValueError(
+        raise InputError(
             "errors='failure' needs an 'errored' column (the store's resolved scores have "
             "one: compare runs with Store.compare)"
         )
@@ -79,7 +80,7 @@ def _errors_option(errors: Errors | None, errors_as_failures: bool | None) -> Er
     )
     alias: Errors = "failure" if errors_as_failures else "exclude"
     if errors is not None and errors != alias:
-        raise ValueError(f"errors={errors!r} contradicts errors_as_failures={errors_as_failures}")
+        raise InputError(f"errors={errors!r} contradicts errors_as_failures={errors_as_failures}")
     return alias
 
 
@@ -142,7 +143,7 @@ def one_direction(declared: pl.DataFrame | None) -> dict[str, str]:
 def _check_columns(frame: pl.DataFrame, needed: list[str]) -> None:
     missing = [c for c in dict.fromkeys(needed) if c not in frame.columns]
     if missing:
-        raise ValueError(f"scores frame lacks column(s) {missing}; it has {frame.columns}")
+        raise InputError(f"scores frame lacks column(s) {missing}; it has {frame.columns}")
 
 
 def _check_one_source(frame: pl.DataFrame, pk: list[str]) -> None:
@@ -153,7 +154,7 @@ def _check_one_source(frame: pl.DataFrame, pk: list[str]) -> None:
     bad = many.filter(pl.col("n") > 1)
     if bad.height:
         ex = bad.row(0, named=True)
-        raise ValueError(
+        raise InputError(
             f"{bad.height} (run, key, metric) combination(s) have scores of several sources, "
             f"e.g. run {ex['run_id']!r} key {ex['key']!r} metric {ex['metric']!r}; read the "
             "resolved scores (hylo_analytics.resolution) or filter one source first"
@@ -171,7 +172,7 @@ def _reduce(
     """One row per (run, pair key, metric): refuse duplicates or reduce them explicitly."""
     group = ["run_id", *ident]
     if reducer is not None and reducer not in _REDUCERS:
-        raise ValueError(f"reducer must be one of {_REDUCERS} (never first/last), got {reducer!r}")
+        raise InputError(f"reducer must be one of {_REDUCERS} (never first/last), got {reducer!r}")
     ids = [
         pl.col(c).to_physical() if frame.schema[c] == pl.Categorical else pl.col(c) for c in group
     ]
@@ -184,7 +185,7 @@ def _reduce(
         return frame
     if reducer is None:
         ex = counts.row(0, named=True)
-        raise ValueError(
+        raise InputError(
             f"{counts.height} (run, key, metric) combination(s) have several rows (epochs), "
             f"e.g. run {ex['run_id']!r} key {ex['key']!r} metric {ex['metric']!r}: "
             f"{ex['len']} rows. Choose reducer='mean'|'max'|'min' (CLI: --reducer), or pair_on_epoch=True "

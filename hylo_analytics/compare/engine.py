@@ -71,6 +71,7 @@ from hylo_analytics.compare._prepare import (
 )
 from hylo_analytics.compare._sums import _aggregate, _levels, _sums
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
+from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, paired_interval
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning
@@ -209,15 +210,17 @@ def compare_scores(
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
-        raise ValueError(f"parent {parent!r} is also listed as a candidate")
+        raise InputError(
+            f"parent {parent!r} is also listed as a candidate; drop it from the candidates"
+        )
     ci = cast(CIMethod, check_method(ci, _CI_METHODS, "compare"))
     if family not in ("comparison", "level"):
-        raise ValueError(f"family must be 'comparison' or 'level', got {family!r}")
+        raise InputError(f"family must be 'comparison' or 'level', got {family!r}")
     rule = rule or StatisticalRule()
     errors = _errors_option(errors, errors_as_failures)
     if isinstance(scores, PairedRows):
         if errors == "failure":
-            raise ValueError("errors='failure' needs the scores frame (see Store.compare)")
+            raise InputError("errors='failure' needs the scores frame (see Store.compare)")
         policy: str = errors or "exclude"
         out = _compare(scores, cands, parent, declared, directions, alternative, mid_p,
                        IntervalSpec(ci, level, n_resamples, seed), rule, family)  # fmt: skip
@@ -272,7 +275,10 @@ def _compare(
     fine = _sums(pat, by)
     missing = set(cands) - set(fine["candidate"].cast(pl.String).to_list())
     if missing:
-        raise ValueError(f"candidate(s) {sorted(missing)} have no scores to compare")
+        raise SelectionError(
+            f"candidate(s) {sorted(missing)} have no scores to compare; check the run ids and "
+            "metrics (see 'hylo-analytics runs')"
+        )
     present = fine["metric"].cast(pl.String).unique().to_list()
     dirs = resolve_directions(present, explicit=directions, declared=one_direction(declared))
     out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)

@@ -30,6 +30,7 @@ from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics.compare._counts import PairedRows, frame_rows
 from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
 from hylo_analytics.compare.runs import paired_inputs
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.resolution import registered
 from hylo_analytics.store import ParquetStore, pinned
@@ -76,11 +77,13 @@ def flip_scores(
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
-        raise ValueError(f"parent {parent!r} is also listed as a candidate")
+        raise InputError(
+            f"parent {parent!r} is also listed as a candidate; drop it from the candidates"
+        )
     policy_arg = check_errors(errors, "flips: errors")
     if isinstance(scores, PairedRows):
         if policy_arg == "failure":
-            raise ValueError("errors='failure' needs the scores frame (see Store.flips)")
+            raise InputError("errors='failure' needs the scores frame (see Store.flips)")
         found = scores.discordant(parent)
         policy: str = policy_arg or "exclude"
         pk, by = list(scores.pk), list(scores.by)

@@ -21,6 +21,7 @@ import polars as pl
 
 from hylo_analytics._html import text
 from hylo_analytics.compare.engine import CiMethod, compare_scores
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction, default_registry
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
@@ -130,7 +131,7 @@ def paired_compare(
     :func:`~hylo_analytics.compare.compare_scores`' and mean the same there.
     """
     if direction is not None and direction not in ("maximize", "minimize"):
-        raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
+        raise InputError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
     name = metric or "value"
     chosen = direction or default_registry().directions().get(name, "maximize")
     frame = pl.concat([_as_frame(candidate, _CANDIDATE), _as_frame(parent, _PARENT)])
@@ -175,11 +176,11 @@ def _as_frame(side: Mapping[str, float | None] | pl.DataFrame, run: str) -> pl.D
     if isinstance(side, pl.DataFrame):
         missing = {"key", "value"} - set(side.columns)
         if missing:
-            raise ValueError(f"{run} frame lacks column(s) {sorted(missing)}; expected key, value")
+            raise InputError(f"{run} frame lacks column(s) {sorted(missing)}; expected key, value")
         frame = side.select("key", pl.col("value").cast(pl.Float64))
         dup = frame.filter(pl.col("key").is_duplicated())
         if dup.height:
-            raise ValueError(
+            raise InputError(
                 f"{run} has {dup['key'].n_unique()} duplicated key(s) (e.g. {dup['key'][0]!r}); "
                 "reduce epochs first (compare_scores(..., reducer='mean'))"
             )

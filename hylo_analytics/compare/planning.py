@@ -16,6 +16,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics.compare.runs import compare_runs
+from hylo_analytics.errors import SelectionError
 from hylo_analytics.resolution import preferred_scores
 from hylo_analytics.stats.power import Plan, plan_for, points, power_at, smallest_detectable
 from hylo_analytics.stats.significance import Alternative
@@ -121,9 +122,9 @@ def plan_from_runs(
     )
     n, wins, losses = int(row["n_pairs"]), int(row["candidate_wins"]), int(row["parent_wins"])
     if n == 0:
-        raise ValueError(
+        raise SelectionError(
             f"{row['candidate']} and {row['parent']} share no key scored on {row['metric']!r} "
-            "by both: there are no pairs to plan from"
+            "by both: there are no pairs to plan from; plan from two runs of the same tasks"
         )
     binary = bool(row["is_binary"])
     # a 0/1 metric: the comparison's own counts (wins and losses are oriented already)
@@ -172,7 +173,10 @@ def plan_from_runs(
 def _overall(frame: pl.DataFrame) -> dict[str, Any]:
     rows = frame.filter(pl.col("level") == "overall")
     if rows.height != 1:
-        raise ValueError(f"the comparison gave {rows.height} overall rows, expected one")
+        raise SelectionError(
+            f"the comparison gave {rows.height} overall rows, expected one; select one metric "
+            "of two runs that share scored keys"
+        )
     return rows.row(0, named=True)
 
 

@@ -36,6 +36,7 @@ import polars as pl
 from hylo_analytics._harness import Errors
 from hylo_analytics.compare.engine import Reducer, compare_scores
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bootstrap import bootstrap_cis
 from hylo_analytics.stats.interval import paired_interval
@@ -94,7 +95,10 @@ def pooled_compare(
     pooled bootstrap and the Monte-Carlo sign flips.
     """
     if not pairs:
-        raise ValueError("pooled_compare needs at least one suite in pairs")
+        raise InputError(
+            "pooled_compare needs at least one suite in pairs; pass pairs={suite: (candidate, "
+            "parent)}"
+        )
     rule = rule or StatisticalRule()
     per_suite = []
     for suite, (cand, par) in pairs.items():  # one vectorized comparison per suite
@@ -135,7 +139,7 @@ def pool_suites(
     the suites' keys, for the numeric metrics (None when every metric is 0/1).
     """
     if weights not in _WEIGHTING:
-        raise ValueError(f"weights must be 'suite' or 'episodes', got {weights!r}")
+        raise InputError(f"weights must be 'suite' or 'episodes', got {weights!r}")
     rule = rule or StatisticalRule()
     suites = suites.filter(pl.col("level") == "overall").sort("metric", "suite")
     out = []

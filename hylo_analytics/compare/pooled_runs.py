@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from hylo_analytics.compare.pooled import _differences, pool_suites
+from hylo_analytics.errors import ComparabilityError, InputError, RunSelectionError
 from hylo_analytics.stats.pooled import Weighting
 from hylo_analytics.store import ParquetStore, _selector, pinned
 
@@ -50,7 +51,7 @@ def pooled_compare_runs(
 
     refused = sorted(set(options) & set(_REFUSED))
     if refused:
-        raise ValueError(
+        raise InputError(
             f"pooled_compare: {', '.join(refused)} cannot be set: "
             + "; ".join(_REFUSED[k] for k in refused)
         )
@@ -66,7 +67,10 @@ def pooled_compare_runs(
     diffs = None
     if not numeric.is_empty():
         if source is not None:
-            raise ValueError("pooled_compare: source= applies to 0/1 metrics only for now")
+            raise InputError(
+                "pooled_compare: source= applies to 0/1 metrics only for now; drop source= or "
+                "compare a 0/1 metric"
+            )
         runs = [r for cp in pairs.values() for r in cp]
         scores = store.sql(
             "select run_id, key, metric, value from int_key_scores "
@@ -94,10 +98,12 @@ def suite_pairs(store: ParquetStore, candidate: str, parent: str) -> dict[str, t
     for name, spec in (("candidate", candidate), ("parent", parent)):
         hits = runs.filter(_selector(spec) if "=" in spec else pl.col("run_id") == spec)
         if hits.is_empty():
-            raise ValueError(f"pooled_compare: {name} {spec!r} selects no run")
+            raise RunSelectionError(
+                f"pooled_compare: {name} {spec!r} selects no run (see 'hylo-analytics runs')"
+            )
         several = hits.group_by("benchmark_id", "split").len().filter(pl.col("len") > 1)
         if not several.is_empty():
-            raise ValueError(
+            raise RunSelectionError(
                 f"pooled_compare: {name} {spec!r} selects several runs of suite(s) "
                 f"{sorted(several['split'].fill_null('').to_list())}: add a field "
                 "(version=...) so each suite has one"
@@ -110,7 +116,7 @@ def suite_pairs(store: ParquetStore, candidate: str, parent: str) -> dict[str, t
     lone = joined.filter(pl.col("run_id").is_null() | pl.col("run_id_p").is_null())
     if not lone.is_empty():
         names = pl.coalesce("suite", "suite_p")
-        raise ValueError(
+        raise ComparabilityError(
             f"pooled_compare: suite(s) {sorted(lone.select(names)['suite'].to_list())} have "
             f"a run on one side only ({candidate!r} vs {parent!r}); select the same suites"
         )

@@ -32,6 +32,7 @@ from hylo_analytics.compare._prepare import Reducer, prepare_scores
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.compare.runs import _Reader
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
+from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, _check_level
@@ -160,9 +161,11 @@ def rank_policies(
     names = list(policies) if policies is not None else held
     missing = [p for p in names if p not in held]
     if missing:
-        raise ValueError(f"rank: no scores of {metric!r} for policies {missing}; have {held}")
+        raise SelectionError(f"rank: no scores of {metric!r} for policies {missing}; have {held}")
     if len(set(names)) < 2:
-        raise ValueError(f"rank: needs at least two policies, got {names}")
+        raise SelectionError(
+            f"rank: needs at least two policies, got {names}; select runs of two or more"
+        )
     base = base.filter(pl.col("_pol").is_in(names))
     rule = rule or StatisticalRule()
     boot = (n_resamples, level, seed)
@@ -200,7 +203,7 @@ def rank_runs(
     """
     bad = [c for c in [policy, *strata] if c not in _RUN_COLUMNS]
     if bad:
-        raise ValueError(f"rank: {bad} are not run fields; use {', '.join(_RUN_COLUMNS)}")
+        raise InputError(f"rank: {bad} are not run fields; use {', '.join(_RUN_COLUMNS)}")
     if runs is None:
         ids = store.sql("SELECT run_id FROM stg_runs ORDER BY run_id")["run_id"].to_list()
     else:
@@ -221,7 +224,7 @@ def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: s
     """The rows of ``metric`` with ``_pol`` (the policy) and ``_key`` (suite and key)."""
     missing = [c for c in ["key", "metric", "value", policy, *strata] if c not in scores.columns]
     if missing:
-        raise ValueError(f"rank: the scores lack column(s) {missing}; they have {scores.columns}")
+        raise InputError(f"rank: the scores lack column(s) {missing}; they have {scores.columns}")
     keep = [c for c in _KEEP if c in scores.columns]
     key = pl.concat_str([pl.col(c).cast(pl.String).fill_null("") for c in [*strata, "key"]],
                         separator=_SEP)  # fmt: skip

@@ -11,7 +11,7 @@ import pyarrow as pa
 from hylo_analytics._text import did_you_mean
 from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.errors import ComparabilityError
+from hylo_analytics.errors import ComparabilityError, InputError, RunSelectionError, SelectionError
 from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
@@ -96,7 +96,7 @@ def paired_inputs(
     have = read.columns(metrics)
     missing = [b for b in by if b not in have]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"compare: the scores have no column(s) {missing}{did_you_mean(missing, have)} "
             f"(by= takes a score column: {', '.join(have)})"
         )
@@ -108,7 +108,7 @@ def paired_inputs(
     )
     missing = sorted(set(runs) - set(meta["run_id"]))
     if missing:
-        raise ValueError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
+        raise RunSelectionError(f"no run(s) {missing} in the store (see 'hylo-analytics runs')")
     if kinds.filter(pl.col("run_id") == parent).is_empty() and metrics and "success" in metrics:
         # runs whose success has another name (inspect-robots: success_at_end), by the one rule
         named = success_metric(store, runs)
@@ -123,7 +123,7 @@ def paired_inputs(
                 {"p": parent},
             )["source"].to_list()
             if source not in sources:
-                raise ValueError(
+                raise SelectionError(
                     f"parent {parent!r} has no scores of source {source!r}"
                     f"{did_you_mean([source], sources)}; its sources are "
                     f"{', '.join(sources) or 'none'}"
@@ -132,7 +132,7 @@ def paired_inputs(
             "select distinct metric from int_scores_preferred where run_id = $p order by 1",
             {"p": parent},
         )["metric"].to_list()
-        raise ValueError(
+        raise SelectionError(
             f"parent {parent!r} has no scores"
             + (f" of source {source!r}" if source else "")
             + f" for {metrics}"

@@ -18,6 +18,7 @@ import polars as pl
 
 from hylo_analytics._harness import Errors
 from hylo_analytics.compare.runs import compare_runs
+from hylo_analytics.errors import SelectionError
 from hylo_analytics.stats.sequential import (
     DEFAULT_PRIOR,
     SequentialAlternative,
@@ -51,7 +52,7 @@ def paired_counts(
     )  # fmt: skip
     row = frame.filter((pl.col("level") == "overall") & (pl.col("metric") == metric))
     if row.height != 1:
-        raise ValueError(
+        raise SelectionError(
             f"expected one overall row for metric {metric!r}, got {row.height}: "
             f"does {candidate!r} share scored keys with {parent!r}?"
         )

@@ -58,6 +58,7 @@ from hylo_analytics._config import (
     expect_number,
     expect_str,
 )
+from hylo_analytics.errors import InputError
 
 __all__ = [
     "VERDICTS",
@@ -332,11 +333,11 @@ def _adjust_text(adjust: Adjust) -> str:
 
 def _check(alpha: float, margin: float | None, threshold: float) -> None:
     if not 0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 0.5), got {alpha!r}")
     if margin is not None and not margin > 0:
-        raise ValueError(f"the equivalence margin must be > 0 (or None), got {margin!r}")
+        raise InputError(f"the equivalence margin must be > 0 (or None), got {margin!r}")
     if threshold < 0:
-        raise ValueError(f"the noise threshold must be >= 0, got {threshold!r}")
+        raise InputError(f"the noise threshold must be >= 0, got {threshold!r}")
 
 
 def add_verdicts(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:

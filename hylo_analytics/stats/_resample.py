@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
+from hylo_analytics.errors import InputError
 from hylo_analytics.stats._coupled import _coupled_means
 from hylo_analytics.stats.intervals import _f
 from hylo_analytics.stats.methods import Seed
@@ -39,12 +40,14 @@ def _chunked_means(
     gsize = np.asarray(sizes, dtype=np.int64)
     ssize = gsize if strata_sizes is None else np.asarray(strata_sizes, dtype=np.int64)
     if np.any(gsize <= 0) or np.any(ssize <= 0) or ssize.sum() != len(x) or gsize.sum() != len(x):
-        raise ValueError("sizes and strata_sizes must be positive and each sum to len(values)")
+        raise InputError("sizes and strata_sizes must be positive and each sum to len(values)")
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     plain = len(ssize) == len(gsize)
     if squares and not plain:
-        raise ValueError("the resampled means of squares are not stratified")
+        raise InputError(
+            "the resampled means of squares are not stratified; call without strata_sizes"
+        )
     # Without strata each stratum is a group; 0/1 data and paired differences of it are
     # drawn as counts of their values, anything else by the shared weights.
     levels, codes = _small_levels(x) if plain else (None, None)
@@ -52,7 +55,7 @@ def _chunked_means(
     base = int(rng.integers(2**62))
     s_start = np.concatenate([[0], np.cumsum(ssize)])
     if not np.isin(np.cumsum(gsize), s_start).all():
-        raise ValueError("every group must end where one of its strata ends")
+        raise InputError("every group must end where one of its strata ends")
     s_sum = np.add.reduceat(x, s_start[:-1]) if len(x) else np.zeros(0)
     g_end = np.cumsum(gsize)
     strata_of_group = np.searchsorted(s_start[1:], g_end, side="left") + 1

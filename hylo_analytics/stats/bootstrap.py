@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 from hylo_analytics.stats._coupled import (  # noqa: F401  (tests read the two paths)
     _DEFAULT_MAX_BYTES,
     _coupled_means_general,
@@ -202,7 +203,7 @@ def bootstrap_test(
     the smallest p on the other (``1`` on both at ``null``). Empty groups get ``nan``.
     """
     if not levels:
-        raise ValueError("bootstrap_test needs at least one level")
+        raise InputError("bootstrap_test needs at least one level; pass levels=[0.95]")
     bounds, p = _bootstrap(
         values, sizes, levels, method, None, n_resamples, seed, binary, max_bytes, null
     )
@@ -226,7 +227,7 @@ def _bootstrap(
     for level in levels:
         _check_level(level)
     if method not in ("percentile", "bca", "studentized"):
-        raise ValueError(
+        raise InputError(
             f"bootstrap method must be 'percentile', 'bca' or 'studentized', got {method!r}"
         )
     x = _f(values)
@@ -244,13 +245,15 @@ def _bootstrap(
         return done()
     kept_sizes = size[keep]
     if strata_sizes is not None and not keep.all():
-        raise ValueError("stratified bootstrap needs every group to have values")
+        raise InputError(
+            "stratified bootstrap needs every group to have values; drop the empty groups first"
+        )
     starts = np.concatenate([[0], np.cumsum(kept_sizes)[:-1]])
     if binary is None:
         binary = bool(np.all((x == 0) | (x == 1)))
     if method == "studentized":
         if strata_sizes is not None:
-            raise ValueError("the studentized bootstrap is not stratified; use 'percentile'")
+            raise InputError("the studentized bootstrap is not stratified; use 'percentile'")
         bounds, p_t = _studentized(x, kept_sizes, levels, n_resamples, seed, max_bytes, null)
         for k, (lo_t, hi_t) in enumerate(bounds):
             low[k][keep], high[k][keep] = lo_t, hi_t

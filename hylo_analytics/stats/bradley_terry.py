@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from scipy import special
@@ -60,11 +61,11 @@ def bradley_terry(
     """
     w = np.array(wins, dtype=np.float64)
     if w.ndim < 2 or w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"wins must be (..., N, N), got shape {w.shape}")
+        raise InputError(f"wins must be (..., N, N), got shape {w.shape}")
     if not penalty > 0:
-        raise ValueError(f"penalty must be > 0 (a never-beaten policy is infinite), got {penalty}")
+        raise InputError(f"penalty must be > 0 (a never-beaten policy is infinite), got {penalty}")
     if (w < 0).any() or not np.isfinite(w).all():
-        raise ValueError("wins must be finite and >= 0")
+        raise InputError("wins must be finite and >= 0")
     n_items = w.shape[-1]
     w = w * (1 - np.eye(n_items))
     games = w + np.swapaxes(w, -1, -2)

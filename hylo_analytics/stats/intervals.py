@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from scipy import special, stats
@@ -200,4 +201,4 @@ def _f(a: ArrayLike) -> FloatArray:
 
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1 (exclusive), got {level!r}")
+        raise InputError(f"level must be between 0 and 1 (exclusive), got {level!r}")

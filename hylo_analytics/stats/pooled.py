@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 from hylo_analytics.stats.bootstrap import _row_quantiles, bootstrap_means
 from hylo_analytics.stats.methods import DEFAULT_SEED, Seed
 
@@ -72,7 +73,7 @@ def suite_weights(n: npt.ArrayLike, weights: Weighting = "suite") -> FloatArray:
     elif weights == "episodes":
         w = nn.copy()
     else:
-        raise ValueError(f"weights must be 'suite' or 'episodes', got {weights!r}")
+        raise InputError(f"weights must be 'suite' or 'episodes', got {weights!r}")
     total = w.sum()
     return w / total if total > 0 else w
 

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 from hylo_analytics.stats.significance import Alternative
 
 if TYPE_CHECKING:
@@ -90,9 +91,9 @@ class Plan:
     def __post_init__(self) -> None:
         need = {"binary": "discordance", "continuous": "sd"}.get(self.kind)
         if need is None:
-            raise ValueError(f"Plan.kind must be 'binary' or 'continuous', got {self.kind!r}")
+            raise InputError(f"Plan.kind must be 'binary' or 'continuous', got {self.kind!r}")
         if getattr(self, need) is None:
-            raise ValueError(f"a {self.kind} Plan needs {need}")
+            raise InputError(f"a {self.kind} Plan needs {need}")
 
     def __str__(self) -> str:
         if self.kind == "binary":
@@ -125,9 +126,9 @@ def discordance_from_marginals(p_parent: float, p_candidate: float, rho: float =
     """
     for name, p in (("p_parent", p_parent), ("p_candidate", p_candidate)):
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"{name} must be a success rate in [0, 1], got {p!r}")
+            raise InputError(f"{name} must be a success rate in [0, 1], got {p!r}")
     if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be a correlation in [-1, 1], got {rho!r}")
+        raise InputError(f"rho must be a correlation in [-1, 1], got {rho!r}")
     spread = math.sqrt(p_candidate * (1 - p_candidate) * p_parent * (1 - p_parent))
     p11 = p_candidate * p_parent + rho * spread
     p11 = min(max(p11, max(0.0, p_candidate + p_parent - 1.0)), min(p_candidate, p_parent))
@@ -147,7 +148,7 @@ def mcnemar_power(
     _check_binary(delta, discordance, alpha, alternative)
     _check_test(test)
     if n < 0:
-        raise ValueError(f"n must be a number of pairs >= 0, got {n!r}")
+        raise InputError(f"n must be a number of pairs >= 0, got {n!r}")
     return float(_power_grid(np.array([n]), delta, discordance, alpha, alternative, test)[0])
 
 
@@ -206,7 +207,7 @@ def minimum_detectable_effect(
     _check_binary(0.0, discordance, alpha, alternative)
     _check_target(power)
     if n < 1:
-        raise ValueError(f"n must be a number of pairs >= 1, got {n!r}")
+        raise InputError(f"n must be a number of pairs >= 1, got {n!r}")
 
     def gap(d: float) -> float:
         return mcnemar_power(n, d, discordance, alpha, alternative, test=test) - power
@@ -214,7 +215,7 @@ def minimum_detectable_effect(
     if gap(0.0) >= 0:  # a target at or below the size: no difference is needed
         return 0.0
     if gap(discordance) < 0:
-        raise ValueError(
+        raise InputError(
             f"{n} pairs cannot reach power {power} at discordance {discordance:.4g}: even a "
             f"difference of {discordance:.4g} (every discordant pair a win) falls short"
         )
@@ -317,7 +318,7 @@ def _score_critical(m: IntArray, level: float) -> IntArray:
 
 def _check_test(test: str) -> None:
     if test not in _BINARY_METHOD:
-        raise ValueError(f"test must be 'score' or 'exact', got {test!r}")
+        raise InputError(f"test must be 'score' or 'exact', got {test!r}")
 
 
 def _connor(delta: float, psi: float, alpha: float, power: float, alternative: str) -> int:
@@ -341,7 +342,7 @@ def paired_t_power(
     """Power of the paired t-test with ``n`` pairs: a noncentral t tail beyond the critical t."""
     _check_continuous(sd, alpha, alternative)
     if n < 2:
-        raise ValueError(f"the paired t-test needs n >= 2 pairs, got {n!r}")
+        raise InputError(f"the paired t-test needs n >= 2 pairs, got {n!r}")
     return float(_t_power(np.array([n]), delta, sd, alpha, alternative)[0])
 
 
@@ -378,7 +379,7 @@ def minimum_detectable_effect_continuous(
     _check_continuous(sd, alpha, alternative)
     _check_target(power)
     if n < 2:
-        raise ValueError(f"the paired t-test needs n >= 2 pairs, got {n!r}")
+        raise InputError(f"the paired t-test needs n >= 2 pairs, got {n!r}")
 
     def gap(d: float) -> float:
         return paired_t_power(n, d, sd, alpha, alternative) - power
@@ -518,7 +519,7 @@ def _detectable(delta: float, alternative: Alternative) -> float:
         return abs(delta)
     if delta > 0:
         return delta
-    raise ValueError(
+    raise InputError(
         f"delta must be > 0 to plan a one-sided test for an improvement, got {delta!r}"
         if alternative == "greater"
         else "delta must be non-zero: no number of pairs detects a difference of 0"
@@ -527,22 +528,22 @@ def _detectable(delta: float, alternative: Alternative) -> float:
 
 def _check_alpha_alternative(alpha: float, alternative: str) -> None:
     if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     if alternative not in ("greater", "two-sided"):
-        raise ValueError(f"alternative must be 'greater' or 'two-sided', got {alternative!r}")
+        raise InputError(f"alternative must be 'greater' or 'two-sided', got {alternative!r}")
 
 
 def _check_binary(delta: float, psi: float, alpha: float, alternative: str) -> None:
     _check_alpha_alternative(alpha, alternative)
     if not 0.0 <= psi <= 1.0:
-        raise ValueError(f"discordance must be a probability in (0, 1], got {psi!r}")
+        raise InputError(f"discordance must be a probability in (0, 1], got {psi!r}")
     if psi == 0.0:
-        raise ValueError(
+        raise InputError(
             "discordance 0 means every pair is a tie, and no number of pairs detects a "
             "difference; assume a discordance (see discordance_from_marginals)"
         )
     if not abs(delta) <= psi:
-        raise ValueError(
+        raise InputError(
             f"|delta| = {abs(delta):.4g} exceeds the discordance {psi:.4g}: a difference of "
             "success rates is at most the share of discordant pairs (delta = p10 - p01, "
             "discordance = p10 + p01)"
@@ -552,9 +553,9 @@ def _check_binary(delta: float, psi: float, alpha: float, alternative: str) -> N
 def _check_continuous(sd: float, alpha: float, alternative: str) -> None:
     _check_alpha_alternative(alpha, alternative)
     if not sd > 0 or math.isinf(sd):
-        raise ValueError(f"sd (of the paired differences) must be finite and > 0, got {sd!r}")
+        raise InputError(f"sd (of the paired differences) must be finite and > 0, got {sd!r}")
 
 
 def _check_target(power: float) -> None:
     if not 0.0 < power < 1.0:
-        raise ValueError(f"power (the target) must be in (0, 1), got {power!r}")
+        raise InputError(f"power (the target) must be in (0, 1), got {power!r}")

@@ -25,6 +25,7 @@ import polars as pl
 
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics._text import did_you_mean
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from scipy import special
@@ -46,13 +47,13 @@ class Reducer:
 
     def __post_init__(self) -> None:
         if self.name not in REDUCERS:
-            raise ValueError(
+            raise InputError(
                 f"unknown reducer {self.name!r}{did_you_mean([self.name], REDUCERS)}; known: "
                 f"{', '.join(REDUCERS)}"
             )
         needs_k = self.name in ("at_least", "pass_at_k")
         if needs_k != (self.k is not None) or (self.k is not None and self.k < 1):
-            raise ValueError(f"reducer {self.name!r}: k must be {'>= 1' if needs_k else 'None'}")
+            raise InputError(f"reducer {self.name!r}: k must be {'>= 1' if needs_k else 'None'}")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}({self.k})"

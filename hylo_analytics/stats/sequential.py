@@ -33,6 +33,7 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from scipy import special
@@ -64,19 +65,19 @@ _BISECTIONS = 60
 
 def _check(alternative: str, prior: tuple[float, float], alpha: float | None = None) -> None:
     if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+        raise InputError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
     if len(prior) != 2 or not all(np.isfinite(p) and p > 0 for p in prior):
-        raise ValueError(f"prior must be two positive Beta parameters (a, b), got {prior!r}")
+        raise InputError(f"prior must be two positive Beta parameters (a, b), got {prior!r}")
     if alpha is not None and not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
 def _counts(wins: npt.ArrayLike, losses: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     w, lo = np.broadcast_arrays(np.asarray(wins, np.float64), np.asarray(losses, np.float64))
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(lo))):
-        raise ValueError("wins and losses must be finite counts")
+        raise InputError("wins and losses must be finite counts")
     if np.any(w < 0) or np.any(lo < 0):
-        raise ValueError("wins and losses must be nonnegative counts")
+        raise InputError("wins and losses must be nonnegative counts")
     return w, lo
 
 
@@ -279,12 +280,12 @@ class SequentialTest:
 def _cumulative(name: str, values: npt.ArrayLike) -> IntArray:
     arr = np.atleast_1d(np.asarray(values))
     if arr.ndim != 1 or not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr % 1):
-        raise ValueError(f"{name} must be a 1-d array of nonnegative integer counts, got {arr!r}")
+        raise InputError(f"{name} must be a 1-d array of nonnegative integer counts, got {arr!r}")
     out = arr.astype(np.int64)
     down = np.flatnonzero(np.diff(out) < 0)
     if down.size:
         i = int(down[0]) + 1
-        raise ValueError(
+        raise InputError(
             f"{name} fell from {out[i - 1]} at look {i - 1} to {out[i]} at look {i}: the counts "
             "must be cumulative (pairs seen earlier were changed or removed)"
         )
@@ -314,12 +315,14 @@ def sequential_test(
     _check(alternative, prior, alpha)
     w, lo = _cumulative("wins", wins), _cumulative("losses", losses)
     if w.shape != lo.shape:
-        raise ValueError(f"wins has {w.size} looks but losses has {lo.size}")
+        raise InputError(
+            f"wins has {w.size} looks but losses has {lo.size}; give one count of each per look"
+        )
     pairs = None
     if n_pairs is not None:
         pairs = _cumulative("n_pairs", n_pairs)
         if pairs.shape != w.shape or np.any(pairs < w + lo):
-            raise ValueError("n_pairs must have one entry per look and be >= wins + losses")
+            raise InputError("n_pairs must have one entry per look and be >= wins + losses")
     low, high = confidence_sequence(w, lo, alpha=alpha, prior=prior)
     return SequentialTest(
         wins=w,

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from scipy import special, stats
@@ -54,7 +55,7 @@ _PERMUTATION_MAX = 13  # scipy: all 2**n sign flips when there are ties or zeros
 
 def _check_alternative(alternative: str) -> None:
     if alternative not in ("greater", "two-sided"):
-        raise ValueError(f"alternative must be 'greater' or 'two-sided', got {alternative!r}")
+        raise InputError(f"alternative must be 'greater' or 'two-sided', got {alternative!r}")
 
 
 def mcnemar_p(
@@ -231,7 +232,7 @@ def _family_ranks(
     else:
         codes = np.unique(np.asarray(families), return_inverse=True)[1].astype(np.int64).ravel()
         if codes.size != p.size:
-            raise ValueError("families must give one label per p-value")
+            raise InputError("families must give one label per p-value")
     order = np.lexsort((p, codes))
     fam = codes[order]
     counts = np.bincount(fam, minlength=int(fam.max(initial=-1)) + 1)

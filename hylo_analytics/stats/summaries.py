@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
-from hylo_analytics.errors import SingleRunError
+from hylo_analytics.errors import InputError, SingleRunError
 from hylo_analytics.stats.bootstrap import bootstrap_means
 from hylo_analytics.stats.intervals import _check_level, _f
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
@@ -96,7 +96,7 @@ def cell_resamples(
     x = _f(values)
     n = np.asarray(sizes, dtype=np.int64)
     if np.any(n <= 0) or n.sum() != len(x):
-        raise ValueError("sizes must be positive and sum to len(values)")
+        raise InputError("sizes must be positive and sum to len(values)")
     seeds = np.random.default_rng(seed).integers(2**62, size=len(n))
     starts = np.concatenate([[0], np.cumsum(n)[:-1]])
     out = np.empty((len(n), n_resamples))
@@ -210,7 +210,7 @@ def probability_of_improvement_ci(
 def _runs_by_task(scores_x: ArrayLike, scores_y: ArrayLike) -> tuple[FloatArray, FloatArray]:
     x, y = np.atleast_2d(_f(scores_x)), np.atleast_2d(_f(scores_y))
     if x.shape[1] != y.shape[1] or x.shape[1] == 0:
-        raise ValueError(
+        raise InputError(
             f"scores_x and scores_y must be (runs, tasks) on the same tasks, got {x.shape} "
             f"and {y.shape}"
         )
