@@ -27,6 +27,7 @@ from pathlib import Path
 import duckdb
 
 from hylo_analytics._resources import resource_dir
+from hylo_analytics.errors import ConfigError
 from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
 
 __all__ = [
@@ -236,7 +237,7 @@ def duckdb_threads() -> int:
     env = os.environ.get("HYLO_ANALYTICS_THREADS", "").strip()
     if env:
         if not env.isdigit() or int(env) < 1:
-            raise ValueError(f"HYLO_ANALYTICS_THREADS must be a positive integer, got {env!r}")
+            raise ConfigError("HYLO_ANALYTICS_THREADS", f"must be a positive integer, got {env!r}")
         return int(env)
     return os.cpu_count() or 1
 
@@ -248,8 +249,8 @@ def duckdb_memory_limit() -> str:
     env = os.environ.get("HYLO_ANALYTICS_MEMORY_LIMIT", "").strip()
     if env:
         if not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", env, re.IGNORECASE):
-            raise ValueError(
-                f"HYLO_ANALYTICS_MEMORY_LIMIT must be a size such as 4GB or 512MB, got {env!r}"
+            raise ConfigError(
+                "HYLO_ANALYTICS_MEMORY_LIMIT", f"must be a size such as 4GB or 512MB, got {env!r}"
             )
         return env
     try:
