@@ -11,6 +11,8 @@ the commits (:mod:`._commit`) and what the ingest did (:mod:`._report`). :mod:`.
 
 from __future__ import annotations
 
+import logging
+
 from hylo_analytics.ingest._driver import ingest_paths
 from hylo_analytics.ingest._reader import Reader
 from hylo_analytics.ingest._registry import READERS, detect
@@ -43,3 +45,6 @@ from hylo_analytics.ingest.traces import TRACE_FORMAT as TRACE_FORMAT
 from hylo_analytics.ingest.traces import TraceBatch as TraceBatch
 from hylo_analytics.ingest.traces import TraceRef as TraceRef
 from hylo_analytics.ingest.traces import iter_traces as iter_traces
+from hylo_analytics.store import Tombstone as Tombstone
+
+log = logging.getLogger(__name__)  # the ingest's own logger (the rooms log to it by name)
