@@ -145,3 +145,91 @@ def test_every_module_says_what_it_is_in_its_first_line() -> None:
         if not first.endswith("."):
             bad.append(f"{module}: {first or '(no docstring)'}")
     assert not bad, "first lines that are not a sentence:\n" + "\n".join(bad)
+
+
+def _runtime_imports(path: Path, known: set[str]) -> set[str]:
+    """The package modules ``path`` imports, at module level or in a function; imports under
+    ``if TYPE_CHECKING:`` are left out (they never run)."""
+
+    def type_checking(node: ast.If) -> bool:
+        t = node.test
+        return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+            isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+        )
+
+    found: set[str] = set()
+    todo: list[ast.AST] = [ast.parse(path.read_text())]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and type_checking(node):
+            todo += node.orelse
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith(PREFIX)}
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith(PREFIX)
+        ):
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+        todo += ast.iter_child_nodes(node)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                scc = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    scc.append(m)
+                    if m == node:
+                        break
+                if len(scc) > 1:
+                    out.append(sorted(scc))
+    return sorted(out)
+
+
+def test_no_module_is_in_an_import_cycle() -> None:
+    """Data flows one way inside a stage too: no module imports one that imports it back,
+    however indirectly (a function-level import counts: it runs, only later)."""
+    modules = _modules()
+    known = set(modules)
+    graph = {m: _runtime_imports(p, known) - {m} for m, p in modules.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}, "f": {"g"}, "g": {"f"}}
+    assert _cycles(graph) == [["a", "b", "c"], ["f", "g"]]

@@ -30,9 +30,19 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from hylo_analytics.errors import ConfigError
 from hylo_analytics.store import _process_start, process_alive
 
-__all__ = ["DB_NAME", "DIED", "MAX_ATTEMPTS", "Claims", "job_id", "shard_of"]
+__all__ = [
+    "DB_NAME",
+    "DIED",
+    "MAX_ATTEMPTS",
+    "Claims",
+    "claim_files",
+    "job_id",
+    "lease_seconds",
+    "shard_of",
+]
 
 DB_NAME = "_claims.sqlite"
 MAX_ATTEMPTS = 3
@@ -76,6 +86,34 @@ def shard_of(path: Path, shards: int) -> int:
     """The shard of an input file: a stable hash of its resolved path (machines sharing a
     filesystem must mount it at the same path)."""
     return zlib.crc32(str(path).encode()) % shards
+
+
+def lease_seconds() -> float:
+    """Seconds a worker's claims are held without a heartbeat (``HYLO_ANALYTICS_CLAIM_LEASE``,
+    default 60); a worker renews them every third of it."""
+    env = os.environ.get("HYLO_ANALYTICS_CLAIM_LEASE", "").strip()
+    try:
+        value = float(env) if env else 60.0
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(
+            "", f"HYLO_ANALYTICS_CLAIM_LEASE must be a number of seconds > 0, got {env!r}"
+        )
+    return value
+
+
+def claim_files(todo: int, workers: int) -> int:
+    """Files per claim: ``HYLO_ANALYTICS_CLAIM_FILES``, else about two claims per worker (at
+    most 1,000 files). Smaller claims lose less to a dead worker and cost a publish each."""
+    env = os.environ.get("HYLO_ANALYTICS_CLAIM_FILES", "").strip()
+    if not env:
+        return max(1, min(1000, -(-todo // (workers * 2))))
+    if not env.isdigit() or int(env) < 1:
+        raise ConfigError(
+            "", f"HYLO_ANALYTICS_CLAIM_FILES must be a whole number >= 1, got {env!r}"
+        )
+    return int(env)
 
 
 class Claims:
@@ -249,46 +287,3 @@ class _Txn:
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.con.execute("COMMIT" if kind is None else "ROLLBACK")
-
-
-def _main(argv: Sequence[str]) -> int:
-    """A worker process of ``ingest --workers N``: ``python -m hylo_analytics.ingest._claims
-    OPTIONS_JSON``. Its report is pickled to the file the options name (whole, by rename)."""
-    import pickle
-
-    from hylo_analytics.ingest import _claims, _work  # the module's Claims, not __main__'s
-    from hylo_analytics.store import ParquetStore
-
-    opts = json.loads(argv[0])
-    store = ParquetStore(opts["root"], create=False, threads=opts["threads"])
-    claims = _claims.Claims(store.root, opts["job"], lease=opts["lease"])
-    out = Path(opts["report"])
-    try:
-        result: object = _work(
-            store,
-            claims,
-            strict=opts["strict"],
-            replace=opts["replace"],
-            files=opts["files"],
-            size=opts["size"],
-            wait=False,
-            parent=opts["parent"],
-        )
-        code = 0
-    except Exception as exc:  # the parent raises it (a strict ingest's first bad item)
-        result, code = exc, 1
-    finally:
-        claims.close()
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        tmp.write_bytes(pickle.dumps(result))
-    except Exception:  # an exception that does not pickle: its text
-        tmp.write_bytes(pickle.dumps(RuntimeError(f"{type(result).__name__}: {result}")))
-    os.replace(tmp, out)
-    return code
-
-
-if __name__ == "__main__":
-    import sys
-
-    raise SystemExit(_main(sys.argv[1:]))

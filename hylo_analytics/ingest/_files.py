@@ -1,4 +1,4 @@
-"""Finding, stat-ing, reading and hashing source files, in a thread pool.
+"""Reading and hashing source files in a thread pool, and bounding their JSON before any parser.
 
 Reading bytes and hashing release the GIL, so two threads keep both cores busy; everything
 that looks *inside* the bytes happens later, vectorized, in DuckDB.
@@ -19,23 +19,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from hylo_analytics.ingest._report import Problem
-
 __all__ = [
-    "LOG_SUFFIXES",
     "MAX_DOC_BYTES",
     "MAX_FILE_BYTES",
     "MAX_JSON_DEPTH",
     "SourceFile",
     "deep_json",
-    "discover",
     "read_files",
     "split_lines",
     "too_deep",
 ]
-
-# Files a folder walk offers to the format detectors. Traces are reached through their logs.
-LOG_SUFFIXES = (".json", ".eval", ".jsonl", ".ndjson")
 
 
 def limit_from_env(name: str, default: int) -> int:
@@ -63,90 +56,6 @@ class SourceFile:
     sha256: str
     error: str | None = None
     refused: bool = False  # a symlink that leads out of the folder it must stay in
-
-
-def discover(
-    paths: Sequence[Path],
-    *,
-    traces_dirname: str = "episodes",
-    skipped: list[Problem] | None = None,
-    roots: dict[Path, Path] | None = None,
-) -> list[Path]:
-    """Files named directly, plus log-like files below folders, sorted, without duplicates.
-
-    Files under a folder named ``traces_dirname`` are traces: reached through their logs. A
-    symlinked folder is followed when it leads inside the folder being walked to a place the
-    walk would not reach itself (a hidden or traces folder); one whose target the walk reaches
-    anyway is left to the walk (no file twice); one leading outside is refused and, like a
-    cycle, recorded in ``skipped``. So is a symlinked *file* leading outside (a link to
-    ``/proc/self/environ`` or a private file is never read). ``roots`` receives, for each
-    file found in a folder, that folder's real path, for :func:`read_files` to check again
-    when it opens the file (the link may change in between).
-    """
-    found: set[Path] = set()
-    for p in paths:
-        if not p.is_dir():
-            found.add(p.absolute())  # named by the user: read wherever it leads
-            continue
-        top = os.path.realpath(p)
-        visited: set[str] = set()
-        walks = [Path(p)]
-        while walks:
-            start = walks.pop()
-            for root, dirs, files in os.walk(start):
-                real_root = os.path.realpath(root)
-                if real_root in visited:  # a second way into a folder already walked
-                    dirs[:] = []
-                    continue
-                visited.add(real_root)
-                keep = []
-                for d in sorted(dirs):
-                    if d == traces_dirname or d.startswith("."):
-                        continue
-                    if not os.path.islink(os.path.join(root, d)):
-                        keep.append(d)
-                        continue
-                    link = Path(root, d).absolute()
-                    why = _link_verdict(link, top, traces_dirname, visited)
-                    if why == "follow":
-                        walks.append(link)
-                    elif why and skipped is not None:
-                        skipped.append(Problem(str(link), None, None, why))
-                dirs[:] = keep
-                for f in files:
-                    if not f.endswith(LOG_SUFFIXES) or f.startswith("."):
-                        continue
-                    file = Path(root, f).absolute()
-                    if os.path.islink(file) and (why := _leaves(file, top, "file")):
-                        if skipped is not None:
-                            skipped.append(Problem(str(file), None, None, why))
-                        continue
-                    found.add(file)
-                    if roots is not None:
-                        roots[file] = Path(top)
-    return sorted(found)
-
-
-def _leaves(link: Path, top: str, kind: str) -> str | None:
-    """Why ``link`` (a symlinked file or folder) is not followed: its target is outside
-    ``top``; ``None`` when it stays inside."""
-    real = os.path.realpath(link)
-    if real == top or real.startswith(top.rstrip("/") + "/"):
-        return None
-    return f"symlinked {kind} leads to {real!r}, outside {top!r}: skipped"
-
-
-def _link_verdict(link: Path, top: str, traces_dirname: str, visited: set[str]) -> str | None:
-    """``"follow"``, ``None`` (the walk reaches its target itself) or why it is skipped."""
-    if why := _leaves(link, top, "folder"):
-        return why
-    real = os.path.realpath(link)
-    if real in visited:
-        return None
-    parts = Path(os.path.relpath(real, top)).parts
-    if any(x == traces_dirname or x.startswith(".") for x in parts if x != "."):
-        return "follow"  # the walk prunes its target: this link is the only way in
-    return None
 
 
 _KINDS = (

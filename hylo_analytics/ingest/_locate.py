@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from hylo_analytics.errors import InputError
+
 __all__ = ["field_line"]
 
 _STEP = re.compile(r"\.?([A-Za-z_][\w.-]*?)(?=\.|\[|$)|\[(\d+)\]")
@@ -41,7 +43,7 @@ class _Scanner:
         if c == '"':
             m = _STRING.match(self.text, self.pos)
             if m is None:
-                raise ValueError("unterminated string")
+                raise InputError("unterminated string")
             self.pos = m.end()
         elif c in "{[":
             close = "}" if c == "{" else "]"

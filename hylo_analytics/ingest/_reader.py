@@ -1,4 +1,4 @@
-"""The reader registry: one entry per source format, chosen by each file's content.
+"""The reader contract: a format's name, content test and batch parser, and the rows it returns.
 
 A reader is three things: a ``FORMAT`` name (stored in ``runs.source_format`` and
 ``ingested_files.format``), a cheap ``sniff(head, path)`` test on the file's first bytes, and a

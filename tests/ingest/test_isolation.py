@@ -316,7 +316,8 @@ def test_symlinked_file_outside_is_quarantined_unread_inside_is_read(
 def test_link_swapped_out_after_the_walk_is_refused_when_read(tmp_path: Path) -> None:
     """The walk's verdict is checked again when the file is opened: a link that leads out
     by then is refused unread (``read_files`` with the folder as root)."""
-    from hylo_analytics.ingest._files import discover, read_files
+    from hylo_analytics.ingest._files import read_files
+    from hylo_analytics.ingest._walk import discover
 
     folder, secret = tmp_path / "logs", tmp_path / "secret.json"
     folder.mkdir()
