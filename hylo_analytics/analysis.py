@@ -1,5 +1,6 @@
-"""One analysis spec (Autobench's shape): ``score``, ``derive``, ``post_derive``, ``verdict``,
-``policies``.
+"""One analysis spec run end to end (Autobench's shape).
+
+Its sections: ``score``, ``derive``, ``post_derive``, ``verdict``, ``policies``.
 
 ::
 

@@ -1,5 +1,7 @@
-"""Charts of a ranking (:func:`~hylo_analytics.compare.rank_policies`): the pairwise verdict
-heatmap and the Bradley-Terry strengths with their intervals."""
+"""Charts of a ranking: the pairwise verdict heatmap and the strengths with their intervals.
+
+The frames come from :func:`~hylo_analytics.compare.rank_policies` (Bradley-Terry strengths).
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from hylo_analytics.errors import InputNotFoundError
 from hylo_analytics.ingest._chunk import ingest_chunk
 from hylo_analytics.ingest._common import release_memory
 from hylo_analytics.ingest._files import read_files
@@ -57,7 +58,7 @@ def ingest_paths(
     t0 = time.perf_counter()
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
-        raise FileNotFoundError(
+        raise InputNotFoundError(
             f"no such file or folder: {', '.join(missing)} (nothing was ingested)"
         )
     if workers != 1 or shard is not None:
