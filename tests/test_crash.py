@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics import store as store_mod
 from hylo_analytics.ingest import ingest_paths
+from hylo_analytics.store import publish as store_mod
 from hylo_analytics.testing import SynthConfig, write_dataset
 
 

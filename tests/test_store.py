@@ -465,7 +465,7 @@ def test_staged_names_skip_a_writer_folder_removed_while_listing(
     """Another writer drops its staging folder after its publish while a batch number is
     being reserved: the listing skips it (``Path.glob`` raised FileNotFoundError there, and a
     sharded ingest failed under load)."""
-    from hylo_analytics import store as store_mod
+    from hylo_analytics.store import batches as store_mod
 
     staging = tmp_path / "_staging"
     (staging / "w-a" / f"{5:020d}.tmp").mkdir(parents=True)
