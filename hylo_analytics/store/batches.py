@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
 from hylo_analytics.errors import (
+    InputError,
     StoreWriteError,
 )
 
@@ -100,7 +101,7 @@ def _check_utf8(tables: Mapping[str, pa.Table]) -> None:
             try:
                 column.validate(full=True)
             except pa.ArrowInvalid as exc:
-                raise ValueError(
+                raise InputError(
                     f"refusing to commit table {name!r}: column {field.name!r} holds a string "
                     f"that is not valid UTF-8 ({exc}); nothing was written"
                 ) from None

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from hylo_analytics import _schema
+from hylo_analytics.errors import ConfigError
 from hylo_analytics.store import manifest as _manifest
 from hylo_analytics.store.batches import (
     _BATCHES,
@@ -40,7 +41,7 @@ def compact_at() -> int:
     env = os.environ.get("HYLO_ANALYTICS_COMPACT_AT", "").strip()
     if env:
         if not env.isdigit():
-            raise ValueError(f"HYLO_ANALYTICS_COMPACT_AT must be a whole number, got {env!r}")
+            raise ConfigError("", f"HYLO_ANALYTICS_COMPACT_AT must be a whole number, got {env!r}")
         return int(env)
     return COMPACT_AT
 

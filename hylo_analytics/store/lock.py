@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hylo_analytics import _atomic
 from hylo_analytics.errors import (
+    ConfigError,
     StoreLockedError,
 )
 from hylo_analytics.store.batches import _OWNER, _write_error
@@ -35,8 +36,8 @@ def stale_seconds() -> float:
     try:
         return float(env) if env else 600.0
     except ValueError:
-        raise ValueError(
-            f"HYLO_ANALYTICS_STALE_SECONDS must be a number of seconds, got {env!r}"
+        raise ConfigError(
+            "", f"HYLO_ANALYTICS_STALE_SECONDS must be a number of seconds, got {env!r}"
         ) from None
 
 
@@ -83,8 +84,8 @@ def lock_timeout_from_env() -> float | None:
     except ValueError:
         value = -1.0
     if not value >= 0:  # also NaN
-        raise ValueError(
-            f"HYLO_ANALYTICS_LOCK_TIMEOUT must be a number of seconds >= 0, got {env!r}"
+        raise ConfigError(
+            "", f"HYLO_ANALYTICS_LOCK_TIMEOUT must be a number of seconds >= 0, got {env!r}"
         )
     return value
 

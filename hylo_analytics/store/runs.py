@@ -7,6 +7,7 @@ import difflib
 import polars as pl
 
 from hylo_analytics.errors import (
+    InputError,
     RunSelectionError,
 )
 
@@ -59,7 +60,7 @@ def _selector(spec: str) -> pl.Expr:
         field, sep, value = part.partition("=")
         field, value = field.strip(), value.strip()
         if not sep or field not in RUN_FIELDS or not value:
-            raise ValueError(
+            raise InputError(
                 f"run selector {spec!r}: expected field=value pairs joined by commas, fields "
                 f"{', '.join(RUN_FIELDS)}; got {part.strip()!r}"
             )

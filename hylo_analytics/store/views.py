@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import default_registry
 
 # The natural names are the current rows; raw history keeps its ``raw_`` prefix.
@@ -61,5 +62,5 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 def _ident(name: str) -> str:
     if not name.replace("_", "").isalnum():
-        raise ValueError(f"not a table or view name: {name!r}")
+        raise InputError(f"not a table or view name: {name!r}")
     return name
