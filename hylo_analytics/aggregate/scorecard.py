@@ -178,6 +178,9 @@ def scorecard(
     frame with ``run_id``, ``metric`` and ``value``. The other options are
     :func:`~hylo_analytics.aggregate.aggregate_scores`'s.
     """
+    from hylo_analytics.store import unwrap_store
+
+    scores = unwrap_store(scores)  # a Store (the facade) holds its ParquetStore
     reg, specs = _selected(metrics, registry)
     frame, run_ids = _scores(scores, runs, source)
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))

@@ -52,7 +52,13 @@ from hylo_analytics.store.lock import (
     stale_seconds,
 )
 from hylo_analytics.store.manifest import ManifestError, StoreError
-from hylo_analytics.store.parquet import ParquetStore, as_parquet, commit_scores, pinned
+from hylo_analytics.store.parquet import (
+    ParquetStore,
+    as_parquet,
+    commit_scores,
+    pinned,
+    unwrap_store,
+)
 from hylo_analytics.store.runs import FEW_RUNS, RUN_FIELDS, _selector
 from hylo_analytics.store.views import FRIENDLY_NAMES, _metric_specs_sql
 
@@ -83,4 +89,5 @@ __all__ = [
     "pinned",
     "process_alive",
     "stale_seconds",
+    "unwrap_store",
 ]

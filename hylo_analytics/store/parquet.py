@@ -44,6 +44,18 @@ def as_parquet(store: Any) -> ParquetStore:
     raise InputTypeError(f"expected a store (open_store(PATH)), got {type(store).__name__}")
 
 
+_T = TypeVar("_T")
+
+
+def unwrap_store(obj: _T) -> _T | ParquetStore:
+    """``obj``, or the :class:`ParquetStore` it holds when it is a facade (a ``Store``).
+
+    For functions that take a store or a frame and tell them apart with ``isinstance``.
+    """
+    inner = getattr(obj, "parquet", None)
+    return inner if isinstance(inner, ParquetStore) else obj
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 

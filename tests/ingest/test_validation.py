@@ -51,12 +51,12 @@ def _quarantine(store: ha.Store) -> list[dict]:
 
 def _every_view_answers(store: ha.Store) -> None:
     """Each view of the store can be read whole (a bad string in Parquet fails them all)."""
-    views = store.con.execute(
+    views = store.parquet.con.execute(
         "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
     ).fetchall()
     assert views
     for (name,) in views:
-        store.con.execute(f'SELECT * FROM "{name}"').fetchall()
+        store.parquet.con.execute(f'SELECT * FROM "{name}"').fetchall()
 
 
 def _ingest(tmp_path: Path, name: str, data: bytes) -> tuple[ha.Store, Path, list[dict]]:
