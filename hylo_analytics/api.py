@@ -84,6 +84,17 @@ class Store:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
 
+    if not TYPE_CHECKING:  # at run time only: mypy keeps refusing the names Store lacks
+
+        def __getattr__(self, name: str) -> Any:
+            # only for names not found: the persistence layer's, which moved behind .parquet
+            if not name.startswith("__") and hasattr(ParquetStore, name):
+                raise AttributeError(
+                    f"Store.{name} is the persistence layer's: use store.parquet.{name} "
+                    "(Store holds the user's verbs; see docs/architecture.md)"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # -- reading -------------------------------------------------------------------------
 
     def sql(

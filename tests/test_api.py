@@ -20,6 +20,8 @@ def test_the_facade_holds_a_parquet_store_and_hides_its_machinery(tmp_path: Path
     assert store.root == store.parquet.root and not store.exists
     for name in ("commit", "publish", "lock", "con", "discard", "manifest"):
         assert not hasattr(store, name), name
+    with pytest.raises(AttributeError, match=r"use store\.parquet\.commit"):
+        store.commit  # noqa: B018
 
 
 def test_no_verb_takes_options_it_does_not_name() -> None:
