@@ -66,7 +66,7 @@ def test_compaction_keeps_every_row_and_every_answer(
     assert _raw_counts(store) == raw  # superseded rows are history, and history is kept
     assert store_checksums(store.parquet) == answers
     assert store_checksums(reader.parquet) == answers  # the reader re-reads the new manifest
-    assert reader.parquet.manifest.batches == store.manifest.batches
+    assert reader.parquet.manifest.batches == store.parquet.manifest.batches
     assert store.parquet.manifest.current_schemas
     # the merged batches stay on disk, retired, until no query can be reading them
     on_disk = {p.name for p in (store.root / "batches").iterdir()}
@@ -103,7 +103,7 @@ def test_commits_compact_past_the_threshold(
     store.score()
     assert [b.level for b in store.parquet.manifest.batches if b.seq] == [1, 1, 0]
     expected.score()
-    assert store_checksums(store.parquet) == store_checksums(expected)
+    assert store_checksums(store.parquet) == store_checksums(expected.parquet)
     assert _raw_counts(store) == _raw_counts(expected)
 
 
