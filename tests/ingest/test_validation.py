@@ -291,7 +291,7 @@ def test_commit_refuses_a_string_that_is_not_utf8(tmp_path: Path) -> None:
     """The last line of defence: nothing written, nothing published, the store still reads."""
     store = ha.open_store(tmp_path / "store")
     store.ingest(_good(tmp_path), progress=False)
-    ps: ParquetStore = store
+    ps: ParquetStore = store.parquet
     before = sorted(p.name for p in (tmp_path / "store").rglob("*"))
     version = ps.data_version()
     # "bad\xed\xa0\x80": a surrogate encoded as if it were a character (CESU-8)
