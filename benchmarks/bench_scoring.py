@@ -90,7 +90,7 @@ def main() -> None:
             write_dataset(root / "data", cfg)
             ha.open_store(root / "store").ingest(root / "data", progress=False)
         store = ha.open_store(root / "store")
-        n_ep, n_ev = store.con.execute(
+        n_ep, n_ev = store.parquet.con.execute(
             "select (select count(*) from stg_samples), (select count(*) from stg_events)"
         ).fetchall()[0]
         print(f"dataset: {n_ep} episodes, {n_ev} events (setup {time.perf_counter() - t0:.1f}s)")
@@ -101,11 +101,11 @@ def main() -> None:
             rows, *_ = compute_scores(store, BUILTINS)
             fast.append(time.perf_counter() - t0)
 
-        samples = store.con.execute(
+        samples = store.parquet.con.execute(
             "select run_id, key, episode_id, status, trace_status from stg_samples"
         ).fetchall()
         t0 = time.perf_counter()
-        events = store.con.execute(
+        events = store.parquet.con.execute(
             "select run_id, episode_id, idx, type, reward, success, latency_ms, status "
             "from stg_events"
         ).fetchall()

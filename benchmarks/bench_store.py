@@ -72,7 +72,7 @@ def _child(kind: str, root: str) -> None:
     else:
         files = [
             str(store.root / "batches" / b.name / "scores.parquet")
-            for b in store.manifest.batches
+            for b in store.parquet.manifest.batches
             if (store.root / "batches" / b.name / "scores.parquet").exists()
         ]
         scores = pl.scan_parquet(files).filter(pl.col("metric") == "success")
@@ -197,7 +197,7 @@ def run(small: bool) -> list[dict[str, Any]]:
         build = time.perf_counter() - t0
         print(
             f"built {n_runs} runs by {n_runs} ingests in {build:.1f} s "
-            f"({len(store.manifest.batches)} batches after automatic compaction)"
+            f"({len(store.parquet.manifest.batches)} batches after automatic compaction)"
         )
 
         def one_more(target: Path, folder: Path) -> float:
@@ -252,8 +252,8 @@ def run(small: bool) -> list[dict[str, Any]]:
         )
 
         compacted = ha.open_store(shutil.copytree(base / "store", base / "compacted"))
-        with compacted.lock():
-            compacted.compact()
+        with compacted.parquet.lock():
+            compacted.parquet.compact()
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
         for name, query in _queries(store, ids).items():
             ref_q = _queries(compacted, ids)[name]
@@ -264,7 +264,7 @@ def run(small: bool) -> list[dict[str, Any]]:
                 {
                     "goal": "4 stays fast",
                     "workload": f"{name}, after {n_runs} ingests "
-                    f"({len(store.manifest.batches)} batches)",
+                    f"({len(store.parquet.manifest.batches)} batches)",
                     "hylo_s": got,
                     "reference": "the same store compacted into one batch",
                     "reference_s": ref,

@@ -32,7 +32,7 @@ def listing() -> list[str]:
             store.declare_parent([r for r in runs if r != parent], parent)
         lines = [
             f"{name:28} {rows:8d} rows  {digest}"
-            for name, (rows, digest) in store_checksums(store).items()
+            for name, (rows, digest) in store_checksums(store.parquet).items()
         ]
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
         answers = {

@@ -277,6 +277,9 @@ def run_analysis(
     A dry run computes every section as a real run would: the rows it would write are kept as
     ``pending`` score rows that later sections read in place of the stored rows they replace.
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     if runs is not None:
         runs = store.resolve_runs(runs)  # ids, unique prefixes or selectors, once for all
     pending: list[pa.Table] = []

@@ -1,39 +1,159 @@
-"""The user-facing store: the Parquet store plus the pipeline's verbs.
+"""The user-facing store: a facade holding a Parquet store, with the pipeline's verbs.
 
 :class:`~hylo_analytics.store.ParquetStore` is persistence only (tables, commits, the lock,
-SQL), so every stage can depend on it without an import cycle. :class:`Store` adds the verbs a
-user reaches for (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``,
-``flips``, ``rank``, ``declare_parent``, ``report``) as thin calls into the stages; it sits above all of them and nothing in the
-package imports it.
+SQL), so every stage can depend on it without an import cycle. :class:`Store` holds one (as
+:attr:`Store.parquet`, for power users and tests) and exposes only the verbs a user reaches for
+(``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``, ``flips``,
+``rank``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the explicit
+keywords of the stage function it calls; it sits above all of them and nothing in the package
+imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hylo_analytics.store import ParquetStore
+from hylo_analytics.errors import SelectionError
+from hylo_analytics.store import CompactionReport, ParquetStore
 
 if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store stays cheap
     import polars as pl
+    import pyarrow as pa
 
     from hylo_analytics._harness import Errors
+    from hylo_analytics.aggregate._engine import CIMethod
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
     from hylo_analytics.aggregate.summaries import TaskSummaries
+    from hylo_analytics.compare.engine import CiMethod, Family, Reducer
     from hylo_analytics.compare.ranking import Ranking
+    from hylo_analytics.compare.verdicts import Rule
     from hylo_analytics.ingest import IngestReport
+    from hylo_analytics.metrics import Direction, MetricRegistry
     from hylo_analytics.report import ComparisonReport
     from hylo_analytics.scoring import ScorersArg, ScoringReport
     from hylo_analytics.scoring.graders import Grader, GradingReport
+    from hylo_analytics.stats.bootstrap import Seed
+    from hylo_analytics.stats.reducers import Reducer as EpochReducer
+    from hylo_analytics.stats.significance import Alternative
 
 __all__ = ["Store", "open_store"]
 
+# The engine's defaults, as plain values: importing them would import scipy on open_store.
+# Pinned to the engine's own by tests/test_api.py.
+DEFAULT_LEVEL = 0.95  # stats.intervals.DEFAULT_LEVEL
+DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
+DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
+TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS
+_OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
-class Store(ParquetStore):
-    """A store you can ingest into, score, aggregate and compare (see the module docstring)."""
+
+class Store:
+    """A store you can ingest into, score, aggregate and compare (see the module docstring).
+
+    ``Store(path)`` opens the store at ``path`` as :func:`open_store` does (same keywords).
+    :attr:`parquet` is the :class:`~hylo_analytics.store.ParquetStore` it holds: commits, the
+    writer lock and the DuckDB connection, for power users and tests; the stage functions
+    (``compare_runs``, ``aggregate_scores``, ...) accept a ``Store`` where they take a store.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        threads: int | None = None,
+        create: bool = True,
+        lock_timeout: float | None = None,
+    ) -> None:
+        self.parquet = ParquetStore(root, threads=threads, create=create, lock_timeout=lock_timeout)
+
+    @property
+    def root(self) -> Path:
+        """The store's folder."""
+        return self.parquet.root
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store is on disk (a store opened at an empty folder is made by its
+        first write)."""
+        return self.parquet.exists
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+    if not TYPE_CHECKING:  # at run time only: mypy keeps refusing the names Store lacks
+
+        def __getattr__(self, name: str) -> Any:
+            # only for names not found: the persistence layer's, which moved behind .parquet
+            if not name.startswith("__") and hasattr(ParquetStore, name):
+                raise AttributeError(
+                    f"Store.{name} is the persistence layer's: use store.parquet.{name} "
+                    "(Store holds the user's verbs; see docs/architecture.md)"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sql(
+        self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> pl.DataFrame:
+        """Run ``query`` against the store's views (and any :meth:`register`-ed frame) and
+        return a polars frame; see :meth:`ParquetStore.sql`."""
+        return self.parquet.sql(query, params)
+
+    def table(self, name: str) -> pl.LazyFrame:
+        """The current rows of a table (``runs``, ``samples``, ...) or any view, lazily."""
+        return self.parquet.table(name)
+
+    def runs(self) -> pl.DataFrame:
+        """One row per run with its sample counts, newest first."""
+        return self.parquet.runs()
+
+    def resolve_run(self, spec: str) -> str:
+        """The one run ``spec`` names: a run id, a unique id prefix, or a selector
+        (``agent=xvla,benchmark=libero_spatial``); see :meth:`ParquetStore.resolve_run`."""
+        return self.parquet.resolve_run(spec)
+
+    def resolve_runs(self, specs: Sequence[str]) -> list[str]:
+        """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats."""
+        return self.parquet.resolve_runs(specs)
+
+    def register(self, name: str, frame: pl.DataFrame | pl.LazyFrame | pa.Table) -> None:
+        """Make ``frame`` queryable as ``name`` in :meth:`sql`, beside the store's views.
+
+        For joining rows of your own (a list of episodes, labels) with the store in SQL:
+        ``store.register("episodes", frame)`` then ``store.sql("... join episodes ...")``.
+        The frame is never written to the store; registering a name again replaces it, and
+        a view's name (``runs``) is refused.
+        """
+        self.parquet.register(name, frame)
+
+    def unregister(self, name: str) -> None:
+        """Forget a frame :meth:`register` made queryable."""
+        self.parquet.unregister(name)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """Pin one published state for several reads: a commit landing meanwhile is not seen
+        (see :meth:`ParquetStore.snapshot`)."""
+        with self.parquet.snapshot():
+            yield self
+
+    def data_version(self) -> int:
+        """The newest published commit: it changes whenever the store's rows may have."""
+        return self.parquet.data_version()
+
+    def compact(self, *, lock_timeout: float | None = None) -> CompactionReport:
+        """Merge every batch into one under the writer lock; nothing is dropped (see
+        :meth:`ParquetStore.compact`)."""
+        with self.parquet.lock_timeout_for(lock_timeout), self.parquet.lock():
+            return self.parquet.compact()
+
+    # -- the pipeline --------------------------------------------------------------------
 
     def ingest(
         self,
@@ -60,9 +180,9 @@ class Store(ParquetStore):
 
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
-        with self.lock_timeout_for(lock_timeout):
+        with self.parquet.lock_timeout_for(lock_timeout):
             return ingest_paths(
-                self,
+                self.parquet,
                 [Path(p) for p in paths],
                 strict=strict,
                 progress=progress,
@@ -84,8 +204,8 @@ class Store(ParquetStore):
         """
         from hylo_analytics.scoring import score_store
 
-        with self.lock_timeout_for(lock_timeout):
-            return score_store(self, scorers, runs)
+        with self.parquet.lock_timeout_for(lock_timeout):
+            return score_store(self.parquet, scorers, runs)
 
     def grade(
         self,
@@ -99,23 +219,64 @@ class Store(ParquetStore):
         :func:`hylo_analytics.scoring.graders.run_grader`."""
         from hylo_analytics.scoring.graders import run_grader
 
-        with self.lock_timeout_for(lock_timeout):
-            return run_grader(self, grader, runs, rescore=rescore)
+        with self.parquet.lock_timeout_for(lock_timeout):
+            return run_grader(self.parquet, grader, runs, rescore=rescore)
 
-    def aggregate(self, by: Sequence[str] = ("run_id",), **options: Any) -> pl.DataFrame:
-        """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores."""
+    def aggregate(
+        self,
+        by: Sequence[str] = ("run_id",),
+        metrics: Sequence[str] | None = None,
+        statistics: Sequence[str] | None = None,
+        ci: CIMethod | Mapping[str, CIMethod] = "auto",
+        level: float = DEFAULT_LEVEL,
+        *,
+        seed: Seed = 0,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        reducer: str | EpochReducer | None = "mean",
+        stratify: str | None = None,
+        cluster: str | None = None,
+        optimality_threshold: float = 1.0,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+        runs: Sequence[str] | None = None,
+        errors: Errors | None = None,
+        reduce: Any = _OMITTED,
+    ) -> pl.DataFrame:
+        """:func:`~hylo_analytics.aggregate.aggregate_scores` over the resolved scores (the
+        keywords are its own; ``reduce=`` is the deprecated name of ``reducer=``)."""
         from hylo_analytics.aggregate import aggregate_scores
 
-        return aggregate_scores(self, by, **options)
+        old = {} if reduce is _OMITTED else {"reduce": reduce}
+        return aggregate_scores(
+            self.parquet, by, metrics, statistics, ci, level, seed=seed, n_resamples=n_resamples,
+            reducer=reducer, stratify=stratify, cluster=cluster,
+            optimality_threshold=optimality_threshold, source=source, registry=registry,
+            runs=runs, errors=errors, **old,
+        )  # fmt: skip
 
     def scorecard(
-        self, runs: Sequence[str] | str | None = None, metrics: MetricsArg = None, **options: Any
+        self,
+        runs: Sequence[str] | str | None = None,
+        metrics: MetricsArg = None,
+        *,
+        registry: MetricRegistry | None = None,
+        ci: CIMethod = "auto",
+        level: float = DEFAULT_LEVEL,
+        seed: Seed = 0,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        reducer: str | None = "mean",
+        source: str | Sequence[str] | None = None,
+        reduce: Any = _OMITTED,
     ) -> Scorecard:
         """Each run's metrics as their specs declare (aggregator, statistics, weight, primary)
         and one weighted score per run; see :func:`hylo_analytics.aggregate.scorecard`."""
         from hylo_analytics.aggregate.scorecard import scorecard
 
-        return scorecard(self, runs, metrics, **options)
+        old = {} if reduce is _OMITTED else {"reduce": reduce}
+        return scorecard(
+            self.parquet, runs, metrics, registry=registry, ci=ci, level=level, seed=seed,
+            n_resamples=n_resamples, reducer=reducer, source=source, **old,
+        )  # fmt: skip
 
     def summarize(
         self,
@@ -124,7 +285,13 @@ class Store(ParquetStore):
         by: Sequence[str] = ("agent_name",),
         metric: str = "success",
         errors: Errors | None = None,
-        **options: Any,
+        task: Sequence[str] = TASK_COLUMNS,
+        taus: Sequence[float] | None = None,
+        level: float = DEFAULT_LEVEL,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: Seed = 0,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
     ) -> TaskSummaries:
         """Each ``by`` group's IQM and mean across tasks, performance profile and P(X > Y),
         with stratified bootstrap intervals; see :func:`hylo_analytics.aggregate.task_summaries`.
@@ -134,8 +301,11 @@ class Store(ParquetStore):
         """
         from hylo_analytics.aggregate.summaries import select_runs, task_summaries
 
-        ids = None if runs is None else select_runs(self, runs)
-        return task_summaries(self, by=by, metric=metric, runs=ids, errors=errors, **options)
+        ids = None if runs is None else select_runs(self.parquet, runs)
+        return task_summaries(
+            self.parquet, by=by, metric=metric, runs=ids, errors=errors, task=task, taus=taus,
+            level=level, n_resamples=n_resamples, seed=seed, source=source, registry=registry,
+        )  # fmt: skip
 
     def compare(
         self,
@@ -146,17 +316,33 @@ class Store(ParquetStore):
         by: Sequence[str] = (),
         source: str | None = None,
         force: bool = False,
-        **options: Any,
+        reducer: Reducer | None = "mean",
+        pair_on_epoch: bool = False,
+        alternative: Alternative = "greater",
+        mid_p: bool = False,
+        directions: Mapping[str, Direction] | None = None,
+        ci: CiMethod = "auto",
+        n_resamples: int = DEFAULT_RESAMPLES,
+        level: float = DEFAULT_LEVEL,
+        seed: int = 0,
+        rule: Rule | None = None,
+        family: Family = "comparison",
+        errors: Errors | None = None,
+        errors_as_failures: bool | None = None,
     ) -> pl.DataFrame:
         """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
 
-        See :func:`hylo_analytics.compare.compare_runs` for the options and the gate.
+        See :func:`hylo_analytics.compare.compare_runs` for the gate and
+        :func:`~hylo_analytics.compare.compare_scores` for the other keywords.
         """
         from hylo_analytics.compare import compare_runs
 
         return compare_runs(
-            self, candidates, parent, metrics=metrics, by=by, source=source, force=force, **options
-        )
+            self.parquet, candidates, parent, metrics=metrics, by=by, source=source, force=force,
+            reducer=reducer, pair_on_epoch=pair_on_epoch, alternative=alternative, mid_p=mid_p,
+            directions=directions, ci=ci, n_resamples=n_resamples, level=level, seed=seed,
+            rule=rule, family=family, errors=errors, errors_as_failures=errors_as_failures,
+        )  # fmt: skip
 
     def rank(
         self,
@@ -165,16 +351,29 @@ class Store(ParquetStore):
         policy: str = "agent_name",
         strata: Sequence[str] = ("benchmark_id", "split"),
         metric: str = "success",
-        **options: Any,
+        source: str | None = None,
+        policies: Sequence[str] | None = None,
+        directions: Mapping[str, Direction] | None = None,
+        rule: Rule | None = None,
+        errors: Errors | None = None,
+        reducer: Reducer | None = "mean",
+        penalty: float = DEFAULT_PENALTY,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        level: float = DEFAULT_LEVEL,
+        seed: int = 0,
     ) -> Ranking:
         """N policies ranked with the uncertainty of the ranking: the pairwise matrix (Holm
         over all pairs), rank sets and Bradley-Terry strengths with bootstrap intervals.
 
-        See :func:`hylo_analytics.compare.rank_runs` (and ``rank_policies`` for the options).
+        See :func:`hylo_analytics.compare.rank_runs` (and ``rank_policies`` for the keywords).
         """
         from hylo_analytics.compare import rank_runs
 
-        return rank_runs(self, runs, policy=policy, strata=strata, metric=metric, **options)
+        return rank_runs(
+            self.parquet, runs, policy=policy, strata=strata, metric=metric, source=source,
+            policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
+            penalty=penalty, n_resamples=n_resamples, level=level, seed=seed,
+        )  # fmt: skip
 
     def flips(
         self,
@@ -184,7 +383,10 @@ class Store(ParquetStore):
         metrics: Sequence[str] | None = ("success",),
         source: str | None = None,
         force: bool = False,
-        **options: Any,
+        reducer: Reducer | None = "mean",
+        pair_on_epoch: bool = False,
+        directions: Mapping[str, Direction] | None = None,
+        errors: Errors | None = None,
     ) -> pl.DataFrame:
         """The keys that flipped between ``parent`` and each candidate, per task, each with
         its links (episode ids, sample id, source files): the rows behind :meth:`compare`'s
@@ -192,8 +394,9 @@ class Store(ParquetStore):
         from hylo_analytics.compare import flip_runs
 
         return flip_runs(
-            self, candidates, parent, metrics=metrics, source=source, force=force, **options
-        )
+            self.parquet, candidates, parent, metrics=metrics, source=source, force=force,
+            reducer=reducer, pair_on_epoch=pair_on_epoch, directions=directions, errors=errors,
+        )  # fmt: skip
 
     def pooled_compare(
         self,
@@ -204,18 +407,30 @@ class Store(ParquetStore):
         weights: Literal["suite", "episodes"] = "suite",
         source: str | None = None,
         force: bool = False,
-        **options: Any,
+        reducer: Reducer | None = "mean",
+        alternative: Alternative = "greater",
+        mid_p: bool = False,
+        directions: Mapping[str, Direction] | None = None,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        level: float = DEFAULT_LEVEL,
+        seed: int = 0,
+        rule: Rule | None = None,
+        errors: Errors | None = None,
+        errors_as_failures: bool | None = None,
     ) -> pl.DataFrame:
         """The runs ``candidate`` selects (``agent=xvla``) against those ``parent`` selects,
         paired by suite (benchmark, split) and by key: the suite rows and one pooled row.
 
-        See :func:`hylo_analytics.compare.pooled_compare_runs`.
+        See :func:`hylo_analytics.compare.pooled_compare_runs` (``by``, ``ci``, ``family`` and
+        ``pair_on_epoch`` are not keywords here: the suites are the groups).
         """
         from hylo_analytics.compare import pooled_compare_runs
 
         return pooled_compare_runs(
-            self, candidate, parent, metrics=tuple(metrics), weights=weights, source=source,
-            force=force, **options,
+            self.parquet, candidate, parent, metrics=tuple(metrics), weights=weights,
+            source=source, force=force, reducer=reducer, alternative=alternative, mid_p=mid_p,
+            directions=directions, n_resamples=n_resamples, level=level, seed=seed, rule=rule,
+            errors=errors, errors_as_failures=errors_as_failures,
         )  # fmt: skip
 
     def declare_parent(
@@ -237,10 +452,12 @@ class Store(ParquetStore):
 
         if isinstance(candidates, str):
             candidates = [candidates]
-        ids = self.resolve_runs([parent, *candidates])
+        ids = self.parquet.resolve_runs([parent, *candidates])
         parent_id, cands = ids[0], [c for c in ids[1:] if c != ids[0]]
         if not cands:
-            raise ValueError(f"no candidate other than the parent {parent_id!r}: nothing declared")
+            raise SelectionError(
+                f"no candidate other than the parent {parent_id!r}: nothing declared"
+            )
         now = datetime.now(UTC)
         table = pa.table(
             {
@@ -249,14 +466,33 @@ class Store(ParquetStore):
                 "declared_at": pa.array([now] * len(cands), pa.timestamp("us", tz="UTC")),
             }
         )
-        with self.lock_timeout_for(lock_timeout), self.lock():
-            return self.commit({"comparisons": table})
+        with self.parquet.lock_timeout_for(lock_timeout), self.parquet.lock():
+            return self.parquet.commit({"comparisons": table})
 
-    def report(self, candidate: str, parent: str, **options: Any) -> ComparisonReport:
-        """The comparison report of ``candidate`` against ``parent`` (see ``build_report``)."""
+    def report(
+        self,
+        candidate: str,
+        parent: str,
+        *,
+        metric: str = "success",
+        redact: bool = False,
+        rule: Rule | None = None,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: int = 0,
+        force: bool = False,
+        directions: Mapping[str, Direction] | None = None,
+        family: Family = "comparison",
+        errors: Errors | None = None,
+    ) -> ComparisonReport:
+        """The comparison report of ``candidate`` against ``parent``; see
+        :func:`~hylo_analytics.report.build_report` and ``report_frames`` for the keywords."""
         from hylo_analytics.report import build_report
 
-        return build_report(self, candidate, parent, **options)
+        return build_report(
+            self.parquet, candidate, parent, metric=metric, redact=redact, rule=rule,
+            n_resamples=n_resamples, seed=seed, force=force, directions=directions,
+            family=family, errors=errors,
+        )  # fmt: skip
 
 
 def open_store(

@@ -115,6 +115,9 @@ def export_evallog(
     With ``traces=True`` (v0.1 and v0.2), each sample's trace is written from the stored
     event lines to ``<path's folder>/<its relative path>``.
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     if version not in ("v0.1", "v0.2"):
         raise InputError(f"version {version!r}: expected 'v0.1' or 'v0.2'")
     con = store.con

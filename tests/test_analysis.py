@@ -82,8 +82,8 @@ def _store(root: Path) -> ha.Store:
             "source_kind": ["imported"] * 6,
         }
     )
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {"runs": pa.table({"run_id": ["cheap", "dear"]}), "samples": samples, "scores": scores}
         )
     return store

@@ -274,8 +274,8 @@ def test_factor_from_sample_extra_and_missing_match(tmp_path: Path) -> None:
     )
     runs = pa.table({"run_id": ["base", "cand"], "agent_name": ["a", "a"],
                      "agent_version": ["1", "2"], "benchmark_id": ["b", "b"]})  # fmt: skip
-    with s.lock():
-        s.commit({"runs": runs, "samples": samples, "scores": scores})
+    with s.parquet.lock():
+        s.parquet.commit({"runs": runs, "samples": samples, "scores": scores})
     spec = {"post_derive": [{
         "kind": "paired_baseline", "baseline_variant": "a@1", "metric": "time.latency",
         "match_on": [{"kind": "case_id"}, {"kind": "factor", "name": "workload.size"}],

@@ -26,7 +26,7 @@ def _raw_counts(store: ha.Store) -> dict[str, int]:
 
 
 def _listed(store: ha.Store) -> list[str]:
-    return [b.name for b in store.manifest.batches]
+    return [b.name for b in store.parquet.manifest.batches]
 
 
 @pytest.fixture(scope="module")
@@ -52,35 +52,37 @@ def test_compaction_keeps_every_row_and_every_answer(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _many_batches(tmp_path / "s", runs_dir, monkeypatch)
-    assert len(store.manifest.batches) == 9  # the empty batch, 6 ingests, 2 scorings (no merging)
-    raw, answers = _raw_counts(store), store_checksums(store)
+    assert (
+        len(store.parquet.manifest.batches) == 9
+    )  # the empty batch, 6 ingests, 2 scorings (no merging)
+    raw, answers = _raw_counts(store), store_checksums(store.parquet)
     reader = ha.open_store(store.root, create=False)  # another reader, opened before
-    assert store_checksums(reader) == answers
+    assert store_checksums(reader.parquet) == answers
 
-    with store.lock():
-        report = store.compact()
+    with store.parquet.lock():
+        report = store.parquet.compact()
     assert (report.batches_before, report.batches_after) == (9, 2)
     assert sum(report.rows.values()) == sum(raw.values())
     assert "9 batches into 2" in str(report)
     assert _raw_counts(store) == raw  # superseded rows are history, and history is kept
-    assert store_checksums(store) == answers
-    assert store_checksums(reader) == answers  # the reader re-reads the new manifest
-    assert reader.manifest.batches == store.manifest.batches
-    assert store.manifest.current_schemas
+    assert store_checksums(store.parquet) == answers
+    assert store_checksums(reader.parquet) == answers  # the reader re-reads the new manifest
+    assert reader.parquet.manifest.batches == store.parquet.manifest.batches
+    assert store.parquet.manifest.current_schemas
     # the merged batches stay on disk, retired, until no query can be reading them
     on_disk = {p.name for p in (store.root / "batches").iterdir()}
     assert len(on_disk) == 9 + 1
     monkeypatch.setattr(_manifest, "RETIRE_SECONDS", 0.0)
-    with store.lock():
-        store.clean_staging()
+    with store.parquet.lock():
+        store.parquet.clean_staging()
     assert sorted(p.name for p in (store.root / "batches").iterdir()) == _listed(store)
-    assert not store.manifest.retired
+    assert not store.parquet.manifest.retired
     # one file per table, runs in order, in row groups readers can skip
     merged = store.root / "batches" / _listed(store)[1] / "scores.parquet"
     assert pq.read_schema(merged).remove_metadata().equals(_schema.SCORES)
     # and the store goes on: a new ingest and a compare after the compaction
-    with store.lock():
-        assert store.compact().batches_after == 2  # nothing to merge
+    with store.parquet.lock():
+        assert store.parquet.compact().batches_after == 2  # nothing to merge
     ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
     assert store.compare(ids[1], ids[0]).height == 1
 
@@ -97,13 +99,13 @@ def test_commits_compact_past_the_threshold(
     levels = []
     for run in sorted(runs_dir.iterdir()):
         store.ingest(run, progress=False)
-        levels.append(sorted(b.level for b in store.manifest.batches if b.seq))
+        levels.append(sorted(b.level for b in store.parquet.manifest.batches if b.seq))
     # commits 3, 6: level 0 merges; commit 6's second level-1 batch stays (2 is not > 2)
     assert levels == [[0], [0, 0], [1], [0, 1], [0, 0, 1], [1, 1]]
     store.score()
-    assert [b.level for b in store.manifest.batches if b.seq] == [1, 1, 0]
+    assert [b.level for b in store.parquet.manifest.batches if b.seq] == [1, 1, 0]
     expected.score()
-    assert store_checksums(store) == store_checksums(expected)
+    assert store_checksums(store.parquet) == store_checksums(expected.parquet)
     assert _raw_counts(store) == _raw_counts(expected)
 
 
@@ -112,7 +114,7 @@ def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir:
     """Stores written before the manifest: folders are the list; older schemas reconcile."""
     store = ha.open_store(tmp_path / "s")
     store.ingest(sorted(runs_dir.iterdir())[0], progress=False)
-    answers = store_checksums(store)
+    answers = store_checksums(store.parquet)
     (store.root / "manifest.json").unlink()
     # a batch written before scores had a metadata column
     old = pq.read_table(store.root / "batches" / f"{1:020d}" / "scores.parquet")
@@ -120,13 +122,13 @@ def test_a_store_without_a_manifest_reads_and_compacts(tmp_path: Path, runs_dir:
         old.drop_columns("metadata"), store.root / "batches" / f"{1:020d}" / "scores.parquet"
     )
     legacy = ha.open_store(store.root, create=False)
-    assert not legacy.manifest.current_schemas
-    assert store_checksums(legacy) == answers
-    with legacy.lock():
-        legacy.compact()  # nothing to merge: one batch besides the empty one
-        legacy.commit({"samples": pa.table({"run_id": ["x"], "key": ["t#1"]})})
-        legacy.compact()
-    assert legacy.manifest.current_schemas
+    assert not legacy.parquet.manifest.current_schemas
+    assert store_checksums(legacy.parquet) == answers
+    with legacy.parquet.lock():
+        legacy.parquet.compact()  # nothing to merge: one batch besides the empty one
+        legacy.parquet.commit({"samples": pa.table({"run_id": ["x"], "key": ["t#1"]})})
+        legacy.parquet.compact()
+    assert legacy.parquet.manifest.current_schemas
     assert json.loads((legacy.root / "manifest.json").read_text())["next_seq"] == 3
     assert legacy.sql("SELECT count(*) FROM scores WHERE metadata IS NULL").item() > 0
 
@@ -141,16 +143,16 @@ def test_cli_compact(
     store = _many_batches(tmp_path / "s", runs_dir, monkeypatch)
     assert cli_main(["compact", "--store", str(store.root)]) == 0
     assert "compacted 9 batches into 2" in capsys.readouterr().out
-    assert len(ha.open_store(store.root, create=False).manifest.batches) == 2
+    assert len(ha.open_store(store.root, create=False).parquet.manifest.batches) == 2
 
 
 _CHILD = """
 import sys
 import hylo_analytics as ha
 store = ha.open_store(sys.argv[1], create=False)
-with store.lock():
+with store.parquet.lock():
     print("start", flush=True)
-    store.compact()
+    store.parquet.compact()
 """
 
 
@@ -168,7 +170,7 @@ def test_sigkill_mid_compaction_loses_nothing(
     root = tmp_path / "s"
     shutil.copytree(batched_store, root)
     store = ha.open_store(root, create=False)
-    raw, answers = _raw_counts(store), store_checksums(store)
+    raw, answers = _raw_counts(store), store_checksums(store.parquet)
     with subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(root)], stdout=subprocess.PIPE, text=True
     ) as child:
@@ -178,9 +180,9 @@ def test_sigkill_mid_compaction_loses_nothing(
         child.wait()
     after = ha.open_store(root, create=False)
     assert _raw_counts(after) == raw
-    assert store_checksums(after) == answers
-    with after.lock():
-        after.clean_staging()
-        after.compact()
-    assert store_checksums(after) == answers
-    assert len(after.manifest.batches) == 2
+    assert store_checksums(after.parquet) == answers
+    with after.parquet.lock():
+        after.parquet.clean_staging()
+        after.parquet.compact()
+    assert store_checksums(after.parquet) == answers
+    assert len(after.parquet.manifest.batches) == 2

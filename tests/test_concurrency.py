@@ -208,8 +208,8 @@ def test_a_snapshot_holds_across_commits_and_says_when_its_files_are_gone(
         writer.ingest(data, progress=False)
         assert check_committed(reader.sql(INVARIANT_SQL)) == 1  # pinned: still version 1
         monkeypatch.setattr(_manifest, "RETIRE_SECONDS", 0.0)
-        with writer.lock():
-            writer.compact()  # retires version 1's batches, collected at once
+        with writer.parquet.lock():
+            writer.parquet.compact()  # retires version 1's batches, collected at once
         with pytest.raises(StaleSnapshotError, match="run the operation again"):
             reader.sql(INVARIANT_SQL)
     # outside a snapshot the next query reads the newest manifest
@@ -229,13 +229,13 @@ def test_a_query_planned_on_collected_files_is_rerun_on_the_new_manifest(
     reader = ha.open_store(root, create=False)
     assert check_committed(reader.sql(INVARIANT_SQL)) == 2
     monkeypatch.setattr(_manifest, "RETIRE_SECONDS", 0.0)
-    with writer.lock():
-        writer.compact()
+    with writer.parquet.lock():
+        writer.parquet.compact()
     # the reader's views still name the collected files (as a query that ran past the
     # retirement period would): the query is re-run, never answered from a partial list
-    reader._stamp = _manifest.stamp(root, root / "batches")
+    reader.parquet._stamp = _manifest.stamp(root, root / "batches")
     with pytest.raises(duckdb.IOException):
-        reader.con.sql(INVARIANT_SQL).fetchall()  # the old plan's files are gone
+        reader.parquet.con.sql(INVARIANT_SQL).fetchall()  # the old plan's files are gone
     assert check_committed(reader.sql(INVARIANT_SQL)) == 2
 
 
@@ -263,7 +263,7 @@ def test_two_writers_both_land(tmp_path: Path) -> None:
     truth = ha.open_store(tmp_path / "truth")
     truth.ingest([a, b], progress=False)
     root = tmp_path / "s"
-    ha.open_store(root).ensure_on_disk()
+    ha.open_store(root).parquet.ensure_on_disk()
     first, second = _child("ingest", str(root), str(a)), _child("ingest", str(root), str(b))
     assert first.wait(60) == 0 and second.wait(60) == 0
     store = ha.open_store(root, create=False)
@@ -309,5 +309,5 @@ if __name__ == "__main__":  # the child processes of the tests above
         ha.open_store(rest[0]).score(["steps"])
     elif verb == "compact":
         s = ha.open_store(rest[0])
-        with s.lock():
-            s.compact()
+        with s.parquet.lock():
+            s.parquet.compact()

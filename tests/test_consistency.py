@@ -131,8 +131,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
         scores.append(_score(run, first, "llm.tokens.input", 120.0, "derive:fix", "derived"))
         scores.append(_score(run, first, "llm.tokens.output", 10.0, "evallog", "imported"))
     s = ha.open_store(root / "store")
-    with s.lock():
-        s.commit(
+    with s.parquet.lock():
+        s.parquet.commit(
             {
                 "runs": pa.Table.from_pylist(runs),
                 "samples": pa.Table.from_pylist(samples),
@@ -297,7 +297,7 @@ def test_paired_figures_agree_everywhere(store: ha.Store) -> None:
 
 def test_policies_read_the_resolved_value(store: ha.Store) -> None:
     ev = ha.evaluate_policies(
-        store, parse_policies([{"name": "solved", "metric": "success", "must_equal": 1}])
+        store.parquet, parse_policies([{"name": "solved", "metric": "success", "must_equal": 1}])
     )
     got = {(r["run_id"], r["key"]): r["passed"] for r in ev.results.iter_rows(named=True)}
     for run in (P, C):
@@ -329,7 +329,7 @@ def test_export_writes_the_resolved_value(store: ha.Store, tmp_path: Path) -> No
 
 
 def test_derivers_read_the_resolved_value(store: ha.Store) -> None:
-    usage = usage_from_store(store)
+    usage = usage_from_store(store.parquet)
     preferred = store.sql(
         "select run_id, value from int_scores_preferred where metric = 'llm.tokens.input'"
     )
@@ -347,7 +347,7 @@ def test_derivers_read_the_resolved_value(store: ha.Store) -> None:
         },
         "post_derive[0]",
     )
-    derived = run_paired_baseline(store, step).values
+    derived = run_paired_baseline(store.parquet, step).values
     for row in derived.iter_rows(named=True):
         i = [(r[0], r[1]) for r in EPISODES[C]].index((row["key"], row["epoch"]))
         j = [(r[0], r[1]) for r in EPISODES[P]].index((row["key"], row["epoch"]))

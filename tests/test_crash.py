@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics import store as store_mod
 from hylo_analytics.ingest import ingest_paths
+from hylo_analytics.store import publish as store_mod
 from hylo_analytics.testing import SynthConfig, write_dataset
 
 
@@ -100,7 +100,7 @@ def test_sigkill_mid_ingest(
     tmp_path: Path, many_runs: Path, expected: tuple[int, int, int], after_batches: int
 ) -> None:
     root = tmp_path / "s"
-    ha.open_store(root).ensure_on_disk()
+    ha.open_store(root).parquet.ensure_on_disk()
     env = {**os.environ, "HYLO_ANALYTICS_COMPACT_AT": "0"}  # count commits, not merges
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(root), str(many_runs)], env=env)
     deadline = time.monotonic() + 60
@@ -141,8 +141,8 @@ def run(op, root, arg):
     elif op == "evaluate":
         run_analysis(store, load_analysis_spec(json.loads(arg)))
     elif op == "compact":
-        with store.lock():
-            store.compact()
+        with store.parquet.lock():
+            store.parquet.compact()
 
 for line in sys.stdin:
     cmd, *args = line.split("\t")
@@ -243,7 +243,7 @@ def templates(small: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     """The store each operation starts from (compact's: one batch per run, unmerged)."""
     base = tmp_path_factory.mktemp("templates")
     empty = base / "empty"
-    ha.open_store(empty).ensure_on_disk()
+    ha.open_store(empty).parquet.ensure_on_disk()
     ingested = base / "ingested"
     ha.open_store(ingested).ingest(small, progress=False)
     batches = base / "batches"
@@ -272,8 +272,8 @@ def _rerun(op: str, store: ha.Store, small: Path) -> None:
 
         run_analysis(store, load_analysis_spec(SPEC))
     else:
-        with store.lock():
-            store.compact()
+        with store.parquet.lock():
+            store.parquet.compact()
 
 
 @pytest.mark.slow
@@ -293,7 +293,7 @@ def test_sigkill_at_random_points(
     duration = time.perf_counter() - t0
     truth_store = ha.open_store(truth_root)
     truth = _prefix_consistent(truth_store)
-    truth_sums = store_checksums(truth_store)
+    truth_sums = store_checksums(truth_store.parquet)
     before = _prefix_consistent(ha.open_store(templates[op]))
     rng = random.Random(f"crash-{op}")
     killed = 0
@@ -321,7 +321,7 @@ def test_sigkill_at_random_points(
         _rerun(op, store, small)
         assert _prefix_consistent(store) == truth
         if trial == TRIALS - 1:
-            assert store_checksums(store) == truth_sums
+            assert store_checksums(store.parquet) == truth_sums
         shutil.rmtree(root)
     print(f"{op}: {duration:.2f} s unkilled, {killed} of {TRIALS} kills landed inside")
     assert killed >= TRIALS // 4, f"only {killed} of {TRIALS} kills landed inside {op}"

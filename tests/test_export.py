@@ -160,7 +160,7 @@ def _round_trip(store: ha.Store, tmp_path: Path, version: str) -> ha.Store:
     back = ha.open_store(tmp_path / f"back-{version}")
     for i, run in enumerate(runs):
         out = ha.export_evallog(
-            store, run, tmp_path / version / str(i) / "log.json", version=version
+            store.parquet, run, tmp_path / version / str(i) / "log.json", version=version
         )  # type: ignore[arg-type]
         rep = back.ingest(out, progress=False)
         assert rep.quarantined == 0, back.sql("SELECT * FROM stg_quarantine").to_dicts()

@@ -250,7 +250,7 @@ def test_a_regrade_reads_the_same_after_compaction(store: ha.Store) -> None:
     store.grade(judge)
     query = "select key, idx, value from stg_events where type = 'grade' order by all"
     before = store.sql(query).rows()
-    with store.lock():
-        store.compact()
+    with store.parquet.lock():
+        store.parquet.compact()
     assert store.sql(query).rows() == before
     assert len(_grade_events(store, "judge")) == len(TRACES)

@@ -29,7 +29,7 @@ import fcntl, sys
 import hylo_analytics as ha
 store = ha.open_store(sys.argv[1], create=False)
 if sys.argv[2] == "api":
-    with store.lock():
+    with store.parquet.lock():
         print("locked", flush=True)
         sys.stdin.read()
 else:
@@ -50,7 +50,7 @@ def _env() -> dict[str, str]:
 @pytest.fixture()
 def store(tmp_path: Path) -> ha.Store:
     store = ha.open_store(tmp_path / "store")
-    store.ensure_on_disk()  # an empty store on disk, for the other processes to open
+    store.parquet.ensure_on_disk()  # an empty store on disk, for the other processes to open
     return store
 
 
@@ -116,7 +116,7 @@ def test_a_waiting_writer_says_so_once_and_goes_on_when_released(
     release = threading.Timer(0.6, holder.stdin.close)
     release.start()
     t0 = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="hylo_analytics.store"), store.lock():
+    with caplog.at_level(logging.WARNING, logger="hylo_analytics.store"), store.parquet.lock():
         waited = time.monotonic() - t0
         info = json.loads((store.root / ".lock.json").read_text())
     release.join()
@@ -135,16 +135,16 @@ def test_lock_timeout_from_the_store_the_call_and_the_environment(
 ) -> None:
     with pytest.raises(StoreLockedError, match=f"still locked by pid {holder.pid} "):
         store.ingest(SAMPLE, progress=False, lock_timeout=0.2)
-    assert store.lock_timeout is None  # the call's timeout was for that call only
+    assert store.parquet.lock_timeout is None  # the call's timeout was for that call only
     with pytest.raises(StoreLockedError):
         store.score(lock_timeout=0.1)
     timed = ha.open_store(store.root, create=False, lock_timeout=0.1)
-    with pytest.raises(StoreLockedError, match=r"after waiting 0\.1 s"), timed.lock():
+    with pytest.raises(StoreLockedError, match=r"after waiting 0\.1 s"), timed.parquet.lock():
         pass
     monkeypatch.setenv("HYLO_ANALYTICS_LOCK_TIMEOUT", "0.2")
     from_env = ha.open_store(store.root, create=False)
-    assert from_env.lock_timeout == 0.2
-    with pytest.raises(StoreLockedError, match=r"after waiting 0\.2 s"), from_env.lock():
+    assert from_env.parquet.lock_timeout == 0.2
+    with pytest.raises(StoreLockedError, match=r"after waiting 0\.2 s"), from_env.parquet.lock():
         pass
     monkeypatch.setenv("HYLO_ANALYTICS_LOCK_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="HYLO_ANALYTICS_LOCK_TIMEOUT must be a number"):
@@ -160,7 +160,10 @@ def test_a_killed_holder_releases_the_lock_and_its_record_names_no_one(
     killed.send_signal(signal.SIGKILL)
     _stop(killed)
     assert (store.root / ".lock.json").exists()  # a stale record of a dead pid
-    with caplog.at_level(logging.WARNING, logger="hylo_analytics.store"), store.lock(timeout=2):
+    with (
+        caplog.at_level(logging.WARNING, logger="hylo_analytics.store"),
+        store.parquet.lock(timeout=2),
+    ):
         pass  # taken at once: flock died with the holder
     assert not caplog.records
     # a stale record again, and a holder that has not recorded itself (yet)
@@ -169,13 +172,13 @@ def test_a_killed_holder_releases_the_lock_and_its_record_names_no_one(
     )
     bare = _hold(store, tmp_path, "bare")
     try:
-        with pytest.raises(StoreLockedError) as err, store.lock(timeout=0.2):
+        with pytest.raises(StoreLockedError) as err, store.parquet.lock(timeout=0.2):
             pass
     finally:
         _stop(bare)
     assert f"pid {killed.pid}" not in str(err.value)
     assert "locked by another process (it has not recorded itself yet)" in str(err.value)
-    with store.lock(timeout=2):
+    with store.parquet.lock(timeout=2):
         assert json.loads((store.root / ".lock.json").read_text())["pid"] == os.getpid()
 
 

@@ -302,7 +302,7 @@ def test_libero_spatial_verdict_is_honest(vla: ha.Store) -> None:
     per_task = vla.compare(xvla, pi05, by=["task_id"], errors="exclude")
     over = per_task.filter(pl.col("level") == "overall").row(0, named=True)
     assert (over["p_holm"], over["verdict"]) == (row["p_holm"], row["verdict"])
-    plan = plan_from_runs(vla, xvla, pi05, errors="exclude")
+    plan = plan_from_runs(vla.parquet, xvla, pi05, errors="exclude")
     assert plan.mde is not None and 0.01 < plan.mde < 0.05
 
 

@@ -34,7 +34,7 @@ def _same(store: ha.Store) -> pl.DataFrame:
     assert table.columns == rule.columns
     assert table.height == rule.height
     assert table.equals(rule, null_equal=True)
-    assert store.manifest.resolved
+    assert store.parquet.manifest.resolved
     return table
 
 
@@ -121,15 +121,15 @@ def test_table_equals_rule_after_every_kind_of_commit(
     assert table.filter(pl.col("run_id") == runs[0])["key"].n_unique() == 5
 
     # a run deleted by a tombstone alone: no rows left, its resolution gone with it
-    with store.lock():
-        store.commit({}, [Tombstone(t, runs[1]) for t in ("runs", "samples", "scores")])
+    with store.parquet.lock():
+        store.parquet.commit({}, [Tombstone(t, runs[1]) for t in ("runs", "samples", "scores")])
     table = _same(store)
     assert runs[1] not in set(table["run_id"])
 
-    with store.lock():
-        store.compact()
+    with store.parquet.lock():
+        store.parquet.compact()
     _same(store)
-    assert len(store.manifest.batches) == 2  # the empty batch and the merged one
+    assert len(store.parquet.manifest.batches) == 2  # the empty batch and the merged one
 
     store.ingest(logs, progress=False, workers=2)  # sharded: workers commit, publish locked
     table = _same(store)
@@ -164,7 +164,7 @@ def test_a_store_without_resolution_reads_the_rule_and_its_next_writer_resolves_
     strip_resolution(root)  # as an older version leaves it: no rows, no flag
 
     old = ha.open_store(root, create=False)
-    assert not old.manifest.resolved
+    assert not old.parquet.manifest.resolved
     assert old.sql("select count(*) from resolved_scores").item() == 0
     got = old.sql("select * from int_scores_preferred order by all")  # the rule, same rows
     assert got.equals(expected, null_equal=True)
@@ -173,9 +173,9 @@ def test_a_store_without_resolution_reads_the_rule_and_its_next_writer_resolves_
     )
 
     # the next writer (any commit, even one touching no scores) resolves every run
-    with old.lock():
-        old.commit({"comparisons": pa.table({"run_id": ["x"], "parent_run_id": ["y"]})})
-    assert old.manifest.resolved
+    with old.parquet.lock():
+        old.parquet.commit({"comparisons": pa.table({"run_id": ["x"], "parent_run_id": ["y"]})})
+    assert old.parquet.manifest.resolved
     assert _manifest.read_manifest(root, root / "batches").resolved
     table = _same(old)
     assert table.equals(expected, null_equal=True)
@@ -195,7 +195,7 @@ def test_a_run_filter_reaches_the_scan_of_the_resolved_rows(tmp_path: Path) -> N
     store = ha.open_store(tmp_path / "s")
     store.ingest(logs, progress=False)
     runs = sorted(store.runs()["run_id"])
-    plan = store.con.sql(
+    plan = store.parquet.con.sql(
         "explain analyze select count(*) from int_key_scores where run_id = $r",
         params={"r": runs[7]},
     ).fetchall()
@@ -226,10 +226,10 @@ def test_a_run_filter_of_every_run_is_no_filter(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(logs, progress=False)
     every = sorted(store.sql("select run_id from runs")["run_id"].to_list())
-    assert run_filter(store, every) is None
-    assert run_filter(store, every[1:]) == every[1:]
-    assert run_filter(store, every[:3]) == every[:3]
-    assert run_filter(store, None) is None
+    assert run_filter(store.parquet, every) is None
+    assert run_filter(store.parquet, every[1:]) == every[1:]
+    assert run_filter(store.parquet, every[:3]) == every[:3]
+    assert run_filter(store.parquet, None) is None
     closed = {"success": "wilson", "steps": "normal"}
     assert store.aggregate(runs=every, ci=closed).equals(store.aggregate(ci=closed))
     whole = store.compare(every[1:], every[0], metrics=["success"])

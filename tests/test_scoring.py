@@ -465,10 +465,10 @@ def test_builtins_agree_with_the_plain_python_reference(tmp_path: Path, seed: in
             strict=True,
         )
     )
-    samples = st.con.execute(
+    samples = st.parquet.con.execute(
         "select run_id, key, episode_id, status, trace_status from stg_samples"
     ).fetchall()
-    events = st.con.execute(
+    events = st.parquet.con.execute(
         "select run_id, episode_id, idx, type, reward, success, latency_ms, status from stg_events"
     ).fetchall()
     ref = mod.python_scores(samples, events)

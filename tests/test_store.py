@@ -49,10 +49,12 @@ def test_new_store_has_empty_typed_views(tmp_path: Path) -> None:
 
 def test_commit_is_one_folder_and_later_commits_supersede(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
-    with store.lock():
-        s1 = store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
-        s2 = store.commit({"samples": _samples("r1", ["a#3"])}, [Tombstone("samples", "r1")])
-        store.commit({"samples": _samples("r2", ["a#1"])})
+    with store.parquet.lock():
+        s1 = store.parquet.commit({"samples": _samples("r1", ["a#1", "a#2"])})
+        s2 = store.parquet.commit(
+            {"samples": _samples("r1", ["a#3"])}, [Tombstone("samples", "r1")]
+        )
+        store.parquet.commit({"samples": _samples("r2", ["a#1"])})
     assert s2 > s1
     assert sorted((store.root / "batches").iterdir())[-1].name.isdigit()
     got = store.sql("SELECT run_id, key FROM stg_samples ORDER BY run_id, key")
@@ -68,11 +70,13 @@ def test_score_tombstones_are_per_source(tmp_path: Path) -> None:
             {"run_id": ["r"], "key": ["a#1"], "metric": ["m"], "value": [value], "source": [source]}
         )
 
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {"scores": pa.concat_tables([scores("evallog", 1.0), scores("scorer:m", 2.0)])}
         )
-        store.commit({"scores": scores("scorer:m", 3.0)}, [Tombstone("scores", "r", "scorer:m")])
+        store.parquet.commit(
+            {"scores": scores("scorer:m", 3.0)}, [Tombstone("scores", "r", "scorer:m")]
+        )
     got = store.sql("SELECT source, value FROM stg_scores ORDER BY source").rows()
     assert got == [("evallog", 1.0), ("scorer:m", 3.0)]
 
@@ -85,8 +89,8 @@ def test_conform_rejects_unknown_columns() -> None:
 def test_failed_commit_leaves_nothing(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     bad = pa.table({"run_id": ["r"], "seed": ["not a number"]})
-    with store.lock(), pytest.raises(pa.ArrowInvalid):
-        store.commit({"samples": bad})
+    with store.parquet.lock(), pytest.raises(pa.ArrowInvalid):
+        store.parquet.commit({"samples": bad})
     assert store.sql("SELECT count(*) FROM raw_samples").item() == 0
     assert not any((store.root / "_staging").glob("*"))
     assert len(list((store.root / "batches").iterdir())) == 1
@@ -121,8 +125,8 @@ def test_batches_keep_runs_together_in_row_groups_readers_can_skip(tmp_path: Pat
         for r in order
     )
     store = ha.open_store(tmp_path / "s")
-    with store.lock():
-        seq = store.commit({"samples": table})
+    with store.parquet.lock():
+        seq = store.parquet.commit({"samples": table})
     meta = pq.ParquetFile(store.root / "batches" / f"{seq:020d}" / "samples.parquet").metadata
     assert meta.num_row_groups == 5
     ranges = []
@@ -165,8 +169,8 @@ def test_paths_are_never_glob_patterns(tmp_path: Path, odd: str, plain: str) -> 
     n_scores = int(store.sql("SELECT count(*) AS n FROM scores")["n"].item())
     assert n_scores > 0
     assert set(store.sql("SELECT DISTINCT run_id FROM scores")["run_id"].to_list()) == own
-    with store.lock():
-        report = store.compact()
+    with store.parquet.lock():
+        report = store.parquet.compact()
     assert report.batches_after < report.batches_before
     reopened = ha.open_store(tmp_path / odd, create=False)
     assert seen(reopened) == (ids, n_samples)
@@ -222,7 +226,7 @@ def test_a_store_with_an_old_empty_batch_is_read_in_memory_and_fixed_by_the_next
         reader.sql("SELECT * FROM raw_samples LIMIT 0").columns == _schema.SCHEMAS["samples"].names
     )
     assert _files(store.root) == before
-    with reader.lock():
+    with reader.parquet.lock():
         pass
     assert pq.read_schema(empty / "samples.parquet").names == _schema.SCHEMAS["samples"].names
     assert (empty / "events.parquet").exists()
@@ -258,8 +262,8 @@ def test_opening_a_missing_folder_creates_nothing_until_the_first_write(tmp_path
 
 def test_the_first_commit_makes_a_missing_store(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "deep" / "s")
-    with store.lock():
-        store.commit({"samples": _samples("r1", ["a#1"])})
+    with store.parquet.lock():
+        store.parquet.commit({"samples": _samples("r1", ["a#1"])})
     assert (store.root / "manifest.json").exists()
     assert (store.root / "batches" / f"{0:020d}" / "samples.parquet").exists()
     reopened = ha.open_store(store.root, create=False)
@@ -402,9 +406,9 @@ def test_write_errors_at_every_step_leave_the_store_as_it_was(
 ) -> None:
     """The batch write, the manifest's publication and a compaction's merge, each failing."""
     store = ha.open_store(tmp_path / "s")
-    with store.lock():
-        store.commit({"samples": _samples("r1", ["a#1", "a#2"])})
-        store.commit({"samples": _samples("r2", ["a#1"])})
+    with store.parquet.lock():
+        store.parquet.commit({"samples": _samples("r1", ["a#1", "a#2"])})
+        store.parquet.commit({"samples": _samples("r2", ["a#1"])})
     answers = _every_view(store)
     why = os.strerror(code).lower()
 
@@ -418,19 +422,19 @@ def test_write_errors_at_every_step_leave_the_store_as_it_was(
     for module, name, message in steps:
         with monkeypatch.context() as m:
             m.setattr(module, name, failing)
-            with pytest.raises(StoreError, match=re.escape(message)) as exc, store.lock():
-                store.commit({"samples": _samples("r3", ["a#1"])})
+            with pytest.raises(StoreError, match=re.escape(message)) as exc, store.parquet.lock():
+                store.parquet.commit({"samples": _samples("r3", ["a#1"])})
         assert "nothing was published, the store is unchanged" in str(exc.value)
-        store.discard()
+        store.parquet.discard()
         assert _every_view(ha.open_store(store.root, create=False)) == answers
         assert not [p for p in store.root.iterdir() if p.name.endswith(".tmp")]
     with monkeypatch.context() as m:
         m.setattr(os, "rename", failing)  # the merged batch's move into batches/
         with (
             pytest.raises(StoreWriteError, match=f"{why} while compacting 2 batches") as exc,
-            store.lock(),
+            store.parquet.lock(),
         ):
-            store.compact()
+            store.parquet.compact()
     assert "the merged batch was not published, the store reads as before" in str(exc.value)
     assert not any((store.root / "_staging").iterdir())
     assert _every_view(ha.open_store(store.root, create=False)) == answers
@@ -479,7 +483,7 @@ def test_staged_names_skip_a_writer_folder_removed_while_listing(
     """Another writer drops its staging folder after its publish while a batch number is
     being reserved: the listing skips it (``Path.glob`` raised FileNotFoundError there, and a
     sharded ingest failed under load)."""
-    from hylo_analytics import store as store_mod
+    from hylo_analytics.store import batches as store_mod
 
     staging = tmp_path / "_staging"
     (staging / "w-a" / f"{5:020d}.tmp").mkdir(parents=True)

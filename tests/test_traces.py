@@ -69,7 +69,7 @@ def test_every_raw_line_is_recoverable(hostile: Path, tmp_path: Path) -> None:
     # no event row carries a copy of its line, but a grade (the grades scorer reads it in SQL)
     kept = store.sql("select type, count(raw) as n, count(*) as all from events group by 1")
     assert {t: (n, a) for t, n, a in kept.rows() if n} == {"grade": (44, 44)}
-    lines = event_lines(store)
+    lines = event_lines(store.parquet)
     assert lines.height == report.events_added and lines["raw"].null_count() == 0
     paths = store.sql("select run_id, key, episode_id, trace_path from samples")
     joined = lines.join(paths, on=["run_id", "key", "episode_id"])
@@ -144,7 +144,7 @@ def _everything(store: ha.Store, out: Path) -> dict[str, Any]:
             for p in sorted(target.rglob("*")):
                 if p.is_file():
                     files[str(p.relative_to(out))] = p.read_bytes()
-    lines = event_lines(store).drop("type")
+    lines = event_lines(store.parquet).drop("type")
     return {"scores": scores, "lines": lines, "files": files}
 
 
@@ -154,7 +154,7 @@ def test_an_older_store_scores_and_exports_the_same(hostile: Path, tmp_path: Pat
     shutil.copytree(tmp_path / "new", tmp_path / "old")
     inline_trace_lines(tmp_path / "old")  # as an older version wrote it: raw per event
     old = ha.open_store(tmp_path / "old", create=False)
-    assert not old.manifest.current_schemas
+    assert not old.parquet.manifest.current_schemas
     assert old.sql("select count(*) from trace_files").item() == 0
     assert old.sql("select count(*) - count(raw) from events").item() == 0
 
@@ -189,5 +189,5 @@ def test_a_replaced_run_supersedes_its_trace_files(hostile: Path, tmp_path: Path
     store.ingest(hostile, progress=False)
     assert store.sql("select count(*) from trace_files").item() == before
     assert store.sql("select count(*) from raw_trace_files").item() > before
-    lines = event_lines(store).filter(pl.col("type") == "note")
+    lines = event_lines(store.parquet).filter(pl.col("type") == "note")
     assert lines["raw"].to_list()[-1] == '{"type": "note"}'

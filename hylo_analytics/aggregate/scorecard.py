@@ -189,6 +189,9 @@ def scorecard(
     ``reducer=``).
     """
     reducer = cast("str | None", renamed("reduce", "reducer", reduce, reducer, "scorecard", "mean"))
+    from hylo_analytics.store import unwrap_store
+
+    scores = unwrap_store(scores)  # a Store (the facade) holds its ParquetStore
     reg, specs = _selected(metrics, registry)
     frame, run_ids = _scores(scores, runs, source)
     frame = frame.with_columns(metric=pl.col("metric").replace(reg.alias_map()))

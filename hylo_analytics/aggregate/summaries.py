@@ -82,6 +82,9 @@ def task_summaries(
     the profile's thresholds (default 0, 0.02, ..., 1). A cell with no valid episode is left
     out. Intervals: see :mod:`hylo_analytics.stats.summaries`.
     """
+    from hylo_analytics.store import unwrap_store
+
+    scores = unwrap_store(scores)  # a Store (the facade) holds its ParquetStore
     by = list(dict.fromkeys(by))
     cells = _cells(scores, by, metric, runs, errors, task, source, registry, level)
     tasks = [c for c in cells.columns if c.startswith("_task_")]

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if opts["source"]:  # a typo would be an empty table (Python returns one: a source may come)
         held = store.sql("select distinct source from stg_scores where source is not null")
         _check_names("source", opts["source"], sorted(held["source"].to_list()))
-    out = aggregate_scores(store, **opts)
+    out = aggregate_scores(store.parquet, **opts)
     if args.format in ("table", "csv"):
         # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
         reasons = pl.col("skip_breakdown").list.eval(

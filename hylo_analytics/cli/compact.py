@@ -26,6 +26,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run_compact(args: argparse.Namespace) -> int:
     store = store_from(args)
-    with store.lock():
-        say(store.compact())
+    say(store.compact())  # under the writer lock
     return 0

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     for chart, name in outputs:
         for suffix in (".png", ".html"):
             say(f"wrote {charts.save(chart, args.out / f'{name}{suffix}')}")
-    say(f"wrote {write_report(store, newest, parent, args.out / 'report.html')}")
+    say(f"wrote {write_report(store.parquet, newest, parent, args.out / 'report.html')}")
     return 0
 
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = load_analysis_spec(args.spec)
     store = store_from(args)
-    report = run_analysis(store, spec, runs=args.runs, write=not args.dry_run)
+    report = run_analysis(store.parquet, spec, runs=args.runs, write=not args.dry_run)
     if report.scoring is not None:
         say(report.scoring, file=sys.stderr)
     for d in (*report.derived, *report.post_derived):

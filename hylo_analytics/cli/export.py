@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = store_from(args)
     out = export_evallog(
-        store, args.run, args.output, version=args.version, traces=not args.no_traces
+        store.parquet, args.run, args.output, version=args.version, traces=not args.no_traces
     )
     say(f"wrote {out} ({args.version})")
     return 0

@@ -90,7 +90,7 @@ def _from_runs(args: argparse.Namespace, alternative: Alternative) -> tuple[str,
             "give the pairs and the discordance (override it with --discordance or --sd)"
         )
     result = plan_from_runs(
-        store_from(args),
+        store_from(args).parquet,
         args.candidate,
         args.parent,
         metric=args.metric,

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = verdict_options(args)
     check_directions(verdict["directions"], [args.metric])
     path = write_report(
-        store_from(args),
+        store_from(args).parquet,
         args.candidate,
         args.parent,
         args.output,

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.protocol:
         raise InputError("--protocol needs --metrics FILE (a benchmark with metadata.protocols)")
     card = scorecard(
-        store_from(args),
+        store_from(args).parquet,
         runs=args.run,
         metrics=metrics,
         registry=registry,

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         n_pairs=tuple(history["n_pairs"]),
         wins=tuple(history["wins"]),
         losses=tuple(history["losses"]),
-    ).look(store, force=args.force)
+    ).look(store.parquet, force=args.force)
     if args.log is not None:
         doc = {
             **settings,

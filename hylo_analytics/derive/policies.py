@@ -252,6 +252,9 @@ def evaluate_policies(
     runs: Sequence[str] | None = None,
 ) -> PolicyEvaluation:
     """Evaluate every policy over a long metrics frame (run_id, key, metric, value) or a store."""
+    from hylo_analytics.store import unwrap_store
+
+    metrics = unwrap_store(metrics)  # a Store (the facade) holds its ParquetStore
     frame = metrics_from_store(metrics, runs=runs) if isinstance(metrics, ParquetStore) else metrics
     missing = {"run_id", "key", "metric", "value"} - set(frame.columns)
     if missing:

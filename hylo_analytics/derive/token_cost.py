@@ -162,6 +162,9 @@ def token_cost(
     runs: Sequence[str] | None = None,
 ) -> TokenCostResult:
     """Compute the token cost of every row of ``data`` (a wide frame, or a store's samples)."""
+    from hylo_analytics.store import unwrap_store
+
+    data = unwrap_store(data)  # a Store (the facade) holds its ParquetStore
     inputs = inputs or TokenCostInputs()
     output = output or TOKEN_COST_OUTPUT
     table = pricing if isinstance(pricing, PricingTable) else load_pricing(pricing)

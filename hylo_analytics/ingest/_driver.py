@@ -55,6 +55,9 @@ def ingest_paths(
     whole or not at all, and a killed process loses at most the chunks in flight (one parsing,
     one writing), which the next ingest redoes.
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     t0 = time.perf_counter()
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:

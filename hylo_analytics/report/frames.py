@@ -451,6 +451,9 @@ def build_report(
     paths relative to the run's folder or file names and removes the home folder and host
     name (:class:`hylo_analytics._redact.Redactor`).
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     frames = report_frames(store, candidate, parent, metric=metric, **options)
     return ComparisonReport(redact_frames(frames, store, redact=redact))
 

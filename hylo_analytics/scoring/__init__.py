@@ -243,6 +243,9 @@ def score_store(
     halfway and every row is committed. ``write=False`` (a dry run) commits nothing; the rows
     are in the report's ``rows``.
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     from hylo_analytics.store import Tombstone
 
     t0 = time.perf_counter()

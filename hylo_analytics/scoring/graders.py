@@ -153,6 +153,9 @@ def run_grader(
     stored. ``rescore``: then re-score the runs' grades (``store.score(["grades"])``), so
     the judgments are in ``scores`` and every aggregate.
     """
+    from hylo_analytics.store import as_parquet
+
+    store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     from hylo_analytics.store import Tombstone
 
     name = getattr(grader, "name", None)

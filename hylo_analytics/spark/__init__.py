@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hylo_analytics import _manifest, _schema
-from hylo_analytics._manifest import ManifestError, StoreError
+from hylo_analytics import _schema
 from hylo_analytics._sql import MATERIALIZED, view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
 from hylo_analytics.spark._errors import one_line
+from hylo_analytics.store import manifest as _manifest
+from hylo_analytics.store.manifest import ManifestError, StoreError
 
 if TYPE_CHECKING:
     import polars as pl

@@ -46,7 +46,7 @@ def inline_trace_lines(root: str | os.PathLike[str]) -> None:
     from hylo_analytics._traces import event_lines
 
     root = Path(root)
-    lines = event_lines(open_store(root, create=False)).select(
+    lines = event_lines(open_store(root, create=False).parquet).select(
         "run_id", "key", "episode_id", "idx", "raw"
     )
     con = duckdb.connect()

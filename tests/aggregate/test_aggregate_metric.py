@@ -59,20 +59,20 @@ def test_the_metrics_own_aggregate_per_run(tmp_path: Path) -> None:
     store = _store(tmp_path)
     m = ArtifactCount()
     store.score([m])
-    out = aggregate_metric(store, m)
+    out = aggregate_metric(store.parquet, m)
     by_agent = {store.sql(
         "select agent_name from stg_runs where run_id = $r", {"r": r}
     ).item(): a for r, a in out.items()}  # fmt: skip
     a, b = by_agent["a"], by_agent["b"]
     assert (a.n_total, a.n_valid, a.n_skipped, a.raw_stats["mean"]) == (3, 2, 1, 1.5)
     assert (b.n_total, b.n_valid, b.raw_stats["mean"]) == (4, 4, 5.5)
-    only = aggregate_metric(store, m, runs=[next(iter(out))])
+    only = aggregate_metric(store.parquet, m, runs=[next(iter(out))])
     assert list(only) == [next(iter(out))]
 
 
 def test_without_aggregate_the_standard_one_applies(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    out = aggregate_metric(store, "m")
+    out = aggregate_metric(store.parquet, "m")
     means = sorted(r.raw_stats["mean"] for r in out.values())
     assert means == [2.0, 5.5]
     assert all(r.confidence_interval for r in out.values())  # the standard one has an interval
@@ -87,7 +87,7 @@ def test_a_wrong_aggregate_type_is_an_error_naming_the_metric(tmp_path: Path) ->
 
     store.score([Bad()])
     with pytest.raises(TypeError, match=r"artifact_count_example\.aggregate returned dict"):
-        aggregate_metric(store, Bad())
+        aggregate_metric(store.parquet, Bad())
 
 
 def test_aggregate_result_dict_round_trip_and_spec_counts() -> None:

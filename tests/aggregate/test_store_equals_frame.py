@@ -100,8 +100,8 @@ def _store(root: Path, runs: list[list[tuple[Any, ...]]]) -> ha.Store:
                     }
                 )
     store = ha.open_store(root / "store")
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {
                 "runs": pa.Table.from_pylist(run_rows),
                 "samples": pa.Table.from_pylist(samples),

@@ -59,7 +59,7 @@ def test_bad_query_is_an_error_not_a_traceback(
 
 
 def test_parquet_needs_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ha.open_store(tmp_path / "s").ensure_on_disk()  # an empty store on disk
+    ha.open_store(tmp_path / "s").parquet.ensure_on_disk()  # an empty store on disk
     assert main(["sql", "select 1", "--store", str(tmp_path / "s"), "--format", "parquet"]) == 2
     assert "needs -o" in capsys.readouterr().err
 

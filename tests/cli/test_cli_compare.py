@@ -171,8 +171,8 @@ def _two_epoch_store(root: Path) -> ha.Store:
                 }
             )
     store = ha.open_store(root)
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {
                 "runs": pa.Table.from_pylist(runs),
                 "samples": pa.Table.from_pylist(samples),

@@ -133,7 +133,9 @@ def test_report_of_runs_whose_names_and_digests_are_hostile(
     from hylo_analytics.report import write_report
 
     store = ha.open_store(hostile_store)
-    page = write_report(store, CAND, PARENT, tmp_path / "r.html", force=True, n_resamples=50)
+    page = write_report(
+        store.parquet, CAND, PARENT, tmp_path / "r.html", force=True, n_resamples=50
+    )
     text = page.read_text()  # drawn: vl-convert used to abort the process on ESC in a label
     assert "sha256:%(x)s{name}" in text and "<svg" in text
 

@@ -29,7 +29,7 @@ def test_a_look_with_its_log(
             "--parent", f"agent=pi05,{SPATIAL}", "--log", str(log)]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     looks = json.loads(capsys.readouterr().out)
-    want = sequential_compare(store, f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}")
+    want = sequential_compare(store.parquet, f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}")
     assert looks[0]["e_value"] == pytest.approx(float(want.e_value[0]))
     # the harness's convention: pi05's timeouts are failures (500 pairs, 36 / 9)
     assert (looks[0]["n_pairs"], looks[0]["wins"], looks[0]["losses"]) == (500, 36, 9)

@@ -242,8 +242,8 @@ def test_gate_refuses_different_scorer_versions(sample_copy: Path, tmp_path: Pat
         source=pl.lit("scorer:success"),
         scorer_version=pl.col("run_id").replace_strict(runs),
     ).drop("batch_seq")
-    with store.lock():
-        store.commit({"scores": scores.to_arrow()})
+    with store.parquet.lock():
+        store.parquet.commit({"scores": scores.to_arrow()})
     with pytest.raises(
         ComparabilityError, match=r"scorer_version of 'success' \(scorer:success\) '2\.0'"
     ):

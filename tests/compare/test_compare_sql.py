@@ -78,8 +78,8 @@ def _store(root: Path, seed: int) -> ha.Store:
                             }
                         )
     store = ha.open_store(root)
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {
                 "runs": pa.Table.from_pylist(runs),
                 "samples": pa.Table.from_pylist(samples),

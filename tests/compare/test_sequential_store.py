@@ -74,7 +74,7 @@ def _monitor_in_batches(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(_evallog(run_id, version, success[:end])))
         store.ingest(folder, progress=False)
-        monitor = monitor.look(store)
+        monitor = monitor.look(store.parquet)
         if monitor.stopped:
             break
     return monitor, store
@@ -93,7 +93,7 @@ def test_a_better_candidate_is_stopped_early(tmp_path: Path) -> None:
     theta = frame["wins"] / frame["n_discordant"]
     assert ((frame["cs_low"] <= theta) & (theta <= frame["cs_high"])).all()
     # the last look equals a one-off look at the store, and the store's own comparison
-    one = sequential_compare(store, "run-candidate", "run-parent")
+    one = sequential_compare(store.parquet, "run-candidate", "run-parent")
     assert one.e_value[0] == pytest.approx(e[-1], rel=1e-12)
     row = store.compare(["run-candidate"], "run-parent", ci="none").row(0, named=True)
     assert (row["candidate_wins"], row["parent_wins"]) == (frame["wins"][-1], frame["losses"][-1])
@@ -111,15 +111,15 @@ def test_a_look_reads_only_and_refuses_shrunken_counts(tmp_path: Path) -> None:
     """Pairs seen at an earlier look must stay: a replaced run is a new experiment."""
     monitor, store = _monitor_in_batches(tmp_path, 0.6, 0.8, seed=1, n_keys=BATCH)
     files = sorted((tmp_path / "store").rglob("*"))
-    again = monitor.look(store)
+    again = monitor.look(store.parquet)
     assert sorted((tmp_path / "store").rglob("*")) == files  # nothing written
     assert again.wins == monitor.wins * 2  # no new data: the same counts again
-    n, w, lo = paired_counts(store, "run-candidate", "run-parent")
+    n, w, lo = paired_counts(store.parquet, "run-candidate", "run-parent")
     inflated = SequentialMonitor(
         "run-candidate", "run-parent", n_pairs=(n + 1,), wins=(w + 1,), losses=(lo,)
     )
     with pytest.raises(ValueError, match="wins fell from"):
-        inflated.look(store)
+        inflated.look(store.parquet)
 
 
 def test_a_monitor_without_looks() -> None:
@@ -136,8 +136,8 @@ def test_the_counts_follow_the_errors_policy(real_dir: Path, tmp_path: Path) -> 
     store.ingest(real_dir / "vla-eval-harness", progress=False)
     pi05 = store.resolve_run("agent=pi05,benchmark=libero_spatial")
     xvla = store.resolve_run("agent=xvla,benchmark=libero_spatial")
-    assert paired_counts(store, pi05, xvla) == (500, 9, 36)
-    assert paired_counts(store, pi05, xvla, errors="failure") == (500, 9, 36)
-    assert paired_counts(store, pi05, xvla, errors="exclude") == (470, 9, 7)
-    monitor = SequentialMonitor(pi05, xvla, errors="exclude").look(store)
+    assert paired_counts(store.parquet, pi05, xvla) == (500, 9, 36)
+    assert paired_counts(store.parquet, pi05, xvla, errors="failure") == (500, 9, 36)
+    assert paired_counts(store.parquet, pi05, xvla, errors="exclude") == (470, 9, 7)
+    monitor = SequentialMonitor(pi05, xvla, errors="exclude").look(store.parquet)
     assert (monitor.n_pairs, monitor.wins, monitor.losses) == ((470,), (9,), (7,))

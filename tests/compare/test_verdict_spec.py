@@ -48,8 +48,10 @@ def _store(root: Path) -> ha.Store:
         }
     )
     samples = pa.table({"run_id": [r for r in runs for _ in KEYS], "key": KEYS * len(runs)})
-    with store.lock():
-        store.commit({"runs": pa.table({"run_id": runs}), "samples": samples, "scores": scores})
+    with store.parquet.lock():
+        store.parquet.commit(
+            {"runs": pa.table({"run_id": runs}), "samples": samples, "scores": scores}
+        )
     return store
 
 
@@ -138,8 +140,10 @@ def test_statistical_rule_and_a_dry_run_reads_pending_rows(tmp_path: Path) -> No
             "source_kind": ["imported"] * 120,
         }
     )
-    with store.lock():
-        store.commit({"runs": pa.table({"run_id": runs}), "samples": samples, "scores": scores})
+    with store.parquet.lock():
+        store.parquet.commit(
+            {"runs": pa.table({"run_id": runs}), "samples": samples, "scores": scores}
+        )
     pricing = {
         "models": {
             "acme/m": {

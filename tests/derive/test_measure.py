@@ -93,8 +93,8 @@ def test_budget_validation(kwargs: dict[str, float], path: str) -> None:
 def test_record_measurement_as_scores(tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     m = Measurement.from_samples([1.0, 2.0, 3.0, 4.0, 100.0], warmup=2)
-    record_measurement(store, "search", {"t#1": m, "t#2": m}, run_id="r")
-    record_measurement(store, "search", {"t#1": m, "t#2": m}, run_id="r")  # replaces
+    record_measurement(store.parquet, "search", {"t#1": m, "t#2": m}, run_id="r")
+    record_measurement(store.parquet, "search", {"t#1": m, "t#2": m}, run_id="r")  # replaces
     rows = store.sql(
         "select key, metric, value, source, source_kind, metadata from stg_scores "
         "where key = 't#1' order by metric"
@@ -118,6 +118,6 @@ def test_record_measurement_as_scores(tmp_path: Path) -> None:
     assert meta["samples"] == [1.0, 2.0, 3.0, 4.0, 100.0] and meta["p95"] == pytest.approx(80.8)
     assert store.sql("select count(*) as n from stg_scores")["n"][0] == 18
     # a run-level measurement (key null), usable by a per-run policy
-    record_measurement(store, "warm", Measurement.from_samples([2.0]), run_id="r2")
+    record_measurement(store.parquet, "warm", Measurement.from_samples([2.0]), run_id="r2")
     ev = ha.evaluate_policies(store, [ha.Policy("p95", "warm.p95", must_less=1.0, per="run")])
     assert ev.results.filter(run_id="r2")["passed"].to_list() == [False]

@@ -222,13 +222,13 @@ def test_store_round_trip_and_status_view(tmp_path: Path) -> None:
             "metadata": [json.dumps({"semantic_type": "money.cost"})] * 2,
         }
     )
-    with store.lock():
-        store.commit({"runs": pa.table({"run_id": ["r1", "r2"]}), "scores": scores})
+    with store.parquet.lock():
+        store.parquet.commit({"runs": pa.table({"run_id": ["r1", "r2"]}), "scores": scores})
     # the spec's policy names the semantic type; the derived metric is request_cost
     ev = evaluate_policies(store, [Policy("cost-cap", "money.cost", must_less_equal=0.001)])
     assert ev.results["passed"].to_list() == [True, False]
-    commit_policy_results(store, ev)
-    commit_policy_results(store, ev)  # re-evaluating supersedes, no duplicates
+    commit_policy_results(store.parquet, ev)
+    commit_policy_results(store.parquet, ev)  # re-evaluating supersedes, no duplicates
     assert store.sql("select count(*) as n from stg_policy_results")["n"][0] == 2
     view = store.sql("select run_id, final_status, n_failed from mart_run_policy_status order by 1")
     assert view.rows() == [("r1", "passed", 0), ("r2", "failed_policy", 1)]

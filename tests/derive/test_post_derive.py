@@ -44,8 +44,8 @@ def _store(tmp_path: Path, base_sizes: list[str]) -> ha.Store:
     )
     runs = pa.table({"run_id": ["base", "cand"], "agent_name": ["a", "a"],
                      "agent_version": ["1", "2"], "benchmark_id": ["b", "b"]})  # fmt: skip
-    with s.lock():
-        s.commit({"runs": runs, "samples": samples, "scores": scores})
+    with s.parquet.lock():
+        s.parquet.commit({"runs": runs, "samples": samples, "scores": scores})
     return s
 
 

@@ -240,14 +240,14 @@ def _usage_store(root: Path) -> ha.Store:
             "source_kind": ["score", "imported", "imported", "imported", "imported"],
         }
     )
-    with store.lock():
-        store.commit({"runs": runs, "samples": samples, "scores": scores})
+    with store.parquet.lock():
+        store.parquet.commit({"runs": runs, "samples": samples, "scores": scores})
     return store
 
 
 def test_usage_from_store_pivots_long_scores(tmp_path: Path) -> None:
     store = _usage_store(tmp_path / "s")
-    wide = usage_from_store(store)
+    wide = usage_from_store(store.parquet)
     assert wide.select("run_id", "key", "llm.tokens.input", "llm.tokens.output").rows() == [
         ("r1", "t#1", 1_000_000.0, 100_000.0),
         ("r1", "t#2", 10.0, 100_001.0),  # output from samples.extra

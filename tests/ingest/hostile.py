@@ -846,7 +846,7 @@ def build(kind: Kind, folder: Path, ctx: Ctx) -> Path:
 
 def check_views(store: Any, names: list[str] | None = None) -> list[str]:
     """Every view read whole (every string decoded); returns the views that failed."""
-    con = store.con
+    con = getattr(store, "parquet", store).con  # a Store holds its ParquetStore
     if names is None:
         names = [
             r[0]
@@ -868,10 +868,14 @@ CORE_VIEWS = ["stg_runs", "stg_samples", "stg_scores", "stg_events", "stg_quaran
 
 def _state(store: Any) -> tuple[int, int, int]:
     """(runs, samples, quarantine rows): what a second ingest of unchanged files must keep."""
-    row = store.con.execute(
-        "SELECT (SELECT count(*) FROM stg_runs), (SELECT count(*) FROM stg_samples), "
-        "(SELECT count(*) FROM stg_quarantine)"
-    ).fetchone()
+    row = (
+        getattr(store, "parquet", store)
+        .con.execute(
+            "SELECT (SELECT count(*) FROM stg_runs), (SELECT count(*) FROM stg_samples), "
+            "(SELECT count(*) FROM stg_quarantine)"
+        )
+        .fetchone()
+    )
     return (int(row[0]), int(row[1]), int(row[2]))
 
 
@@ -900,7 +904,7 @@ def run_kind(kind: Kind, folder: Path, ctx: Ctx) -> dict[str, Any]:
     record["bad_views"] = check_views(fresh, CORE_VIEWS)
     if record["bad_views"]:
         return record
-    con = fresh.con
+    con = fresh.parquet.con
 
     def one(sql: str, params: list[Any] | None = None) -> Any:
         return con.execute(sql, params or []).fetchone()[0]  # type: ignore[index]

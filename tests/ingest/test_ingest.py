@@ -470,7 +470,7 @@ def test_traces_parsed_in_batches_give_the_same_rows(
     whole.ingest(sample_copy, progress=False)
     monkeypatch.setattr(traces, "_BATCH_BYTES", 100_000)
     batched = ha.open_store(tmp_path / "batched")
-    batched.ensure_on_disk()  # an empty store on disk, for the reader to open
+    batched.parquet.ensure_on_disk()  # an empty store on disk, for the reader to open
     # another reader, looking after every commit: a chunk's commits are published together
     reader = ha.open_store(batched.root, create=False)
     orphans = (

@@ -51,7 +51,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def truth(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]:
     store = ha.open_store(tmp_path_factory.mktemp("truth") / "s")
     store.ingest(corpus, progress=False)
-    sums = store_checksums(store)
+    sums = store_checksums(store.parquet)
     assert sums["runs"][0] == 150 and sums["quarantine"][0] == 1
     return sums
 
@@ -103,13 +103,13 @@ def test_workers_give_the_store_of_one_ingest(
     assert done.returncode == 0, done.stderr
     assert "+150 runs" in done.stdout and "1 quarantined" in done.stdout
     assert "Traceback" not in done.stderr and "is locked by" not in done.stderr
-    assert store_checksums(ha.open_store(root, create=False)) == truth
+    assert store_checksums(ha.open_store(root, create=False).parquet) == truth
     assert _claims(root) == {"done": 151}
     assert not any((root / "_staging").iterdir())  # every worker's folder removed
     # the same command again: nothing to do, nothing changed
     again = ha.open_store(root, create=False).ingest(corpus, progress=False, workers=2)
     assert again.files_unchanged == 151 and again.runs_added == 0
-    assert store_checksums(ha.open_store(root, create=False)) == truth
+    assert store_checksums(ha.open_store(root, create=False).parquet) == truth
 
 
 @pytest.mark.slow
@@ -121,7 +121,7 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
     (or the re-run) finish, with exactly the single-ingest store."""
     rng = random.Random(16_000 + round_)
     root = tmp_path / "s"
-    ha.open_store(root).ensure_on_disk()
+    ha.open_store(root).parquet.ensure_on_disk()
     args = _cmd("ingest", str(corpus), "--store", str(root), "--workers", "3", "--quiet")
     # claims of 3 files (about 50 publishes), and the kill at a random point of the progress,
     # not of the clock: a fast machine must not finish before the kill
@@ -147,7 +147,7 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
         if round_ == 1:
             os.killpg(proc.pid, signal.SIGKILL)  # the command and every worker
         _, err = proc.communicate(timeout=600)
-    published = store_checksums(ha.open_store(root, create=False))
+    published = store_checksums(ha.open_store(root, create=False).parquet)
     if round_ != 1:  # the survivors took the killed worker's claims
         assert proc.returncode == 0, err.decode()
         assert published == truth
@@ -156,11 +156,11 @@ def test_kill_9_of_a_worker_then_rerun_gives_exact_counts(
         assert published["runs"][0] <= 150  # whatever was published, never half a run
     rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
-    assert store_checksums(ha.open_store(root, create=False)) == truth
+    assert store_checksums(ha.open_store(root, create=False).parquet) == truth
     assert set(_claims(root)) == {"done"}
     store = ha.open_store(root, create=False)
-    with store.lock():  # round 1's orphaned workers ended on their heartbeat: stale
-        store.clean_staging()
+    with store.parquet.lock():  # round 1's orphaned workers ended on their heartbeat: stale
+        store.parquet.clean_staging()
     assert not any((root / "_staging").iterdir())
 
 
@@ -169,7 +169,7 @@ def test_two_shards_as_two_processes_give_the_store_of_one_ingest(
     corpus: Path, truth: dict[str, tuple[int, str]], tmp_path: Path
 ) -> None:
     root = tmp_path / "s"
-    ha.open_store(root).ensure_on_disk()
+    ha.open_store(root).parquet.ensure_on_disk()
     procs = [
         subprocess.Popen(
             _cmd("ingest", str(corpus), "--store", str(root), "--shard", f"{i}/2", "--quiet"),
@@ -184,7 +184,7 @@ def test_two_shards_as_two_processes_give_the_store_of_one_ingest(
     assert [p.returncode for p in procs] == [0, 0], outs
     runs = [int(o.split("+")[1].split()[0]) for o, _ in outs]
     assert sum(runs) == 150 and min(runs) > 0  # both shards did part of it
-    assert store_checksums(ha.open_store(root, create=False)) == truth
+    assert store_checksums(ha.open_store(root, create=False).parquet) == truth
 
 
 _STAGER = """
@@ -203,7 +203,7 @@ def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
 ) -> None:
     root = tmp_path / "s"
     store = ha.open_store(root)
-    store.ensure_on_disk()  # for the stagers, which open it with create=False
+    store.parquet.ensure_on_disk()  # for the stagers, which open it with create=False
     live, dead = (
         subprocess.Popen(
             [sys.executable, "-c", _STAGER, str(root)],
@@ -224,13 +224,13 @@ def test_clean_staging_removes_a_dead_workers_folder_and_keeps_a_live_ones(
     other = root / "_staging" / "w-otherhost"
     other.mkdir()
     (other / "owner.json").write_text(json.dumps({"host": "elsewhere", "pid": 1, "start": None}))
-    with store.lock():
-        store.clean_staging()
+    with store.parquet.lock():
+        store.parquet.clean_staging()
     left = {p.name for p in (root / "_staging").iterdir()}
     assert len(left) == 2 and "w-otherhost" in left  # the live worker's and the fresh one
     monkeypatch.setenv("HYLO_ANALYTICS_STALE_SECONDS", "0")
-    with store.lock():
-        store.clean_staging()
+    with store.parquet.lock():
+        store.parquet.clean_staging()
     left = {p.name for p in (root / "_staging").iterdir()}
     assert "w-otherhost" not in left and len(left) == 1  # the live worker's only
     assert live.stdin is not None
@@ -269,7 +269,7 @@ def test_two_workers_racing_on_one_run_keep_one_file_whole_and_quarantine_the_ot
     logs, a, b = _same_run_two_files(tmp_path)
     root = tmp_path / "s"
     store = ha.open_store(root)
-    with store.lock():
+    with store.parquet.lock():
         procs = [
             subprocess.Popen(
                 _cmd("ingest", str(logs), "--store", str(root), "--shard", f"{i}/2", "--quiet"),
@@ -340,7 +340,7 @@ def test_a_file_every_worker_died_reading_is_quarantined_and_the_rest_stored(
         shutil.copytree(run, logs / run.name)
     poison = sorted(logs.glob("*/evallog.json"))[1]
     root = tmp_path / "s"
-    ha.open_store(root).ensure_on_disk()
+    ha.open_store(root).parquet.ensure_on_disk()
     job = job_id([logs], 1, 0)
     claims = Claims(root, job, lease=60)
     st = poison.stat()

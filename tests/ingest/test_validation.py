@@ -51,12 +51,12 @@ def _quarantine(store: ha.Store) -> list[dict]:
 
 def _every_view_answers(store: ha.Store) -> None:
     """Each view of the store can be read whole (a bad string in Parquet fails them all)."""
-    views = store.con.execute(
+    views = store.parquet.con.execute(
         "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
     ).fetchall()
     assert views
     for (name,) in views:
-        store.con.execute(f'SELECT * FROM "{name}"').fetchall()
+        store.parquet.con.execute(f'SELECT * FROM "{name}"').fetchall()
 
 
 def _ingest(tmp_path: Path, name: str, data: bytes) -> tuple[ha.Store, Path, list[dict]]:
@@ -291,7 +291,7 @@ def test_commit_refuses_a_string_that_is_not_utf8(tmp_path: Path) -> None:
     """The last line of defence: nothing written, nothing published, the store still reads."""
     store = ha.open_store(tmp_path / "store")
     store.ingest(_good(tmp_path), progress=False)
-    ps: ParquetStore = store
+    ps: ParquetStore = store.parquet
     before = sorted(p.name for p in (tmp_path / "store").rglob("*"))
     version = ps.data_version()
     # "bad\xed\xa0\x80": a surrogate encoded as if it were a character (CESU-8)

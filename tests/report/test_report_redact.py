@@ -65,7 +65,7 @@ def test_report_never_shows_secrets_and_redact_drops_paths(
         assert secret not in plain  # by default
     assert "[redacted]" in plain
     assert str(CHECKOUT / "cfg.json") in plain  # without --redact the error is shown whole
-    page = report.write_report(leaky_store, cand, parent, tmp_path / "r.html", metric="match",
+    page = report.write_report(leaky_store.parquet, cand, parent, tmp_path / "r.html", metric="match",
                                redact=True)  # fmt: skip
     text = page.read_text()
     assert "sk-LEAKED-KEY-123" not in text and "tok-LEAKED-456" not in text

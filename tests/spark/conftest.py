@@ -80,8 +80,8 @@ def generated_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
             "role": ["constraint"] * 6 + ["diagnostic"],
         }
     )
-    with store.lock():
-        store.commit({"policy_results": checks})
+    with store.parquet.lock():
+        store.parquet.commit({"policy_results": checks})
     # each benchmark's runs against its first run, so the pairing views have rows on both engines
     firsts = store.sql(
         "select benchmark_id, list(run_id order by run_id) as runs from stg_runs group by 1"

@@ -118,7 +118,7 @@ def test_a_store_not_resolved_yet_reads_the_rule_on_both_engines(
     shutil.copytree(spark_sample_store.root, root)
     strip_resolution(root)
     older = ha.open_store(root, create=False)
-    assert not older.manifest.resolved
+    assert not older.parquet.manifest.resolved
     register(spark, root)
     for view in ("int_scores_preferred", "int_key_scores", "mart_aggregate_run"):
         on_spark = spark_sql(spark, f"select * from {view}")

@@ -51,7 +51,7 @@ def scored_store(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> 
             {"name": "short", "metric": "steps", "per": "run", "must_less_equal": 40},
         ]
     )
-    commit_policy_results(store, ha.evaluate_policies(store, policies))
+    commit_policy_results(store.parquet, ha.evaluate_policies(store, policies))
     return store
 
 

@@ -63,7 +63,7 @@ def test_duckdb_threads(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     assert duckdb_threads() == 1
     store = ha.open_store(tmp_path / "s")
     assert store.sql("select current_setting('threads') as t")["t"].item() == 1
-    assert ha.open_store(tmp_path / "s", threads=2).threads == 2
+    assert ha.open_store(tmp_path / "s", threads=2).parquet.threads == 2
     monkeypatch.setenv("HYLO_ANALYTICS_THREADS", "many")
     with pytest.raises(ValueError, match="HYLO_ANALYTICS_THREADS"):
         duckdb_threads()

@@ -68,8 +68,8 @@ def test_sql_and_python_agree_under_each_harness_convention(tmp_path, source_for
     )
     runs = pa.table({"run_id": ["r"], "agent_name": ["a"], "source_format": [source_format]})
     samples = pa.table({**rows, "status": status})
-    with store.lock():
-        store.commit(
+    with store.parquet.lock():
+        store.parquet.commit(
             {"runs": runs, "samples": samples, "scores": pa.concat_tables([scores, steps])}
         )
     want = "failure" if source_format == "vla-eval" else "exclude"

@@ -22,8 +22,8 @@ def test_final_status_per_run(tmp_path: Path) -> None:
             "role": ["constraint", "constraint", "constraint", "constraint", "diagnostic"],
         }
     )
-    with store.lock():
-        store.commit({"runs": runs, "policy_results": results})
+    with store.parquet.lock():
+        store.parquet.commit({"runs": runs, "policy_results": results})
     got = store.sql(
         "select run_id, status, n_checks, n_failed, n_unchecked, final_status "
         "from mart_run_policy_status order by run_id"

@@ -39,8 +39,8 @@ def test_two_rates(tmp_path: Path) -> None:
         }
     )
     scores = scores.append_column("epoch", pa.array([1] * 6, pa.int64()))
-    with store.lock():
-        store.commit({"runs": runs, "samples": samples, "scores": scores})
+    with store.parquet.lock():
+        store.parquet.commit({"runs": runs, "samples": samples, "scores": scores})
     row = store.sql("SELECT * FROM mart_success_rates").row(0, named=True)
     assert (row["n_total"], row["n_valid"], row["n_errors"], row["n_skipped_other"]) == (
         6,

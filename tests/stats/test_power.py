@@ -327,7 +327,7 @@ def test_simulated_t_power_matches_the_plan(alternative: Alternative) -> None:
 
 
 def test_plan_from_the_sample_runs(sample_store: ha.Store) -> None:
-    got = plan_from_runs(sample_store, "version=1.2.0-rc1", "version=1.0.0")
+    got = plan_from_runs(sample_store.parquet, "version=1.2.0-rc1", "version=1.0.0")
     assert (got.kind, got.n_pairs, got.candidate_wins, got.parent_wins) == ("binary", 191, 65, 12)
     assert got.discordance == pytest.approx(77 / 191) and not got.assumed
     assert got.observed_diff == pytest.approx(53 / 191)
@@ -335,13 +335,13 @@ def test_plan_from_the_sample_runs(sample_store: ha.Store) -> None:
     assert got.plan.n_pairs == pairs_for_power(53 / 191, 77 / 191)
     assert got.mde == pytest.approx(minimum_detectable_effect(191, 77 / 191))
     assert got.power_at_n == pytest.approx(mcnemar_power(191, 53 / 191, 77 / 191))
-    again = plan_from_runs(sample_store, "version=1.2.0-rc1", "version=1.0.0", delta=0.05)
+    again = plan_from_runs(sample_store.parquet, "version=1.2.0-rc1", "version=1.0.0", delta=0.05)
     assert again.plan is not None and again.plan.delta == 0.05
     assert json.dumps(dataclasses.asdict(again))  # serializable for --format json
 
 
 def test_continuous_plan_uses_the_compared_pairs(sample_store: ha.Store) -> None:
-    got = plan_from_runs(sample_store, "version=1.2.0-rc1", "version=1.0.0", metric="steps")
+    got = plan_from_runs(sample_store.parquet, "version=1.2.0-rc1", "version=1.0.0", metric="steps")
     # the engine's normal CI is mean +- z sd / sqrt(n) over the same pairs: the same sd
     row = sample_store.compare(
         ["version=1.2.0-rc1"], "version=1.0.0", metrics=["steps"], ci="normal"
@@ -354,7 +354,7 @@ def test_continuous_plan_uses_the_compared_pairs(sample_store: ha.Store) -> None
 
 
 def test_a_worse_candidate_has_no_observed_plan(sample_store: ha.Store) -> None:
-    got = plan_from_runs(sample_store, "version=1.0.0", "version=1.2.0-rc1")
+    got = plan_from_runs(sample_store.parquet, "version=1.0.0", "version=1.2.0-rc1")
     assert got.plan is None and got.mde is not None
     assert "not better" in str(got)
 
@@ -370,10 +370,10 @@ def test_all_ties_need_an_assumed_discordance(tmp_path: Path, sample_dir: Path) 
         log["run_id"], log["agent"]["version"] = run, version
         (tmp_path / run / "evallog.json").write_text(json.dumps(log))
         store.ingest(tmp_path / run, progress=False)
-    got = plan_from_runs(store, "run-b", "run-a")
+    got = plan_from_runs(store.parquet, "run-b", "run-a")
     assert got.discordance == 0.0 and got.plan is None and got.mde is None
     assert got.note is not None and "assumed discordance" in got.note
-    assumed = plan_from_runs(store, "run-b", "run-a", discordance=0.1, delta=0.03)
+    assumed = plan_from_runs(store.parquet, "run-b", "run-a", discordance=0.1, delta=0.03)
     assert assumed.assumed and assumed.plan is not None
     assert assumed.plan.n_pairs == pairs_for_power(0.03, 0.1)
 
@@ -385,11 +385,11 @@ def test_plan_from_real_libero_runs(real_dir: Path, tmp_path: Path) -> None:
     cand, par = "agent=pi05,benchmark=libero_spatial", "agent=xvla,benchmark=libero_spatial"
     # the harness's convention (vla-eval: a timeout is a failure): 500 pairs, pi05 worse, and
     # the observed difference is the one of those pairs (it was the 470 pairs' +0.43 points)
-    harness = plan_from_runs(store, cand, par)
+    harness = plan_from_runs(store.parquet, cand, par)
     assert (harness.n_pairs, harness.candidate_wins, harness.parent_wins) == (500, 9, 36)
     assert harness.observed_diff == pytest.approx((9 - 36) / 500)
     assert harness.plan is None and harness.note and "not better" in harness.note
-    got = plan_from_runs(store, cand, par, errors="exclude")
+    got = plan_from_runs(store.parquet, cand, par, errors="exclude")
     assert (got.n_pairs, got.candidate_wins, got.parent_wins) == (470, 9, 7)
     assert got.discordance == pytest.approx(16 / 470)
     assert got.observed_diff == pytest.approx(2 / 470)
@@ -397,7 +397,7 @@ def test_plan_from_real_libero_runs(real_dir: Path, tmp_path: Path) -> None:
     # McNemar would need 12,041)
     assert got.plan is not None and got.plan.n_pairs == 11_582
     assert got.mde == pytest.approx(0.0202, abs=1e-4)
-    three = plan_from_runs(store, cand, par, delta=0.03, errors="exclude")
+    three = plan_from_runs(store.parquet, cand, par, delta=0.03, errors="exclude")
     assert three.plan is not None and three.plan.n_pairs == 184
     with pytest.raises(ValueError, match="exceeds the discordance"):
-        plan_from_runs(store, cand, par, delta=0.05, errors="exclude")
+        plan_from_runs(store.parquet, cand, par, delta=0.05, errors="exclude")
