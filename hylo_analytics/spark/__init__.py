@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from hylo_analytics import _schema
 from hylo_analytics._sql import MATERIALIZED, view_names, view_references, view_sql
 from hylo_analytics.spark._dialect import UntranslatableSQL, to_spark
-from hylo_analytics.spark._errors import one_line
+from hylo_analytics.spark._errors import _FRIENDLY, one_line
 from hylo_analytics.store import manifest as _manifest
 from hylo_analytics.store.manifest import ManifestError, StoreError
 
@@ -49,10 +49,6 @@ BROADCAST_DEFAULTS = {
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.adaptive.autoBroadcastJoinThreshold": "10MB",
 }
-_FRIENDLY = (
-    "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
-    "resolved_scores",
-)  # fmt: skip
 
 
 def _is_uri(path: str) -> bool:

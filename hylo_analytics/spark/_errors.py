@@ -15,6 +15,12 @@ from typing import Any
 
 from hylo_analytics._text import printable
 
+# the store's tables a Spark session names as temp views (spark.local_session registers them)
+_FRIENDLY = (
+    "runs", "samples", "events", "scores", "quarantine", "ingested_files", "policy_results",
+    "resolved_scores",
+)  # fmt: skip
+
 __all__ = ["LIMIT", "one_line"]
 
 LIMIT = 400  # characters of the error's own message; the fix is never cut
@@ -79,8 +85,6 @@ def _message(exc: BaseException) -> str:
 
 def _fix(exc: BaseException, message: str) -> str:
     from py4j.protocol import Py4JError, Py4JJavaError
-
-    from hylo_analytics.spark import _FRIENDLY
 
     if _OUT_OF_MEMORY.search(message):
         return _MEMORY
