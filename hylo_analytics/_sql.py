@@ -237,7 +237,7 @@ def duckdb_threads() -> int:
     env = os.environ.get("HYLO_ANALYTICS_THREADS", "").strip()
     if env:
         if not env.isdigit() or int(env) < 1:
-            raise ConfigError("HYLO_ANALYTICS_THREADS", f"must be a positive integer, got {env!r}")
+            raise ConfigError("", f"HYLO_ANALYTICS_THREADS must be a positive integer, got {env!r}")
         return int(env)
     return os.cpu_count() or 1
 
@@ -250,7 +250,7 @@ def duckdb_memory_limit() -> str:
     if env:
         if not re.fullmatch(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", env, re.IGNORECASE):
             raise ConfigError(
-                "HYLO_ANALYTICS_MEMORY_LIMIT", f"must be a size such as 4GB or 512MB, got {env!r}"
+                "", f"HYLO_ANALYTICS_MEMORY_LIMIT must be a size such as 4GB or 512MB, got {env!r}"
             )
         return env
     try:

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from hylo_analytics.compare.pooled import _differences, pool_suites
-from hylo_analytics.errors import ComparabilityError, InputError, RunSelectionError
+from hylo_analytics.errors import InputError, RunSelectionError, SelectionError
 from hylo_analytics.stats.pooled import Weighting
 from hylo_analytics.store import ParquetStore, _selector, pinned
 
@@ -116,7 +116,7 @@ def suite_pairs(store: ParquetStore, candidate: str, parent: str) -> dict[str, t
     lone = joined.filter(pl.col("run_id").is_null() | pl.col("run_id_p").is_null())
     if not lone.is_empty():
         names = pl.coalesce("suite", "suite_p")
-        raise ComparabilityError(
+        raise SelectionError(
             f"pooled_compare: suite(s) {sorted(lone.select(names)['suite'].to_list())} have "
             f"a run on one side only ({candidate!r} vs {parent!r}); select the same suites"
         )
