@@ -39,6 +39,7 @@ from hylo_analytics.errors import (
     StaleSnapshotError,
     StoreNotFoundError,
 )
+from hylo_analytics.store import catalog as _catalog
 from hylo_analytics.store import manifest as _manifest
 from hylo_analytics.store.batches import (
     _BATCHES,
@@ -306,14 +307,15 @@ class StoreConnection:
             self._statements = raw + self._statements[len(raw) :]
             self._point_preferred()
 
-    def _point_preferred(self) -> None:
+    def _point_preferred(self, *, force: bool = False) -> None:
         """``int_scores_preferred`` on the materialized resolution, or on the rule itself when
-        the published store is not resolved (an older version wrote it last): same rows."""
+        the published store is not resolved (an older version wrote it last): same rows.
+        Always this connection's own view (``force``: create it even if its text is known)."""
         body = view_sql(PREFERRED_VIEW) if self.manifest.resolved else f"SELECT * FROM {RULE_VIEW}"
         stmt = f"CREATE OR REPLACE VIEW {PREFERRED_VIEW} AS\n{body}"
         head = f"CREATE OR REPLACE VIEW {PREFERRED_VIEW} AS"
         at = next(i for i, st in enumerate(self._statements) if st.startswith(head))
-        if self._statements[at] != stmt:
+        if force or self._statements[at] != stmt:
             self._con.execute(stmt)
             self._statements[at] = stmt
 
@@ -341,7 +343,11 @@ class StoreConnection:
         Files written with today's schemas are read as they are; a store holding batches of
         older schemas reconciles columns by name until it is compacted.
         """
-        by_name = "" if self.manifest.current_schemas else ", union_by_name = true"
+        # batch 0 holds empty files only: a writer rewrites them to today's schemas, and a
+        # stale one is typed in SQL below, so its fingerprint never asks for reconciliation
+        # (binding ``union_by_name`` reads every file's schema: 2-4x the open of a large store)
+        older = [b for b in self.manifest.batches if b.seq != _EMPTY_SEQ]
+        by_name = "" if Manifest(tuple(older), 0).current_schemas else ", union_by_name = true"
         out = []
         for name in _schema.TABLES:
             stale = name in self._stale_empty  # batch 0 lacks today's empty file: typed in SQL
@@ -365,17 +371,26 @@ class StoreConnection:
         return out
 
     def _create_views(self, *, write: bool) -> None:
-        statements = [
-            f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()
-        ]
-        statements.append(f"CREATE OR REPLACE VIEW metric_specs AS {_metric_specs_sql()}")
-        statements += load_views(self._con, prelude=statements)
-        for name in FRIENDLY_NAMES:
-            stmt = f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM stg_{name}"
+        """The ``raw_*`` views and ``metric_specs`` here; the ``sql/`` views from the cached
+        catalog (:mod:`~hylo_analytics.store.catalog`: bound when first read), or, without
+        one, created and bound here."""
+        local = [f"CREATE OR REPLACE VIEW {name} AS {body}" for name, body in self._raw_view_sql()]
+        local.append(f"CREATE OR REPLACE VIEW metric_specs AS {_metric_specs_sql()}")
+        for stmt in local:
             self._con.execute(stmt)
-            statements.append(stmt)
-        self._statements = statements
-        self._point_preferred()
+        friendly = [f"CREATE OR REPLACE VIEW {n} AS SELECT * FROM stg_{n}" for n in FRIENDLY_NAMES]
+        typed = [
+            f"CREATE OR REPLACE VIEW raw_{name} AS {_typed_empty_sql(name)}"
+            for name in _schema.TABLES
+        ]
+        shared = _catalog.attach(self._con, [*typed, local[-1]], friendly)
+        if shared is None:
+            shared = load_views(self._con, prelude=local)
+            for stmt in friendly:
+                self._con.execute(stmt)
+            shared += friendly
+        self._statements = local + shared
+        self._point_preferred(force=True)
         if write:  # an existing store's copy is brought up to date by its next writer
             self._write_views_file()
 
