@@ -37,22 +37,52 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+# The longest units first (measured: `--junitxml`, 2 cores), so the run does not end on one
+# of them while the other worker idles; every other file follows by its number of tests.
+LONGEST_FIRST = (
+    "tests/spark",
+    "tests/ingest/test_hostile.py",
+    "tests/test_crash.py",
+    "tests/cli/test_cli_sql.py",
+    "tests/ingest/test_sharded.py",
+    "tests/ingest/test_fuzz.py",
+    "tests/ingest/test_validation.py",
+    "tests/test_concurrency.py",
+    "tests/test_store.py",
+    "tests/test_compact.py",
+    "tests/test_export.py",
+    "tests/ingest/test_ingest.py",
+    "tests/test_readme.py",
+)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under ``-n`` (``--dist load``, the default), every test is its own unit as before, except
-    tests/spark, which is one unit on one worker: one Spark session (20-80 s to start) and one
-    set of Spark stores per run instead of one per worker. ``--dist loadgroup`` with
-    ``xdist_group`` marks cannot do this here: xdist 3.8 renames ``item._nodeid``, which pytest 9
-    no longer reads."""
+    """Under ``-n`` (``--dist load``, the default), each test file is one unit, handed to one
+    worker (tests/spark, the whole folder, is one): a module's fixtures (a store, a hostile
+    corpus, one Spark session: 20-80 s to start) are built once per run, not once per worker,
+    and the longest units go first. ``--dist loadgroup`` with ``xdist_group`` marks cannot
+    do this here: xdist 3.8 renames ``item._nodeid``, which pytest 9 no longer reads."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class SparkOnOneWorker(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid
+    class FilesLongestFirst(LoadScopeScheduling):
+        ordered = False
 
-    return SparkOnOneWorker(config, log)
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/spark" if nodeid.startswith("tests/spark/") else nodeid.split("::")[0]
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the queue as xdist built it (by number of tests), reordered
+                rank = {scope: i for i, scope in enumerate(LONGEST_FIRST)}
+                units = sorted(self.workqueue.items(), key=lambda u: rank.get(u[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return FilesLongestFirst(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -422,15 +422,20 @@ def _rewrite_eval(
 
 
 def _bomb_member(size: int) -> tuple[bytes, int]:
-    """A raw-deflate stream of ``size`` zero bytes (a few MB for GBs) and their CRC-32."""
-    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    """A raw-deflate stream of ``size`` zero bytes (a few MB for GBs) and their CRC-32.
+
+    One 16 MiB block of zeros is compressed once and ended with a full flush, which resets
+    the compressor: the same bytes then stand for every further block (compressing 3 GiB
+    took 20 s; this 1.5 s, the CRC most of it). A final empty block ends the stream.
+    """
     block = b"\0" * (1 << 24)
-    parts, crc = [], 0
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    one = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
     for _ in range(size >> 24):
-        parts.append(comp.compress(block))
         crc = zlib.crc32(block, crc)
-    parts.append(comp.flush())
-    return b"".join(parts), crc
+    end = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # an empty final block
+    return one * (size >> 24) + end, crc
 
 
 def _zip_with_member(path: Path, name: str, deflated: bytes, *, declared: int, crc: int) -> None:
