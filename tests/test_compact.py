@@ -186,3 +186,59 @@ def test_sigkill_mid_compaction_loses_nothing(
         after.parquet.compact()
     assert store_checksums(after.parquet) == answers
     assert len(after.parquet.manifest.batches) == 2
+
+
+def _merged_tables(store: ha.Store) -> dict[str, pa.Table]:
+    """Every table of the store's one merged batch, rows in stored order."""
+    (merged,) = [b for b in store.parquet.manifest.batches if b.level > 0]
+    folder = store.root / "batches" / merged.name
+    return {p.stem: pq.read_table(p) for p in sorted(folder.glob("*.parquet"))}
+
+
+def test_a_merge_of_commits_of_other_runs_streams_in_the_order_a_sort_gives(
+    tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Commits of distinct runs are merged without a sort (``_in_run_order``): the merged
+    files hold the same rows in the same order as the sorting merge writes them; a run in
+    two batches (re-scored) makes the scores merge sort."""
+    from hylo_analytics.store import compaction
+
+    decided: dict[str, bool] = {}
+    real = compaction._in_run_order
+
+    def spy(files: list[Path]) -> list[Path] | None:
+        got = real(files)
+        decided[files[0].stem] = got is not None
+        return got
+
+    monkeypatch.setattr(compaction, "_in_run_order", spy)
+    streamed = _many_batches(tmp_path / "a", runs_dir, monkeypatch)
+    with streamed.parquet.lock():
+        streamed.parquet.compact()
+    assert decided["events"] and decided["samples"] and decided["runs"]
+    assert not decided["scores"]  # every run re-scored in a later batch: sorted
+    monkeypatch.setattr(compaction, "_in_run_order", lambda files: None)
+    sorted_ = _many_batches(tmp_path / "b", runs_dir, monkeypatch)
+    with sorted_.parquet.lock():
+        sorted_.parquet.compact()
+    want, got = _merged_tables(sorted_), _merged_tables(streamed)
+    assert want.keys() == got.keys()
+    for name, table in want.items():  # the same rows in the same order (times aside)
+        drop = [c for c in ("ingested_at", "source_path") if c in table.column_names]
+        assert got[name].drop_columns(drop).equals(table.drop_columns(drop)), name
+
+
+def test_run_order_refuses_a_run_in_two_files_and_unsorted_files(tmp_path: Path) -> None:
+    from hylo_analytics.store.compaction import _in_run_order
+
+    def write(name: str, runs: list[str | None]) -> Path:
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"run_id": runs, "x": list(range(len(runs)))}), path)
+        return path
+
+    a, b = write("a", ["r1", "r1", "r2"]), write("b", ["r3", "r4"])
+    assert _in_run_order([b, a]) == [a, b]
+    assert _in_run_order([a, write("c", ["r2", "r5"])]) is None  # r2 in two files
+    assert _in_run_order([write("d", ["r2", "r1"])]) is None  # not sorted
+    assert _in_run_order([write("e", ["r1", "r2", "r1"])]) is None  # a run in two segments
+    assert _in_run_order([write("f", ["r1", None])]) is None  # null runs sort last in SQL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import time
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hylo_analytics import _schema
 from hylo_analytics.errors import ConfigError
@@ -193,6 +196,9 @@ def _merge_batches(
             )
             if before == 0:
                 continue
+            presorted = None if reconcile or "run_id" not in schema.names else _in_run_order(files)
+            if presorted is not None:  # already in the order below: a streaming copy, no sort
+                listed = "[" + ", ".join(_path_literal(f) for f in presorted) + "]"
             src = (
                 f"read_parquet({listed}, filename = true, file_row_number = true"
                 f"{', union_by_name = true' if reconcile else ''})"
@@ -203,8 +209,9 @@ def _merge_batches(
             if "run_id" in schema.names:
                 order = "run_id, " + order
             target = out / f"{name}.parquet"
+            ordered = "" if presorted is not None else f" ORDER BY {order}"
             con.execute(
-                f"COPY (SELECT {cols} FROM {src} ORDER BY {order}) TO '{_quote(target.as_posix())}' "
+                f"COPY (SELECT {cols} FROM {src}{ordered}) TO '{_quote(target.as_posix())}' "
                 f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, "
                 f"ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
             )
@@ -218,6 +225,42 @@ def _merge_batches(
         con.close()
         shutil.rmtree(out / ".tmp", ignore_errors=True)
     return rows
+
+
+def _in_run_order(files: Sequence[Path]) -> list[Path] | None:
+    """``files`` in an order whose concatenation is already sorted as a merge sorts (by run,
+    then batch, file and row), or None when none is.
+
+    True when each file holds its runs in sorted, contiguous segments with no null run id
+    (as every writer leaves them: commits move whole runs into order, merges sort) and no run
+    is in two files: the files then follow each other by their first run, and each run's
+    rows come from one file in their stored order. A merge of commits that each ingested
+    other runs (the common case) is then a streaming copy; the sort it replaces held up to
+    1 GB (2.8M trace events). Checked from the ``run_id`` column alone, a row group at a time.
+    """
+    spans: list[tuple[str, str, Path]] = []
+    for path in files:
+        reader = pq.ParquetFile(path)
+        first: str | None = None
+        last: str | None = None
+        for i in range(reader.num_row_groups):
+            col = reader.read_row_group(i, columns=["run_id"]).column(0)
+            if col.null_count:
+                return None
+            runs = pc.run_end_encode(col.combine_chunks()).values.to_pylist()
+            if last is not None and runs and runs[0] < last:
+                return None
+            if any(b <= a for a, b in itertools.pairwise(runs)):
+                return None  # out of order, or a run in two segments
+            if runs:
+                first = runs[0] if first is None else first
+                last = runs[-1]
+        if first is not None and last is not None:
+            spans.append((first, last, path))
+    spans.sort(key=lambda s: s[0])
+    if any(b[0] <= a[1] for a, b in itertools.pairwise(spans)):
+        return None  # a run in two files: its rows interleave by batch
+    return [path for _, _, path in spans]
 
 
 def _count(con: duckdb.DuckDBPyConnection, relation: str) -> int:
