@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 from scoring_data import RUN, write_run
 
 import hylo_analytics as ha
@@ -492,3 +493,23 @@ def test_builtins_agree_with_the_plain_python_reference(tmp_path: Path, seed: in
 def test_reads_trace(path: str, expected: str | None, reads: bool) -> None:
     kind = "exact" if expected else "value"
     assert DeclarativeScorer("x", kind, path, expected).reads_trace is reads
+
+
+@pytest.mark.parametrize("per_query", [1, 450, 10**9])  # 3 runs of 200: 3, 2, 1 queries
+def test_episode_stats_in_chunks_equal_one_query(
+    sample_store_scored: ha.Store, per_query: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every run's episode reductions, a few runs per query (down to one run each, a run
+    never split), are the rows of the view read in one query: none lost, none twice."""
+    import hylo_analytics.scoring as scoring
+
+    con = sample_store_scored.parquet.con
+    runs = [r[0] for r in con.execute("select run_id from stg_runs order by run_id").fetchall()]
+    monkeypatch.setattr(scoring, "_EPISODES_PER_QUERY", per_query)
+    con.execute("drop table if exists _chunked")
+    scoring._episode_stats_in_chunks(con, "_chunked", runs)
+    got = con.sql("select * from _chunked order by run_id, key, epoch").pl()
+    want = con.sql("select * from int_episode_stats order by run_id, key, epoch").pl()
+    con.execute("drop table _chunked")
+    assert got.height == want.height == 600
+    assert_frame_equal(got, want, check_exact=False, rel_tol=1e-12)  # sums: thread order

@@ -23,6 +23,7 @@ answers for a metric is decided by the view ``int_scores_preferred`` (documented
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import uuid
@@ -35,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics import _schema
+from hylo_analytics._sql import view_query, view_sql
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.scoring._actions import ExpectedActionScorer, expected_action_rows
 from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
@@ -159,11 +161,14 @@ def compute_scores(
     try:
         # a parameter list (not a semi-join on the relation): the filter reaches the scans of
         # samples and events, so scoring one run reads that run's row groups, not the store's
-        con.execute(
-            f"create temp table {ep_rel} as select * from int_episode_stats"
-            + ("" if runs is None else " where list_contains($runs, run_id)"),
-            None if runs is None else {"runs": run_ids},
-        )
+        if runs is not None:
+            con.execute(
+                f"create temp table {ep_rel} as select * from int_episode_stats "
+                "where list_contains($runs, run_id)",
+                {"runs": run_ids},
+            )
+        else:
+            _episode_stats_in_chunks(con, ep_rel, run_ids)
         names = [s for s in resolved if isinstance(s, str) and s in BUILTINS]
         if names:
             # A run with no trace at all has nothing to re-score: a built-in would only write
@@ -222,6 +227,44 @@ def compute_scores(
 
     rows = pa.concat_tables([full(p) for p in parts]) if parts else schema.empty_table()
     return rows, run_ids, seconds, resolved
+
+
+_EPISODES_PER_QUERY = 4096  # 2.8M trace events in 20,000 episodes: peak 775 -> ~490 MiB
+
+
+def _episode_stats_in_chunks(con: Any, table: str, run_ids: Sequence[str]) -> None:
+    """``int_episode_stats`` of every run into ``table``, about :data:`_EPISODES_PER_QUERY`
+    episodes per query: the reduction of a chunk's events (a percentile keeps each latency
+    of its group) is all a query holds. ``run_ids``: every run, in SQL order; the chunks
+    are consecutive ranges of run id (compared at the scans, where a range prunes row
+    groups; the first and last open-ended, so every row of the store is in one chunk)."""
+    counts = dict(con.execute("select run_id, count(*) from stg_samples group by 1").fetchall())
+    bounds: list[str] = []  # the last run of each chunk but the last
+    size, prev = 0, ""
+    for run in run_ids:
+        n = int(counts.get(run, 0))
+        if size and size + n > _EPISODES_PER_QUERY:
+            bounds.append(prev)
+            size = 0
+        size += n
+        prev = run
+    if not bounds:
+        con.execute(f"create temp table {table} as select * from int_episode_stats")
+        return
+    edges = [None, *bounds, None]
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        where = " and ".join(
+            ([] if lo is None else ["run_id > $lo"]) + ([] if hi is None else ["run_id <= $hi"])
+        )
+        if hi is None:
+            where = f"({where} or run_id is null)"
+        ranged = {n: f"select * from ({view_sql(n)}) where {where}" for n in _EPISODE_INPUTS}
+        head = f"create temp table {table} as " if i == 0 else f"insert into {table} "
+        params = {k: v for k, v in (("lo", lo), ("hi", hi)) if v is not None}
+        con.execute(head + view_query("int_episode_stats", ranged), params)
+
+
+_EPISODE_INPUTS = ("stg_samples", "stg_events")  # what int_episode_stats reads
 
 
 def _exists(con: Any, name: str) -> bool:
