@@ -56,6 +56,7 @@ def _open(root: Path, cache: str, monkeypatch: pytest.MonkeyPatch) -> StoreConne
     return StoreConnection(root, create=False)
 
 
+@pytest.mark.slow
 def test_every_view_answers_the_same_with_and_without_the_catalog(
     declared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +72,7 @@ def test_every_view_answers_the_same_with_and_without_the_catalog(
         _same(got[name], frame)
 
 
+@pytest.mark.slow
 def test_a_store_not_resolved_yet_reads_the_rule_through_the_catalog(
     declared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,6 +162,7 @@ def test_the_cache_folder_follows_the_environment(
     assert catalog.cache_dir() is None
 
 
+@pytest.mark.slow
 def test_a_writer_and_a_reader_see_each_commit_through_the_catalog(
     sample_copy: Path, tmp_path: Path, new_run: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -195,6 +195,7 @@ def _merged_tables(store: ha.Store) -> dict[str, pa.Table]:
     return {p.stem: pq.read_table(p) for p in sorted(folder.glob("*.parquet"))}
 
 
+@pytest.mark.slow
 def test_a_merge_of_commits_of_other_runs_streams_in_the_order_a_sort_gives(
     tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -169,6 +169,7 @@ def _round_trip(store: ha.Store, tmp_path: Path, version: str) -> ha.Store:
     return back
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v0.1", "v0.2"])
 def test_round_trip_of_the_sample_is_lossless(
     version: str, sample_store: ha.Store, tmp_path: Path
@@ -178,6 +179,7 @@ def test_round_trip_of_the_sample_is_lossless(
     assert fmt == [f"hylo.evallog/{version}"]
 
 
+@pytest.mark.slow
 def test_v02_round_trip_of_real_inspect_robots_logs(tmp_path: Path) -> None:
     assert REAL_IR.is_dir() and len(list(REAL_IR.glob("*.json"))) == 2
     store = ha.open_store(tmp_path / "ir")
@@ -185,6 +187,7 @@ def test_v02_round_trip_of_real_inspect_robots_logs(tmp_path: Path) -> None:
     _round_trip(store, tmp_path, "v0.2")
 
 
+@pytest.mark.slow
 def test_v02_has_the_inspect_robots_shape(tmp_path: Path) -> None:
     """The inspect-robots reader reads a v0.2 export as its own log: same scenes and scores."""
     store = ha.open_store(tmp_path / "ir")
@@ -229,6 +232,7 @@ def test_v01_reader_still_refuses_a_v02_key_rule_break(tmp_path: Path) -> None:
     assert store.ingest(src, progress=False).quarantined == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v0.1", "v0.2"])
 def test_round_trip_keeps_the_benchmark_v02_members(version: str, tmp_path: Path) -> None:
     bench = {
@@ -299,6 +303,7 @@ def real_store(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.S
     return store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v0.1", "v0.2"])
 def test_round_trip_of_the_real_files_keeps_every_column(
     version: str, real_store: ha.Store, tmp_path: Path

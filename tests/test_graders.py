@@ -57,6 +57,7 @@ def _grade_events(store: ha.Store, grader: str) -> list[dict[str, Any]]:
     return list(df.iter_rows(named=True))
 
 
+@pytest.mark.slow
 def test_vlm_judge_grades_become_scores(store: ha.Store, tmp_path: Path) -> None:
     client = Client()
     judge = ha.vlm_judge(client, prompt=PROMPT, model="local-judge-1", name="judge")
@@ -85,6 +86,7 @@ def test_vlm_judge_grades_become_scores(store: ha.Store, tmp_path: Path) -> None
     assert agg == pytest.approx(3 / 7)
 
 
+@pytest.mark.slow
 def test_judge_trace_keeps_prompt_model_and_answer(store: ha.Store) -> None:
     store.grade(ha.vlm_judge(Client(), prompt=PROMPT, model="local-judge-1", name="judge"))
     events = {e["key"]: e for e in _grade_events(store, "judge")}
@@ -104,6 +106,7 @@ def test_judge_trace_keeps_prompt_model_and_answer(store: ha.Store) -> None:
     assert events["t2#3"]["idx"] == 1  # no trace: the first line
 
 
+@pytest.mark.slow
 def test_rerun_replaces_and_does_not_duplicate(store: ha.Store) -> None:
     def judge(answers: dict[str, str] | None = None) -> ha.Grader:
         return ha.vlm_judge(Client(answers), prompt=PROMPT, model="local-judge-1", name="judge")
@@ -121,6 +124,7 @@ def test_rerun_replaces_and_does_not_duplicate(store: ha.Store) -> None:
     assert n == len(TRACES)
 
 
+@pytest.mark.slow
 def test_rerun_supersedes_only_that_graders_events(store: ha.Store) -> None:
     before = store.sql(
         "select type, grader, count(*) as n from stg_events group by all order by all"
@@ -183,6 +187,7 @@ class Operator:
         (ha.GradeEvent(1.0, judge_trace={"x": object()}), "the grade is not JSON"),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_grade_is_refused_with_the_episode(store: ha.Store, value: Any, why: str) -> None:
     version = store.data_version()
     with pytest.raises(graders.GraderError, match="grader 'op' on episode") as err:
@@ -191,6 +196,7 @@ def test_a_bad_grade_is_refused_with_the_episode(store: ha.Store, value: Any, wh
     assert store.data_version() == version
 
 
+@pytest.mark.slow
 def test_a_custom_grader_with_booleans_and_its_own_metric(store: ha.Store) -> None:
     report = graders.run_grader(store, Operator("op", ha.GradeEvent(None)), [RUN])
     assert report.scoring is not None and report.runs == (RUN,)
@@ -225,6 +231,7 @@ def test_parse_answer(answer: str, expected: tuple[float | None, str]) -> None:
     assert parse_answer(answer) == expected
 
 
+@pytest.mark.slow
 def test_grading_one_run_leaves_the_others_grades(tmp_path: Path) -> None:
     write_run(tmp_path / "data", RUN)
     write_run(tmp_path / "data", "run-hand-0002")
@@ -244,6 +251,7 @@ def test_grading_one_run_leaves_the_others_grades(tmp_path: Path) -> None:
     assert per_run == [(RUN, len(TRACES)), ("run-hand-0002", len(TRACES))]
 
 
+@pytest.mark.slow
 def test_a_regrade_reads_the_same_after_compaction(store: ha.Store) -> None:
     judge = ha.vlm_judge(Client(), prompt=PROMPT, model="local-judge-1", name="judge")
     store.grade(judge)

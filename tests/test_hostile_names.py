@@ -117,6 +117,7 @@ def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_chart_html_embeds_every_name_as_data(report: ha.ComparisonReport, tmp_path: Path) -> None:
     for name, chart in _charts(report).items():
         page = charts.save(chart, tmp_path / f"{name}.html").read_text()
@@ -139,6 +140,7 @@ def test_notebook_output_of_charts_is_escaped(report: ha.ComparisonReport) -> No
 # -- the report -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_page_and_fragment(report: ha.ComparisonReport) -> None:
     page = report.to_html()
     assert_nothing_injected(page, scripts=0)

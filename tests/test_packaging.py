@@ -104,6 +104,7 @@ def test_public_api_is_sorted_and_importable() -> None:
         assert getattr(ha, name) is not None
 
 
+@pytest.mark.slow
 def test_progress_bar_only_when_asked(
     tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

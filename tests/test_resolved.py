@@ -88,6 +88,7 @@ def _derived(store: ha.Store, run: str, source: str, kind: str, value: float | N
     commit_scores(store, pa.Table.from_pylist(rows))  # takes the lock itself
 
 
+@pytest.mark.slow
 def test_table_equals_rule_after_every_kind_of_commit(
     tmp_path: Path, logs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,6 +154,7 @@ def test_rescoring_one_run_resolves_that_run_alone(tmp_path: Path, logs: Path) -
     _same(store)
 
 
+@pytest.mark.slow
 def test_a_store_without_resolution_reads_the_rule_and_its_next_writer_resolves_it(
     tmp_path: Path, logs: Path
 ) -> None:
@@ -188,6 +190,7 @@ def test_a_store_without_resolution_reads_the_rule_and_its_next_writer_resolves_
     )
 
 
+@pytest.mark.slow
 def test_a_run_filter_reaches_the_scan_of_the_resolved_rows(tmp_path: Path) -> None:
     """A question about one run reads that run's row groups, not the store's."""
     logs = tmp_path / "logs"
@@ -216,6 +219,7 @@ def _scan_rows(plan: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_run_filter_of_every_run_is_no_filter(tmp_path: Path) -> None:
     """``run_filter``: every run of the store (a long list costs more than the scan) reads
     the store unfiltered; fewer runs stay a filter; the answers are the same either way."""

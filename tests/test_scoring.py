@@ -75,6 +75,7 @@ EXPECTED: dict[str, dict[str, float | str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", sorted(EXPECTED))
 def test_builtin_values_and_abstentions(store: ha.Store, metric: str) -> None:
     report = store.score([metric])
@@ -104,6 +105,7 @@ def test_errored_episode_explains_why(store: ha.Store) -> None:
     assert _rows(store, "scorer:success")["t1#2"]["explanation"] == "end.status=failure (max_steps)"
 
 
+@pytest.mark.slow
 def test_grades_become_observations(store: ha.Store) -> None:
     store.score(["grades"])
     df = store.sql(
@@ -118,6 +120,7 @@ def test_grades_become_observations(store: ha.Store) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_rescoring_replaces_rows(store: ha.Store) -> None:
     first = store.score()
     n = store.sql("select count(*) as n from stg_scores").item()
@@ -134,6 +137,7 @@ def test_rescoring_replaces_rows(store: ha.Store) -> None:
     assert store.sql("select count(*) as n from stg_scores").item() == n
 
 
+@pytest.mark.slow
 def test_runs_filter_and_unknown_run(store: ha.Store, tmp_path: Path) -> None:
     write_run(tmp_path / "data2", "run-other-0002")
     store.ingest(tmp_path / "data2", progress=False)
@@ -223,6 +227,7 @@ def _missing(metric: str) -> str:
     return f"missing path: {path}"
 
 
+@pytest.mark.slow
 def test_declarative_kinds(store: ha.Store) -> None:
     report = store.score(DECLS)
     keys = [k for (k,) in store.sql("select key from stg_samples order by key").rows()]

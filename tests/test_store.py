@@ -141,6 +141,7 @@ def test_batches_keep_runs_together_in_row_groups_readers_can_skip(tmp_path: Pat
     assert store.sql("SELECT count(*) FROM stg_samples").item() == table.num_rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("odd", "plain"), [("a[1]", "a1"), ("b?", "bx"), ("c*", "cc")])
 def test_paths_are_never_glob_patterns(tmp_path: Path, odd: str, plain: str) -> None:
     """A store (and an input folder) whose name DuckDB would glob reads its own files only.
@@ -440,6 +441,7 @@ def test_write_errors_at_every_step_leave_the_store_as_it_was(
     assert _every_view(ha.open_store(store.root, create=False)) == answers
 
 
+@pytest.mark.slow
 def test_a_corrupt_manifest_is_a_clear_error_and_is_never_rewritten(
     sample_store: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -62,6 +62,7 @@ def hostile(tmp_path: Path, sample_dir: Path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.mark.slow
 def test_every_raw_line_is_recoverable(hostile: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "store")
     report = store.ingest(hostile, progress=False)
@@ -91,6 +92,7 @@ def test_every_raw_line_is_recoverable(hostile: Path, tmp_path: Path) -> None:
         assert row["n_lines"] == data.count(b"\n") + last
 
 
+@pytest.mark.slow
 def test_export_writes_each_trace_byte_for_byte(sample_dir: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "store")
     store.ingest(sample_dir, progress=False)
@@ -148,6 +150,7 @@ def _everything(store: ha.Store, out: Path) -> dict[str, Any]:
     return {"scores": scores, "lines": lines, "files": files}
 
 
+@pytest.mark.slow
 def test_an_older_store_scores_and_exports_the_same(hostile: Path, tmp_path: Path) -> None:
     new = ha.open_store(tmp_path / "new")
     new.ingest(hostile, progress=False)
@@ -177,6 +180,7 @@ def test_an_older_store_scores_and_exports_the_same(hostile: Path, tmp_path: Pat
     assert tools.height == 1  # the one trace with spans called both
 
 
+@pytest.mark.slow
 def test_a_replaced_run_supersedes_its_trace_files(hostile: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "store")
     store.ingest(hostile, progress=False)

@@ -169,6 +169,7 @@ def test_valid_flag_and_nan_are_skips_with_reasons():
         max_size=60,
     )
 )
+@pytest.mark.slow
 def test_reconciliation_invariant(rows):
     df = pl.DataFrame(
         rows, schema=["run_id", "metric", "value", "skip_reason"], orient="row"

@@ -55,6 +55,7 @@ def _store(tmp_path: Path) -> ha.Store:
     return s
 
 
+@pytest.mark.slow
 def test_the_metrics_own_aggregate_per_run(tmp_path: Path) -> None:
     store = _store(tmp_path)
     m = ArtifactCount()
@@ -70,6 +71,7 @@ def test_the_metrics_own_aggregate_per_run(tmp_path: Path) -> None:
     assert list(only) == [next(iter(out))]
 
 
+@pytest.mark.slow
 def test_without_aggregate_the_standard_one_applies(tmp_path: Path) -> None:
     store = _store(tmp_path)
     out = aggregate_metric(store.parquet, "m")
@@ -78,6 +80,7 @@ def test_without_aggregate_the_standard_one_applies(tmp_path: Path) -> None:
     assert all(r.confidence_interval for r in out.values())  # the standard one has an interval
 
 
+@pytest.mark.slow
 def test_a_wrong_aggregate_type_is_an_error_naming_the_metric(tmp_path: Path) -> None:
     store = _store(tmp_path)
 

@@ -56,6 +56,7 @@ def _frame(runs: list[dict[str, list[float]]]) -> pl.DataFrame:
     ci=st.sampled_from(["auto", "hall", "percentile", "bca", "studentized", "normal"]),
     stratify=st.sampled_from([None, "task_id"]),
 )
+@pytest.mark.slow
 def test_a_run_alone_gets_the_bounds_it_gets_among_others(
     runs: list[dict[str, list[float]]], ci: str, stratify: str | None
 ) -> None:

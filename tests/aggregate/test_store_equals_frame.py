@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -117,6 +118,7 @@ def _store(root: Path, runs: list[list[tuple[Any, ...]]]) -> ha.Store:
     by=st.sampled_from([["run_id"], ["run_id", "task_id"], ["agent_name"], ["agent_name", "seed"]]),
     reduce=st.sampled_from(["mean", "max", "at_least(1)"]),
 )
+@pytest.mark.slow
 def test_store_path_equals_frame_path(
     runs: list[list[tuple[Any, ...]]], by: list[str], reduce: str
 ) -> None:

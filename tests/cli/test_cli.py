@@ -64,6 +64,7 @@ def test_parquet_needs_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "needs -o" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_end_to_end(tmp_path: Path) -> None:
     """The README's main job, as a user runs it."""
     exe = Path(sys.executable).with_name("hylo-analytics")
@@ -80,6 +81,7 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     assert "improved" in res.stdout and "regressed" in res.stdout
 
 
+@pytest.mark.slow
 def test_demo_on_one_run_says_there_is_nothing_to_compare(
     tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -78,6 +78,7 @@ def test_table_and_csv(sample_store: ha.Store, capsys: pytest.CaptureFixture[str
     assert "pair(s) dropped" in out and "episode errored" in out
 
 
+@pytest.mark.slow
 def test_verdict_options(sample_store: ha.Store, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["compare", "--store", str(sample_store.root), "--candidate", CAND, "--parent", PARENT]
     # steps' direction turned round: the fewer-steps candidate now "loses"

@@ -59,6 +59,7 @@ def test_error_line() -> None:
     assert cut.startswith("z" * 10 + "... (990 more characters")
 
 
+@pytest.mark.slow
 def test_ingest_keeps_its_own_verbose(
     sample_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -127,6 +127,7 @@ def test_compare_csv_neutralises_formulas_and_keeps_numbers(
     assert all(r["agent_name"].startswith("'=HYPERLINK(") for r in runs)
 
 
+@pytest.mark.slow
 def test_report_of_runs_whose_names_and_digests_are_hostile(
     hostile_store: Path, tmp_path: Path
 ) -> None:

@@ -126,6 +126,7 @@ def test_a_missing_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not store.exists()
 
 
+@pytest.mark.slow
 def test_the_doc_libero_example(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,6 +26,7 @@ def test_score_builtins(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert n.item() == 7 * 9
 
 
+@pytest.mark.slow
 def test_score_yaml_failing_required_scorer(
     store_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

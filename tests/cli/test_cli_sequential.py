@@ -21,6 +21,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> ha.Store:
     return s
 
 
+@pytest.mark.slow
 def test_a_look_with_its_log(
     store: ha.Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

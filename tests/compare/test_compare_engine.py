@@ -41,6 +41,7 @@ def _one(frame: pl.DataFrame, run: str, metric: str, task: str | None) -> dict[s
     return dict(zip(f["key"], f["value"], strict=True))
 
 
+@pytest.mark.slow
 def test_every_row_equals_paired_compare() -> None:
     scores = _frame()
     out = compare_scores(
@@ -72,6 +73,7 @@ def test_every_row_equals_paired_compare() -> None:
     assert b.filter(pl.col("level") == "overall")["n_dropped"].item() == 2
 
 
+@pytest.mark.slow
 def test_p_values_are_adjusted_within_each_family() -> None:
     """The overall row is its own family; the per-task rows of a candidate and metric another."""
     kw = {"candidates": ["A", "B"], "parent": PARENT, "metrics": ["success", "steps"]}
@@ -231,6 +233,7 @@ def test_gate_refuses_a_different_digest_and_force_records_it(
         store.compare(["nope"], parent)
 
 
+@pytest.mark.slow
 def test_gate_refuses_different_scorer_versions(sample_copy: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "store")
     store.ingest(sample_copy, progress=False)

@@ -99,6 +99,7 @@ def _store(root: Path, seed: int) -> ha.Store:
     errors=st.sampled_from([None, "failure", "exclude"]),
     ci=st.sampled_from(["auto", "percentile", "newcombe"]),
 )
+@pytest.mark.slow
 def test_the_store_path_equals_the_frame_path(
     tmp_path_factory: pytest.TempPathFactory,
     seed: int,

@@ -78,6 +78,7 @@ def test_an_explicit_direction_turns_worse_into_better() -> None:
     assert got.sort("key")["change"].to_list() == ["better", "better", "worse"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("errors", [None, "failure", "exclude"])
 @pytest.mark.parametrize("pair_on_epoch", [False, True])

@@ -28,6 +28,7 @@ def _rate(real_dir: Path, agent: str, suite: str) -> float:
     return float(doc["overall_success_rate"])
 
 
+@pytest.mark.slow
 def test_xvla_against_pi05_pooled_over_the_libero_suites(vla: ha.Store, real_dir: Path) -> None:
     out = vla.pooled_compare("agent=xvla", "agent=pi05")
     assert out["suite"].to_list() == [*SUITES, "pooled"]
@@ -75,6 +76,7 @@ def test_the_pooled_comparison_on_the_cli(
     assert "--pooled fixes --by" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_mart_pooled_compare_holds_the_same_counts(vla: ha.Store) -> None:
     """The SQL mart (declared pairs) and Store.pooled_compare agree on every count and on
     the pooled difference, for a 0/1 and a numeric metric."""

@@ -80,6 +80,7 @@ def _monitor_in_batches(
     return monitor, store
 
 
+@pytest.mark.slow
 def test_a_better_candidate_is_stopped_early(tmp_path: Path) -> None:
     monitor, store = _monitor_in_batches(tmp_path, 0.6, 0.8, seed=1)
     frame = monitor.to_frame()
@@ -99,6 +100,7 @@ def test_a_better_candidate_is_stopped_early(tmp_path: Path) -> None:
     assert (row["candidate_wins"], row["parent_wins"]) == (frame["wins"][-1], frame["losses"][-1])
 
 
+@pytest.mark.slow
 def test_equal_runs_are_not_stopped(tmp_path: Path) -> None:
     monitor, _ = _monitor_in_batches(tmp_path, 0.7, 0.7, seed=2, batch=2 * BATCH)
     assert not monitor.stopped
@@ -107,6 +109,7 @@ def test_equal_runs_are_not_stopped(tmp_path: Path) -> None:
     assert monitor.to_frame()["e_value"].max() < 20.0  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_a_look_reads_only_and_refuses_shrunken_counts(tmp_path: Path) -> None:
     """Pairs seen at an earlier look must stay: a replaced run is a new experiment."""
     monitor, store = _monitor_in_batches(tmp_path, 0.6, 0.8, seed=1, n_keys=BATCH)
@@ -127,6 +130,7 @@ def test_a_monitor_without_looks() -> None:
     assert not empty.stopped and empty.to_frame().height == 0
 
 
+@pytest.mark.slow
 def test_the_counts_follow_the_errors_policy(real_dir: Path, tmp_path: Path) -> None:
     """pi05's 30 timeouts on LIBERO-spatial: failures by vla-eval's convention (the default),
     drops with errors="exclude"; a monitor keeps its policy for every look."""

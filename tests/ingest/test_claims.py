@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from dying_worker import die_holding
 
 from hylo_analytics.ingest._claims import DIED, MAX_ATTEMPTS, Claims
@@ -16,6 +17,7 @@ def _died(claims: Claims) -> list[str]:
     return [p for p, why in claims.failures() if why == DIED]
 
 
+@pytest.mark.slow
 def test_a_file_whose_workers_die_is_taken_alone_then_given_up(tmp_path: Path) -> None:
     claims = Claims(tmp_path, "job", lease=60)
     poison, b, c, d = (str(tmp_path / n) for n in ("a-poison", "b", "c", "d"))

@@ -31,6 +31,9 @@ import hostile
 import pytest
 from _inspect_logs import generate_in_subprocess
 
+# the corpus (a child process per kind, ingested twice each) takes minutes: every test here
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 PEAK_LIMIT = 1_500_000_000
 

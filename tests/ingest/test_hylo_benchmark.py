@@ -101,6 +101,7 @@ def test_fast_and_checked_paths_agree(tmp_path: Path) -> None:
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_benchmark_v02_members_are_quarantined(
     bench: dict[str, Any], field: str, error: str, tmp_path: Path
 ) -> None:

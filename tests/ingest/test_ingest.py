@@ -125,6 +125,7 @@ def test_second_ingest_adds_nothing(tmp_path: Path, sample_dir: Path) -> None:
     assert len(list((store.root / "batches").iterdir())) == 2  # the empty batch + one commit
 
 
+@pytest.mark.slow
 def test_touched_but_unchanged_file_is_not_reingested(tmp_path: Path, sample_copy: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(sample_copy, progress=False)
@@ -136,6 +137,7 @@ def test_touched_but_unchanged_file_is_not_reingested(tmp_path: Path, sample_cop
     assert third.files_read == 0
 
 
+@pytest.mark.slow
 def test_changed_evallog_replaces_its_run(tmp_path: Path, sample_copy: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(sample_copy, progress=False)
@@ -165,6 +167,7 @@ def test_changed_evallog_replaces_its_run(tmp_path: Path, sample_copy: Path) -> 
     assert dup == 0
 
 
+@pytest.mark.slow
 def test_changed_trace_reingests_the_run(tmp_path: Path, sample_copy: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(sample_copy, progress=False)
@@ -235,6 +238,7 @@ def test_unknown_version(tmp_path: Path, sample_copy: Path) -> None:
         (lambda log: log["samples"][4].update(scores=[1]), "samples[4].scores", "expected object"),
     ],
 )
+@pytest.mark.slow
 def test_missing_or_mistyped_field(
     tmp_path: Path, sample_copy: Path, mutate, field: str, message: str
 ) -> None:
@@ -368,6 +372,7 @@ def test_strict_raises_and_stores_nothing(tmp_path: Path, sample_copy: Path) -> 
     assert _count(store, "runs") == 0 and _count(store, "quarantine") == 0
 
 
+@pytest.mark.slow
 def test_quarantined_file_is_not_requarantined_until_it_changes(
     tmp_path: Path, sample_copy: Path
 ) -> None:
@@ -458,6 +463,7 @@ def test_fast_and_checked_paths_give_the_same_tables(tmp_path: Path, sample_copy
     ]
 
 
+@pytest.mark.slow
 def test_traces_parsed_in_batches_give_the_same_rows(
     tmp_path: Path, sample_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -582,6 +588,7 @@ def test_fast_path_batch_of_mixed_sample_types(tmp_path: Path) -> None:
     assert problem.line is not None
 
 
+@pytest.mark.slow
 def test_small_chunks_commit_the_same_rows(tmp_path: Path, sample_copy: Path) -> None:
     from hylo_analytics.ingest import ingest_paths
 

@@ -52,6 +52,7 @@ def _to_float(v: object) -> float:
     return float(metric.value_to_float()(v))  # Inspect's own mapping
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ok_eval", "ok_json", "crash_eval", "crash_json"])
 def test_counts_and_means_match_samples_df(
     name: str, inspect_logs: dict[str, Path], inspect_store: ha.Store
@@ -135,6 +136,7 @@ def test_crashed_run_keeps_status_and_errored_samples_abstain(
         assert ab["skip_reason"][0].startswith("sample error: ")
 
 
+@pytest.mark.slow
 def test_journal_only_log_is_a_started_run_with_its_samples(
     inspect_logs: dict[str, Path], inspect_store: ha.Store, tmp_path: Path
 ) -> None:

@@ -51,6 +51,7 @@ def test_detect_by_content(mixed: Path) -> None:
     assert fmt(next((mixed / "hylo").glob("*/evallog.json"))) == "hylo.evallog/v0.1"
 
 
+@pytest.mark.slow
 def test_mixed_ingest_is_idempotent_and_reports_formats(mixed: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     rep = store.ingest(mixed, progress=False)
@@ -89,6 +90,7 @@ def test_mixed_ingest_is_idempotent_and_reports_formats(mixed: Path, tmp_path: P
     }
 
 
+@pytest.mark.slow
 def test_changed_file_replaces_its_run(mixed: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     store.ingest(mixed, progress=False)
@@ -107,6 +109,7 @@ def test_changed_file_replaces_its_run(mixed: Path, tmp_path: Path) -> None:
     assert store.sql("SELECT count(*) FROM stg_runs").item() == 7
 
 
+@pytest.mark.slow
 def test_strict_stops_on_unknown_format(mixed: Path, tmp_path: Path) -> None:
     store = ha.open_store(tmp_path / "s")
     with pytest.raises(ha.IngestError, match="unknown format"):

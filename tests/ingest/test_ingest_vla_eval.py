@@ -127,6 +127,7 @@ def test_keys_pair_across_policies(vla_store: ha.Store) -> None:
     assert one[0] == f"{one[1]}#{one[2]}" and one[3] == f"{one[1]}_ep{one[2]}"
 
 
+@pytest.mark.slow
 def test_run_id_and_agent_fallback(tmp_path: Path, vla_dir: Path) -> None:
     src = vla_dir / "pi05_libero_goal.json"
     assert vla_eval.agent_from_filename(src, "libero_goal") == "pi05"

@@ -79,6 +79,7 @@ def _only_problem(rep: ha.IngestReport, bad: Path) -> str:
     return p.error
 
 
+@pytest.mark.slow
 def test_rewritten_archive_reads_like_the_original(tmp_path: Path, logs: dict[str, Path]) -> None:
     """The helper's zips are sound: the same log, rewritten, ingests with no problem."""
     copy = _write_zip(tmp_path / "copy.eval", _members(logs["ok_eval"]))
@@ -94,6 +95,7 @@ def _replace(members: Members, name: str, raw: bytes) -> Members:
 _BOMB = 300 << 20  # over the default limit of 256 MiB
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", [False, True], ids=["honest-size", "lying-size"])
 def test_zip_bomb_is_refused_with_bounded_memory(
     tmp_path: Path, logs: dict[str, Path], lie: bool
@@ -224,6 +226,7 @@ _CASES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(_CASES))
 def test_broken_archive_is_one_problem(tmp_path: Path, logs: dict[str, Path], case: str) -> None:
     make, message = _CASES[case]

@@ -91,6 +91,7 @@ def test_deep_evallog_is_a_problem_not_a_crash(
     assert store.sql("SELECT count(*) AS n FROM stg_runs WHERE run_id = 'deep-run'")["n"][0] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [2_000, 100_000])
 def test_deep_trace_line_is_that_line_only(data: Path, tmp_path: Path, depth: int) -> None:
     ep = sorted((data / GOOD / "episodes").iterdir())[0]
@@ -152,6 +153,7 @@ def _ingest_in_child(data: Path, store_dir: Path, **env_vars: str) -> dict[str, 
     return result
 
 
+@pytest.mark.slow
 def test_fifo_log_and_fifo_trace_are_refused_not_waited_on(data: Path, tmp_path: Path) -> None:
     (data / "pipe").mkdir()
     os.mkfifo(data / "pipe" / "evallog.json")

@@ -71,6 +71,7 @@ def test_a_parent_that_is_no_string_is_quarantined(tmp_path: Path, value: Any, k
     assert store.sql("SELECT run_id FROM runs")["run_id"].to_list() == ["good"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v0.1", "v0.2"])
 def test_export_writes_the_parent_back(tmp_path: Path, version: str) -> None:
     _write(tmp_path / "in", _log("c", parent_run_id="p"))

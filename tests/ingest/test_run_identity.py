@@ -52,6 +52,7 @@ def two_files(tmp_path: Path) -> tuple[ha.Store, Path, Path]:
     return store, a, b
 
 
+@pytest.mark.slow
 def test_another_file_reusing_a_stored_run_id_is_quarantined(
     two_files: tuple[ha.Store, Path, Path],
 ) -> None:
@@ -75,6 +76,7 @@ def test_another_file_reusing_a_stored_run_id_is_quarantined(
     )
 
 
+@pytest.mark.slow
 def test_replace_lets_another_file_replace_the_run(
     two_files: tuple[ha.Store, Path, Path],
 ) -> None:
@@ -85,6 +87,7 @@ def test_replace_lets_another_file_replace_the_run(
     assert store.sql("SELECT agent_name FROM stg_runs").item() == "other"
 
 
+@pytest.mark.slow
 def test_the_same_path_with_new_content_still_replaces_its_run(
     two_files: tuple[ha.Store, Path, Path],
 ) -> None:
@@ -94,6 +97,7 @@ def test_the_same_path_with_new_content_still_replaces_its_run(
     assert _state(store) == (4, str(a)) and _quarantine(store) == []
 
 
+@pytest.mark.slow
 def test_a_moved_file_is_the_same_run(two_files: tuple[ha.Store, Path, Path]) -> None:
     store, a, _b = two_files
     moved = a.parent.parent / "moved.json"
@@ -102,6 +106,7 @@ def test_a_moved_file_is_the_same_run(two_files: tuple[ha.Store, Path, Path]) ->
     assert _state(store) == (15, str(moved)) and _quarantine(store) == []
 
 
+@pytest.mark.slow
 def test_after_a_replace_the_first_file_changed_is_quarantined(
     two_files: tuple[ha.Store, Path, Path],
 ) -> None:
@@ -115,6 +120,7 @@ def test_after_a_replace_the_first_file_changed_is_quarantined(
     assert q["path"] == str(a) and f"already stored from {str(b)!r}" in q["error"]
 
 
+@pytest.mark.slow
 def test_a_file_whose_run_id_changed_does_not_remove_a_run_another_file_holds(
     two_files: tuple[ha.Store, Path, Path],
 ) -> None:
@@ -126,6 +132,7 @@ def test_a_file_whose_run_id_changed_does_not_remove_a_run_another_file_holds(
     assert store.sql("SELECT count(*) FROM stg_samples WHERE run_id = 'R2'").item() == 3
 
 
+@pytest.mark.slow
 def test_cli_replace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(_log("R", 15))
@@ -139,6 +146,7 @@ def test_cli_replace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert _state(ha.open_store(store)) == (2, str(b))
 
 
+@pytest.mark.slow
 def test_reingesting_a_run_with_a_missing_trace_records_its_problem_once(
     tmp_path: Path, sample_copy: Path
 ) -> None:

@@ -158,6 +158,7 @@ EVALLOG_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(EVALLOG_CASES))
 def test_hostile_evallog_value_is_a_field_error(tmp_path: Path, kind: str) -> None:
     data, field, words = EVALLOG_CASES[kind]
@@ -168,6 +169,7 @@ def test_hostile_evallog_value_is_a_field_error(tmp_path: Path, kind: str) -> No
     assert store.sql("SELECT run_id FROM stg_runs")["run_id"].to_list() == ["good"]
 
 
+@pytest.mark.slow
 def test_pretty_printed_log_names_the_line(tmp_path: Path) -> None:
     log = _log("r", [_sample(1), _sample(2)])
     text = json.dumps(log, indent=1).replace('"seed": 2', '"seed": 2, "seed": 3')
@@ -176,6 +178,7 @@ def test_pretty_printed_log_names_the_line(tmp_path: Path) -> None:
     assert [(r["field"], r["line"]) for r in q] == [("samples[1].seed", line)]
 
 
+@pytest.mark.slow
 def test_every_bad_log_and_sample_is_checked(tmp_path: Path) -> None:
     """No cap on problem rows: 1,500 bad logs and a log of 3,000 bad samples, all caught."""
     folder = tmp_path / "in"
@@ -223,6 +226,7 @@ def _trace_run(folder: Path, lines: list[str]) -> Path:
         ('{"type":"step\\ud800","t":1}', None, "lone surrogate escape \\ud800"),
     ],
 )
+@pytest.mark.slow
 def test_hostile_trace_line_is_a_line_error(
     tmp_path: Path, line: str, field: str | None, words: str
 ) -> None:
@@ -247,6 +251,7 @@ def test_hostile_trace_line_is_a_line_error(
         ('"raw_value":1,"raw_value":2', "raw_value"),
     ],
 )
+@pytest.mark.slow
 def test_non_finite_or_repeated_metric_result_value_is_a_field_error(
     tmp_path: Path, record: str, field: str
 ) -> None:
@@ -273,6 +278,7 @@ def _vla(steps: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_non_finite_vla_eval_steps_is_a_field_error(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -287,6 +293,7 @@ def test_non_finite_vla_eval_steps_is_a_field_error(tmp_path: Path) -> None:
     _every_view_answers(store)
 
 
+@pytest.mark.slow
 def test_commit_refuses_a_string_that_is_not_utf8(tmp_path: Path) -> None:
     """The last line of defence: nothing written, nothing published, the store still reads."""
     store = ha.open_store(tmp_path / "store")
@@ -321,6 +328,7 @@ def _inspect(eval_id: str, value: str, epoch: str = "1") -> str:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["Infinity", "NaN", "1e999"])
 def test_non_finite_inspect_score_abstains_with_a_reason(tmp_path: Path, value: str) -> None:
     """Inspect writes NaN where a scorer has none: the sample abstains and says why."""
@@ -359,6 +367,7 @@ def _robots(real_dir: Path) -> dict:
     return json.loads((real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json").read_text())
 
 
+@pytest.mark.slow
 def test_non_finite_inspect_robots_score_abstains_with_a_reason(
     tmp_path: Path, real_dir: Path
 ) -> None:
@@ -389,6 +398,7 @@ def test_inspect_robots_seed_beyond_int64_is_a_field_error(tmp_path: Path, real_
 _MR = '{"sample_id":"a#1","metric_id":"m","raw_value":1.5,"valid":true}'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [b"\\ud800", b"\xed\xa0\x80", b"\xff"])
 @pytest.mark.parametrize("reader", ["inspect", "vla-eval", "metric_results", "trace"])
 def test_no_reader_stores_a_string_that_is_not_utf8(

@@ -131,6 +131,7 @@ def test_report_rates_are_aggregate_rates(
     assert frames["task_success"]["run"][0] == PARENT  # parent first: the chart's colour order
 
 
+@pytest.mark.slow
 def test_report_uses_the_rule_it_is_given_and_says_so(sample_store: ha.Store) -> None:
     wide = ha.StatisticalRule(margin=0.85, alpha=0.01)
     rep = ha.build_report(sample_store, CANDIDATE, PARENT, rule=wide)
@@ -207,6 +208,7 @@ def test_report_page_is_self_contained_and_has_the_numbers(
     assert page.count('class="verdict ') == frames["tasks"].height
 
 
+@pytest.mark.slow
 def test_report_cli_writes_the_page(sample_store: ha.Store, tmp_path: Path) -> None:
     out = tmp_path / "sub" / "report.html"
     code = main(
@@ -253,6 +255,7 @@ def test_report_cli_unknown_run_exits_2(
     assert "no run matches 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> None:
     rep = ha.build_report(sample_store, CANDIDATE, PARENT)
     h = rep.headline

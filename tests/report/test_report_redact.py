@@ -33,6 +33,7 @@ def _no_whereabouts(text: str, *paths: Path) -> None:
     assert not _host_named(text)
 
 
+@pytest.mark.slow
 def test_redacted_report_of_the_real_data(real_dir: Path, tmp_path: Path) -> None:
     store_dir = tmp_path / "store"
     ha.open_store(store_dir, create=True).ingest(real_dir / "vla-eval-harness", progress=False)
@@ -56,6 +57,7 @@ def leaky_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
     return store
 
 
+@pytest.mark.slow
 def test_report_never_shows_secrets_and_redact_drops_paths(
     leaky_store: ha.Store, tmp_path: Path
 ) -> None:

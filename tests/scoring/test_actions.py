@@ -85,6 +85,7 @@ def test_selection(store: ha.Store) -> None:
     assert (s.valid, s.abstained, s.errors) == (5, 2, 2)
 
 
+@pytest.mark.slow
 def test_arguments_subset_and_exact(store: ha.Store) -> None:
     store.score(
         {
@@ -103,6 +104,7 @@ def test_arguments_subset_and_exact(store: ha.Store) -> None:
     assert exact["exact#7"] == (1.0, None, None)
 
 
+@pytest.mark.slow
 def test_sequence(store: ha.Store) -> None:
     store.score(
         {

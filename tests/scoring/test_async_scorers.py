@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 import hylo_analytics as ha
 from hylo_analytics.scoring import EpisodeScorer, ScorerDeclaration, ScoringCall
 
@@ -44,6 +46,7 @@ def _want() -> dict[tuple[str, str], Any]:
     }
 
 
+@pytest.mark.slow
 def test_async_scorer_runs_episodes_concurrently(many_store: ha.Store) -> None:
     gauge = Gauge()
     report = many_store.score([EpisodeScorer("slow", gauge, concurrency=10)])

@@ -222,6 +222,7 @@ def test_vectorized_metric_series_and_frame(store: ha.Store) -> None:
         (pl.Series(["a"] * 4), "error: compute_batch column 'normalized_value' has dtype"),
     ],
 )
+@pytest.mark.slow
 def test_vectorized_metric_errors_are_rows(store: ha.Store, out: Any, why: str) -> None:
     rep = store.score([Batched(out)])
     rows = _rows(store, "batched")
@@ -242,6 +243,7 @@ def test_vectorized_nan_is_an_error_for_that_sample_only(store: ha.Store) -> Non
     ]
 
 
+@pytest.mark.slow
 def test_rescoring_a_metric_replaces_its_rows(store: ha.Store) -> None:
     store.score([KeyLength()])
     store.score([KeyLength()])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+import pytest
 
 import hylo_analytics as ha
 from hylo_analytics.scoring import (
@@ -22,6 +23,7 @@ def _broken(call: ScoringCall) -> Any:
     raise RuntimeError("judge offline")
 
 
+@pytest.mark.slow
 def test_optional_errors_are_rows_and_the_run_still_passes(many_store: ha.Store) -> None:
     report = many_store.score(
         [

@@ -49,6 +49,7 @@ def _links(text: str, path: str) -> list[str]:
     return [html.unescape(h) for h in re.findall(rf'href="({re.escape(path)}\?[^"]+)"', text)]
 
 
+@pytest.mark.slow
 def test_runs_page_lists_every_run_with_success_and_interval(client: TestClient) -> None:
     r = client.get("/")
     assert r.status_code == 200
@@ -356,6 +357,7 @@ def test_runs_page_sorts_on_the_shown_rate(client: TestClient, served_store: Pat
         assert shown == sorted(shown, reverse=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("errors", POLICIES)
 def test_comparison_and_task_pages_count_alike_under_each_policy(
     client: TestClient, served_store: Path, errors: str | None
@@ -462,6 +464,7 @@ def test_the_memo_keeps_each_policy_apart(served_store: Path) -> None:
     assert over[0] < over[1]
 
 
+@pytest.mark.slow
 def test_each_discordant_pair_links_to_its_episode_page(client: TestClient) -> None:
     r = client.get("/compare/task", params={"parent": PARENT, "candidate": CAND, "task": TASK})
     rows = re.findall(r"<tr data-row[^>]*>(.*?)</tr>", r.text)

@@ -27,6 +27,7 @@ def client(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> Iterator
         yield c
 
 
+@pytest.mark.slow
 def test_the_pooled_page(client: TestClient) -> None:
     r = client.get("/pooled", params={"candidate": "agent=xvla", "parent": "agent=pi05"})
     assert r.status_code == 200, r.text[-600:]

@@ -48,6 +48,7 @@ def _ok(client: TestClient, url: str) -> str:
     return r.text
 
 
+@pytest.mark.slow
 def test_every_link_and_pick_on_the_runs_page_answers(
     client: TestClient, real_store: ha.Store
 ) -> None:
@@ -73,6 +74,7 @@ def test_every_link_and_pick_on_the_runs_page_answers(
         assert "statistical rule" in r.text
 
 
+@pytest.mark.slow
 def test_every_link_of_a_comparison_task_and_episode_answers(client: TestClient) -> None:
     index = _ok(client, "/")
     ids = re.findall(r'name="parent" value="([^"]+)"', index)
@@ -178,6 +180,7 @@ def test_the_runs_page_shows_the_harness_number_under_each_policy(
         _ok(client, url)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("errors", [None, "failure", "exclude"])
 def test_pi05_timeouts_count_alike_on_the_comparison_and_the_task_page(
     client: TestClient, real_store: ha.Store, errors: str | None

@@ -85,6 +85,7 @@ def _get(port: int, host: str, path: str = "/api/version") -> tuple[int, str]:
         ("", 400),
     ],
 )
+@pytest.mark.slow
 def test_a_real_server_answers_only_to_allowed_hosts(live: int, host: str, status: int) -> None:
     got, body = _get(live, host.format(port=live))
     assert got == status, body[:300]
@@ -267,6 +268,7 @@ def incomparable(
         yield c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/compare", "/compare/forest.svg"])
 def test_an_incomparable_pair_is_a_409_page_that_says_why(
     incomparable: TestClient, path: str

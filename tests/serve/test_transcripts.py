@@ -66,6 +66,7 @@ def _episode(client: TestClient, store: ha.Store, key: str) -> str:
     return r.text
 
 
+@pytest.mark.slow
 def test_every_key_of_the_two_runs_flipped_with_its_sample(store: ha.Store) -> None:
     odd, det = _run(store, "odd"), _run(store, "det")
     flips = store.flips(odd, det, metrics=["match"])

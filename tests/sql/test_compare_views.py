@@ -67,6 +67,7 @@ def test_undeclared_runs_are_not_paired(sample_store: ha.Store) -> None:
     assert py.filter(pl.col("level") == "overall")["n_pairs"].item() > 0
 
 
+@pytest.mark.slow
 def test_fifty_runs_hold_only_their_declared_pairs(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     write_dataset(logs, SynthConfig(runs=50, tasks=2, seeds=3, traces_per_run=0))

@@ -55,6 +55,7 @@ def scored_store(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> 
     return store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", view_names())
 def test_declared_grain_is_unique_and_not_null(scored_store: ha.Store, name: str) -> None:
     key, nullable = _grain(name)

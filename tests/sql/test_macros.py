@@ -13,6 +13,7 @@ from hylo_analytics._sql import connect, duckdb_threads, inline_table_macros, vi
 from hylo_analytics.stats import wilson, z_value
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 5000), st.integers(0, 5000))
 def test_sql_wilson_equals_python(k: int, extra: int) -> None:

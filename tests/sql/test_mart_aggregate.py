@@ -111,6 +111,7 @@ def test_sql_reconciliation_invariant(sample_store):
         assert (df["n_total"] == df["n_valid"] + skipped).all()
 
 
+@pytest.mark.slow
 def test_after_scoring_each_episode_counts_once(tmp_path, sample_dir):
     """Re-scored, graded and imported rows of one episode are one preferred score, in SQL too."""
     import hylo_analytics as ha

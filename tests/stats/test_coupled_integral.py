@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def _layout(sizes: list[int], seed: int, scale: int) -> tuple[np.ndarray, np.nda
     scale=st.sampled_from([1, 7, 1000, 10**5]),
     n_resamples=st.sampled_from([1, 5, 1100]),
 )
+@pytest.mark.slow
 def test_integral_product_is_bit_identical_to_the_general_one(
     sizes: list[int], seed: int, scale: int, n_resamples: int
 ) -> None:

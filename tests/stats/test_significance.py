@@ -100,6 +100,7 @@ def _differences(kind: int, n: int, seed: int) -> np.ndarray:
     return np.round(rng.normal(0.2, 1.0, n), 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.integers(0, 3), st.integers(1, 70), st.integers(0, 2**32 - 1))
 def test_wilcoxon_equals_scipy_defaults(kind: int, n: int, seed: int) -> None:
