@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import polars as pl
@@ -175,3 +176,18 @@ def test_a_writer_and_a_reader_see_each_commit_through_the_catalog(
     writer.ingest(sample_copy, progress=False)
     assert reader.sql("SELECT count(*) AS n FROM mart_runs")["n"][0] == 4
     assert _local_views(reader) == catalog.LOCAL_VIEWS
+
+
+def test_catalogs_of_other_sql_left_unused_for_a_month_are_removed(
+    declared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old, recent = cache / "views-0000old.duckdb", cache / "views-0000new.duckdb"
+    for path in (old, recent):
+        path.write_bytes(b"a catalog of another version")
+    month = time.time() - (catalog.STALE_DAYS + 1) * 86400
+    os.utime(old, (month, month))
+    _open(declared, str(cache), monkeypatch)  # builds this version's file
+    assert not old.exists() and recent.exists()
+    assert len(list(cache.glob("views-*.duckdb"))) == 2

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -112,9 +113,24 @@ def _build(path: Path, prelude: Sequence[str], every: Sequence[str]) -> None:
         finally:
             con.close()
         os.replace(tmp, path)
+        _prune(path)
     finally:
         tmp.unlink(missing_ok=True)
         tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+
+
+STALE_DAYS = 30  # a catalog of other SQL (another version) unused this long is removed
+
+
+def _prune(built: Path) -> None:
+    """Remove this user's catalogs of other SQL not modified for :data:`STALE_DAYS` days, so
+    upgrades do not pile files up (a version still in use rebuilds its file: 0.5 s)."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    for other in built.parent.glob("views-*.duckdb"):
+        with contextlib.suppress(OSError):
+            st = other.stat()
+            if other != built and st.st_uid == os.getuid() and st.st_mtime < cutoff:
+                other.unlink()
 
 
 def _detach(con: duckdb.DuckDBPyConnection) -> None:
