@@ -73,11 +73,6 @@ STATISTICS: tuple[str, ...] = (
 # Computed for every group but a column only when asked for (``statistics=[..., "sum"]``): the
 # scorecard reads it for a metric whose aggregator is ``sum``; the default frame stays as it was.
 ON_REQUEST: tuple[str, ...] = ("sum",)
-_RUN_COLUMNS = (
-    "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
-)  # fmt: skip
-# reducers whose value of one epoch is that epoch's value (its reason, its error)
-_IDENTITY_ON_ONE = ("mean", "median", "max", "min")
 _REASON = pl.List(pl.Struct({"reason": pl.String, "count": pl.Int64}))
 
 

@@ -23,13 +23,11 @@ from hylo_analytics.resolution import EPISODE_VIEW, preferred_query, run_filter
 from hylo_analytics.stats.reducers import Reducer, reduce_epochs, reducer
 from hylo_analytics.store import ParquetStore
 
-ON_REQUEST: tuple[str, ...] = ("sum",)
 _RUN_COLUMNS = (
     "agent_name", "agent_version", "benchmark_id", "benchmark_version", "split", "source_format",
 )  # fmt: skip
 # reducers whose value of one epoch is that epoch's value (its reason, its error)
 _IDENTITY_ON_ONE = ("mean", "median", "max", "min")
-_REASON = pl.List(pl.Struct({"reason": pl.String, "count": pl.Int64}))
 
 
 def _prepare(
