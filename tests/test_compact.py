@@ -212,14 +212,17 @@ def test_a_merge_of_commits_of_other_runs_streams_in_the_order_a_sort_gives(
         decided[files[0].stem] = got is not None
         return got
 
+    # One set of batches, copied: two scorings may write a batch's rows in another order.
+    _many_batches(tmp_path / "a", runs_dir, monkeypatch)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
     monkeypatch.setattr(compaction, "_in_run_order", spy)
-    streamed = _many_batches(tmp_path / "a", runs_dir, monkeypatch)
+    streamed = ha.open_store(tmp_path / "a", create=False)
     with streamed.parquet.lock():
         streamed.parquet.compact()
     assert decided["events"] and decided["samples"] and decided["runs"]
     assert not decided["scores"]  # every run re-scored in a later batch: sorted
     monkeypatch.setattr(compaction, "_in_run_order", lambda files: None)
-    sorted_ = _many_batches(tmp_path / "b", runs_dir, monkeypatch)
+    sorted_ = ha.open_store(tmp_path / "b", create=False)
     with sorted_.parquet.lock():
         sorted_.parquet.compact()
     want, got = _merged_tables(sorted_), _merged_tables(streamed)
