@@ -33,62 +33,74 @@ pairs as (
     where rc.benchmark_id = rp.benchmark_id and rc.split is not distinct from rp.split
 ),
 
-zero_one_candidate as (
-    -- per pair, the candidate's undeclared metrics whose every valid value in the run is 0 or
-    -- 1 (when its harness counts an error as a failure). Grouped by the pair, one CTE per
-    -- side, each used once: a filter on the pair reaches this scan of the scores (a shared
-    -- aggregate over the failing runs read every declared pair's scores)
-    select pr.candidate, pr.parent, k.metric
-    from pairs as pr
-    inner join int_key_scores as k on k.run_id = pr.candidate
-    where pr.candidate_errors = 'failure' and declared_kind(k.metric) is null
-    group by pr.candidate, pr.parent, k.metric
-    having bool_and(k.value in (0, 1) or k.value is null)
-),
-
-zero_one_parent as (
-    -- the same for the pair's parent
-    select pr.candidate, pr.parent, k.metric
-    from pairs as pr
-    inner join int_key_scores as k on k.run_id = pr.parent
-    where pr.parent_errors = 'failure' and declared_kind(k.metric) is null
-    group by pr.candidate, pr.parent, k.metric
-    having bool_and(k.value in (0, 1) or k.value is null)
-),
-
-paired as (
+candidate_side as (
+    -- each side reads int_key_scores once, with its pair: a filter on the pair reaches the
+    -- scan of the scores. zero_one: every valid value of the run's metric is 0 or 1 (a
+    -- window over the side's own rows, not a second scan of the scores)
     select
         pr.candidate,
         pr.parent,
         pr.benchmark_id,
         pr.split,
-        case when pr.candidate_errors = pr.parent_errors then pr.candidate_errors else 'mixed' end
+        pr.candidate_errors,
+        pr.parent_errors,
+        k.key,
+        k.task_id,
+        k.metric,
+        k.value,
+        k.errored,
+        bool_and(k.value in (0, 1) or k.value is null)
+            over (partition by pr.candidate, pr.parent, k.metric) as zero_one
+    from pairs as pr
+    inner join int_key_scores as k on k.run_id = pr.candidate
+),
+
+parent_side as (
+    -- the same for the pair's parent
+    select
+        pr.candidate,
+        pr.parent,
+        k.key,
+        k.metric,
+        k.value,
+        k.errored,
+        bool_and(k.value in (0, 1) or k.value is null)
+            over (partition by pr.candidate, pr.parent, k.metric) as zero_one
+    from pairs as pr
+    inner join int_key_scores as k on k.run_id = pr.parent
+),
+
+paired as (
+    -- under 'failure' an errored key of a 0/1 metric (declared binary, or declared nothing
+    -- and zero_one) is a failure (0.0)
+    select
+        c.candidate,
+        c.parent,
+        c.benchmark_id,
+        c.split,
+        case when c.candidate_errors = c.parent_errors then c.candidate_errors else 'mixed' end
             as errors,
         c.key,
         c.task_id,
         c.metric,
         case
-            when c.value is null and c.errored and pr.candidate_errors = 'failure'
-                and (declared_kind(c.metric) = 'binary' or zc.metric is not null)
+            when c.value is null and c.errored and c.candidate_errors = 'failure'
+                and coalesce(declared_kind(c.metric) = 'binary', c.zero_one)
                 then 0.0
             else c.value
         end as candidate_value,
         case
-            when p.value is null and p.errored and pr.parent_errors = 'failure'
-                and (declared_kind(p.metric) = 'binary' or zp.metric is not null)
+            when p.value is null and p.errored and c.parent_errors = 'failure'
+                and coalesce(declared_kind(p.metric) = 'binary', p.zero_one)
                 then 0.0
             else p.value
         end as parent_value
-    from pairs as pr
-    inner join int_key_scores as c on c.run_id = pr.candidate
-    inner join int_key_scores as p
-        on p.run_id = pr.parent
+    from candidate_side as c
+    inner join parent_side as p
+        on p.candidate = c.candidate
+        and p.parent = c.parent
         and p.key = c.key
         and p.metric = c.metric
-    left join zero_one_candidate as zc
-        on zc.candidate = pr.candidate and zc.parent = pr.parent and zc.metric = c.metric
-    left join zero_one_parent as zp
-        on zp.candidate = pr.candidate and zp.parent = pr.parent and zp.metric = p.metric
 ),
 
 oriented as (

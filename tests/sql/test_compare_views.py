@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import hylo_analytics as ha
@@ -113,3 +115,66 @@ def test_declare_parent_refuses_an_unknown_run(tmp_path: Path) -> None:
     assert store.sql("SELECT count(*) FROM raw_comparisons").item() == 0
     cols = store.sql("SELECT * FROM comparisons").columns
     assert cols == ["run_id", "parent_run_id", "declared_at", "batch_seq"]
+
+
+def _convention_store(root: Path, seed: int) -> ha.Store:
+    """Runs p and c1 of a harness that counts an errored episode as a failure (vla-eval), c2
+    of one that leaves it out; errored keys on a declared 0/1 metric (success), an undeclared
+    0/1 one (grasped), an undeclared one with other values (reward) and a count (steps)."""
+    rng = np.random.default_rng(seed)
+    formats = {"p": "vla-eval", "c1": "vla-eval", "c2": "hylo.evallog/v0.1"}
+    runs, samples, scores = [], [], []
+    for run, fmt in formats.items():
+        runs.append({"run_id": run, "source_format": fmt, "source_path": str(root / run),
+                     "benchmark_id": "bench", "benchmark_digest": "sha256:d", "split": "test",
+                     "agent_name": run, "agent_version": "1", "status": "success"})  # fmt: skip
+        for task in ("t0", "t1"):
+            for s in range(12):
+                key, errored = f"{task}#{s}", rng.random() < 0.25
+                ident = {"run_id": run, "key": key, "task_id": task, "seed": s, "epoch": 1,
+                         "episode_id": f"{run}-{key}"}  # fmt: skip
+                status = "error" if errored else "success"
+                samples.append({**ident, "status": status, "trace_status": "none"})
+                values = {"success": float(rng.random() < 0.5), "grasped": float(rng.random() < 0.5),
+                          "reward": float(rng.choice([0.0, 0.5, 1.0])),
+                          "steps": float(rng.integers(5, 40))}  # fmt: skip
+                for metric, value in values.items():
+                    scores.append({**ident, "metric": metric,
+                                   "value": None if errored else value, "valid": not errored,
+                                   "skip_reason": "episode errored" if errored else None,
+                                   "source": "evallog", "source_kind": "imported",
+                                   "scorer_version": ""})  # fmt: skip
+    store = ha.open_store(root)
+    with store.parquet.lock():
+        store.parquet.commit({"runs": pa.Table.from_pylist(runs),
+                              "samples": pa.Table.from_pylist(samples),
+                              "scores": pa.Table.from_pylist(scores)})  # fmt: skip
+    store.declare_parent(["c1", "c2"], "p")
+    store.declare_parent(["p"], "c2")
+    return store
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mart_compare_reads_each_run_under_its_harness_convention(
+    tmp_path: Path, seed: int
+) -> None:
+    """Under 'failure' an errored key of a declared or undeclared 0/1 metric is a loss of
+    that side, of any other metric a drop; a pair of two conventions is 'mixed'. The SQL
+    pairing (a window per side, one scan each) has Store.compare's counts."""
+    store = _convention_store(tmp_path / "s", seed)
+    metrics = ["success", "grasped", "reward", "steps"]
+    sql = store.sql("SELECT * FROM mart_compare")
+    assert sql.height == 3 * 4 * 3  # pairs x metrics x (overall + two tasks)
+    for cand, parent, errors in [("c1", "p", "failure"), ("c2", "p", "mixed"),
+                                 ("p", "c2", "mixed")]:  # fmt: skip
+        py = store.compare(cand, parent, metrics=metrics, by=["task_id"], ci="none")
+        got = sql.filter(pl.col("candidate") == cand, pl.col("parent") == parent)
+        keys = ["metric", "level", "task_id"]
+        a = py.select(*keys, *COUNTS).sort(keys, nulls_last=True)
+        assert a.equals(got.select(*keys, *COUNTS).sort(keys, nulls_last=True)), (cand, parent)
+        assert set(got["errors"]) == {errors}
+        overall = got.filter(pl.col("level") == "overall")
+        dropped = dict(zip(overall["metric"], overall["n_dropped"], strict=True))
+        if errors == "failure":  # 0/1 metrics keep every key; the others drop errored keys
+            assert dropped["success"] == dropped["grasped"] == 0
+            assert dropped["reward"] == dropped["steps"] > 0
