@@ -501,10 +501,33 @@ def _e_member_name(name: str) -> Callable[[Path, Ctx], Path]:
 def _e_many_members(folder: Path, ctx: Ctx) -> Path:
     out = _eval_copy(folder, ctx)
     _rewrite_eval(ctx.inspect_eval, out, lambda info, b: (info.filename, b))
-    with zipfile.ZipFile(out, "a", zipfile.ZIP_STORED) as z:
-        for i in range(250_000):
-            z.writestr(f"samples/junk_{i}.json", b"{}")
+    _append_stored(out, [(f"samples/junk_{i}.json", b"{}") for i in range(250_000)])
     return out
+
+
+def _append_stored(path: Path, members: list[tuple[str, bytes]]) -> None:
+    """Append stored members to the zip at ``path``, as ``ZipFile(path, "a").writestr`` does
+    (zip64 end records past 65,535 members), packed at once: 250,000 members in about 1 s
+    instead of 7 s."""
+    data = path.read_bytes()
+    end = data.rindex(b"PK\x05\x06")  # the old end record (a zip of a few members, no comment)
+    n_old, cd_size, cd_off = struct.unpack_from("<HII", data, end + 10)
+    stamp = (0, 0x21)  # 00:00:00, 1980-01-01
+    local, central, offset = [], [], cd_off
+    for name, body in members:
+        raw, crc = name.encode(), zlib.crc32(body)
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, *stamp, crc, len(body),
+                           len(body), len(raw), 0)  # fmt: skip
+        local.append(head + raw + body)
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, *stamp, crc,
+                                   len(body), len(body), len(raw), 0, 0, 0, 0, 0, offset) + raw)  # fmt: skip
+        offset += len(head) + len(raw) + len(body)
+    cd = data[cd_off : cd_off + cd_size] + b"".join(central)
+    total = n_old + len(members)
+    z64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, total, total, len(cd), offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, offset + len(cd), 1)
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, len(cd), 0xFFFFFFFF, 0)
+    path.write_bytes(data[:cd_off] + b"".join(local) + cd + z64 + locator + eocd)
 
 
 def _e_patch_central(edit: Callable[[bytearray, int], None]) -> Callable[[Path, Ctx], Path]:
