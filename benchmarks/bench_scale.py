@@ -87,8 +87,9 @@ def _child(step: str, store_path: str, logs: str, opts: dict[str, Any]) -> None:
         # imported on first use, not the question's cost (and compiled from source where
         # PYTHONDONTWRITEBYTECODE is set, as on these machines: 60-90 ms for compare's package)
         import scipy.stats  # noqa: F401
-        import hylo_analytics.aggregate  # noqa: F401
-        import hylo_analytics.compare  # noqa: F401
+
+        import hylo_analytics.aggregate
+        import hylo_analytics.compare
     ids = opts.get("ids") or []
     if not ids and step not in ("ingest", "score", "aggregate", "mart_aggregate"):
         ids = store.sql("SELECT run_id FROM runs ORDER BY run_id")["run_id"].to_list()
