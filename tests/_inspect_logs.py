@@ -255,3 +255,24 @@ def generate_in_subprocess(root: Path, which: str = "generate_all") -> dict[str,
         timeout=300,
     )
     return {k: Path(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def shared_logs(factory: Any) -> dict[str, Path]:
+    """The logs of :func:`generate_all`, generated once per test run (8-9 s of Inspect) and
+    read by every test file that needs them, on any xdist worker: no reader writes to them.
+
+    They live beside the workers' own temp folders (the run's, not an earlier run's),
+    generated under a file lock by whichever worker asks first."""
+    import fcntl
+    import json
+    import os
+
+    base = Path(factory.getbasetemp()).resolve()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, listed = root / "inspect-logs-shared", root / "inspect-logs-shared.json"
+    with open(root / "inspect-logs-shared.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not listed.exists():
+            logs = generate_in_subprocess(folder)
+            listed.write_text(json.dumps({k: str(v) for k, v in logs.items()}))
+    return {k: Path(v) for k, v in json.loads(listed.read_text()).items()}

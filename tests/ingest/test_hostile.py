@@ -29,7 +29,7 @@ from typing import Any
 
 import hostile
 import pytest
-from _inspect_logs import generate_in_subprocess
+from _inspect_logs import shared_logs
 
 # the corpus (a child process per kind, ingested twice each) takes minutes: every test here
 pytestmark = pytest.mark.slow
@@ -95,7 +95,7 @@ def _follow(child: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> hostile.Ctx:
-    logs = generate_in_subprocess(tmp_path_factory.mktemp("inspect"))
+    logs = shared_logs(tmp_path_factory)
     return hostile.Ctx(
         inspect_eval=logs["ok_eval"],
         inspect_json=logs["ok_json"],

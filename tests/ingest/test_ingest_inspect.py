@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _inspect_logs import generate_in_subprocess
+from _inspect_logs import shared_logs
 
 import hylo_analytics as ha
 from hylo_analytics.ingest import detect, inspect
@@ -22,7 +22,7 @@ metric = pytest.importorskip("inspect_ai.scorer._metric")
 def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real logs: a clean run and a crashed run, each as .eval and .json, plus a journal-only
     .eval (a process killed mid-run)."""
-    return generate_in_subprocess(tmp_path_factory.mktemp("inspect"))
+    return shared_logs(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

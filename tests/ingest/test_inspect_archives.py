@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from _inspect_logs import generate_in_subprocess
+from _inspect_logs import shared_logs
 
 import hylo_analytics as ha
 from hylo_analytics.ingest import inspect
@@ -25,7 +25,7 @@ pytest.importorskip("inspect_ai")
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return generate_in_subprocess(tmp_path_factory.mktemp("inspect"))
+    return shared_logs(tmp_path_factory)
 
 
 Members = list[tuple[str, bytes]]
