@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -180,31 +181,45 @@ def load_json_docs(
     return good, problems
 
 
+def _resident() -> int | None:
+    """This process's resident bytes (``/proc/self/statm``), or None where there is no /proc."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], object] | None:
+    """glibc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(libc).malloc_trim if libc else None
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return None
+
+
 def release_memory(above_mib: int = 512) -> None:
     """Give freed memory back to the system when the process holds more than ``above_mib``.
 
     Arrow's allocator and the C heap keep freed pages for reuse: after a huge file is parsed
     (hundreds of MB of buffers, all freed) the process would hold them while the commit
     writes Parquet and the publish's DuckDB query takes memory of its own. Below the
-    threshold (every ordinary batch) this costs one read of ``/proc/self/statm``.
+    threshold (every ordinary batch) this costs one read of ``/proc/self/statm``. No
+    ``gc.collect()``: the parsers' buffers are freed by reference counting (the 100 MB line
+    of ``benchmarks/bench_huge_line.py`` peaks at the same RSS without it), and a full
+    collection of a big process's heap (a notebook, a test worker) took 0.1-0.5 s per batch.
     """
-    import contextlib
-    import ctypes
-    import ctypes.util
-    import gc
-
-    try:
-        resident = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        resident = None  # no /proc: release anyway
+    resident = _resident()
     if resident is not None and resident < above_mib * 2**20:
         return
-    gc.collect()
     pa.default_memory_pool().release_unused()
-    libc = ctypes.util.find_library("c")
-    if libc:
-        with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
-            ctypes.CDLL(libc).malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def loads_deep(data: bytes, **hooks: Any) -> Any:
