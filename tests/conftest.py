@@ -25,6 +25,20 @@ SPARK_TESTS = REPO / "tests" / "spark"
 BROWSER_TESTS = {REPO / "tests" / "serve" / "test_browser.py"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The package compiled to bytecode once, by the controller, before the workers start.
+
+    Where ``PYTHONDONTWRITEBYTECODE`` is set (these machines set it) and the checkout is
+    fresh, every process the suite starts (CLI children, ingest workers, notebook kernels,
+    the kill -9 zygote: hundreds) would compile each module it imports from source again.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller did it
+        return
+    import compileall
+
+    compileall.compile_dir(REPO / "hylo_analytics", quiet=1, workers=1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks by folder: tests/spark is ``spark``, the Playwright file ``browser``; both ``slow``."""
     for item in items:
@@ -41,18 +55,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # of them while the other worker idles; every other file follows by its number of tests.
 LONGEST_FIRST = (
     "tests/spark",
-    "tests/ingest/test_hostile.py",
     "tests/test_crash.py",
-    "tests/cli/test_cli_sql.py",
+    "tests/ingest/test_hostile.py",
     "tests/ingest/test_sharded.py",
-    "tests/ingest/test_fuzz.py",
     "tests/ingest/test_validation.py",
-    "tests/test_concurrency.py",
-    "tests/test_store.py",
-    "tests/test_compact.py",
-    "tests/test_export.py",
-    "tests/ingest/test_ingest.py",
     "tests/test_readme.py",
+    "tests/test_notebooks.py",
+    "tests/test_store.py",
+    "tests/ingest/test_fuzz.py",
+    "tests/test_compact.py",
+    "tests/test_concurrency.py",
+    "tests/serve/test_browser.py",
+    "tests/test_export.py",
+    "tests/cli/test_cli_sql.py",
+    "tests/test_real_data.py",
 )
 
 
