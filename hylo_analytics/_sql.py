@@ -28,7 +28,7 @@ import duckdb
 
 from hylo_analytics._resources import resource_dir
 from hylo_analytics.errors import ConfigError
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, z_value
 
 __all__ = [
     "MATERIALIZED",

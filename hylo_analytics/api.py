@@ -45,7 +45,7 @@ __all__ = ["Store", "open_store"]
 
 # The engine's defaults, as plain values: importing them would import scipy on open_store.
 # Pinned to the engine's own by tests/test_api.py.
-DEFAULT_LEVEL = 0.95  # stats.intervals.DEFAULT_LEVEL
+DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS

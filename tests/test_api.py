@@ -34,7 +34,7 @@ def test_the_facades_defaults_are_the_engines() -> None:
     from hylo_analytics.aggregate.summaries import TASK_COLUMNS
     from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
     from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY
-    from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+    from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 
     assert api.DEFAULT_LEVEL == DEFAULT_LEVEL
     assert api.DEFAULT_RESAMPLES == DEFAULT_RESAMPLES

@@ -51,8 +51,8 @@ from hylo_analytics.aggregate._rows import (  # noqa: F401  (_validity: read by 
 )
 from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import MetricRegistry, _parse_normalizer, default_registry
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 from hylo_analytics.stats.interval import IntervalSpec
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

@@ -15,7 +15,7 @@ import polars as pl
 
 from hylo_analytics.aggregate._query import GroupRows
 from hylo_analytics.errors import InputError
-from hylo_analytics.stats import intervals
+from hylo_analytics.stats import closed_form
 from hylo_analytics.stats.interval import IntervalSpec, mean_interval
 from hylo_analytics.stats.methods import ONE_SAMPLE_METHODS, CIMethod, check_method
 
@@ -89,7 +89,7 @@ def _with_intervals(
                     f"aggregate: ci='normal' on {int(weak.sum())} 0/1 group(s) with fewer than "
                     "10 successes or failures: the Wald interval covers far less than its level "
                     "there (0.64 at p = 0.95, n = 20); use 'wilson'",
-                    intervals.StatisticsWarning,
+                    closed_form.StatisticsWarning,
                     stacklevel=5,
                 )
         else:
@@ -141,8 +141,8 @@ def _with_clustered(
     )
     g = fetched["_g"].to_numpy()
     values, clusters = fetched["_value"].to_numpy(), fetched["_cluster"].to_numpy()
-    plain = intervals.clustered_stderr(values, clusters, g)
-    corrected = intervals.clustered_stderr(values, clusters, g, small_sample=True)
+    plain = closed_form.clustered_stderr(values, clusters, g)
+    corrected = closed_form.clustered_stderr(values, clusters, g, small_sample=True)
     counts = fetched.group_by("_g").agg(n_clusters=pl.col("_cluster").n_unique().cast(pl.Int64))
     used = np.unique(g)
     se = pl.DataFrame(

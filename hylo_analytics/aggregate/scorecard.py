@@ -56,7 +56,7 @@ from hylo_analytics.metrics import (
     normalize_expr,
 )
 from hylo_analytics.resolution import preferred_scores
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

@@ -22,7 +22,7 @@ import polars as pl
 from hylo_analytics._harness import Errors
 from hylo_analytics.aggregate._engine import aggregate_scores
 from hylo_analytics.errors import InputError, SelectionError
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.summaries import (
     ONE_RUN_NOTE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["BUILTIN_SCORERS", "CI_METHODS", "DEFAULT_LEVEL", "DEFAULT_RESAMPLES", "STATISTICS"]
 
-DEFAULT_LEVEL = 0.95  # stats.intervals.DEFAULT_LEVEL
+DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 CI_METHODS: tuple[str, ...] = (  # aggregate.CI_METHODS
     "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",

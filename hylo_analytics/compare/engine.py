@@ -73,8 +73,8 @@ from hylo_analytics.compare._sums import _aggregate, _levels, _sums
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction, resolve_directions
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, StatisticsWarning
 from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, paired_interval
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL, StatisticsWarning
 from hylo_analytics.stats.methods import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

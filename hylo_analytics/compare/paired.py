@@ -23,7 +23,7 @@ from hylo_analytics._html import text
 from hylo_analytics.compare.engine import CiMethod, compare_scores
 from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction, default_registry
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.significance import Alternative, mcnemar_p
 

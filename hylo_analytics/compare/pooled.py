@@ -39,8 +39,8 @@ from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bootstrap import bootstrap_cis
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 from hylo_analytics.stats.interval import paired_interval
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.pooled import (
     Weighting,

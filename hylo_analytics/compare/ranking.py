@@ -35,7 +35,7 @@ from hylo_analytics.compare.verdicts import Rule, StatisticalRule
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL, _check_level
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, _check_level
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.store import ParquetStore, pinned
 

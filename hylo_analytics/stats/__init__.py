@@ -15,7 +15,7 @@ entry point, :mod:`~hylo_analytics.stats.interval` (:func:`mean_interval`,
 - ``reducer``: how the epochs of one key are reduced (:mod:`~hylo_analytics.stats.reducers`);
 - ``alternative``: ``"greater"`` (the candidate is better) or ``"two-sided"``.
 
-Modules: :mod:`~hylo_analytics.stats.intervals` (Wilson, Clopper-Pearson, normal, clustered
+Modules: :mod:`~hylo_analytics.stats.closed_form` (Wilson, Clopper-Pearson, normal, clustered
 standard errors), :mod:`~hylo_analytics.stats.bootstrap` (percentile and BCa, stratified, for
 means and paired differences alike), :mod:`~hylo_analytics.stats.paired` (Tango and Newcombe intervals for paired proportions, the
 score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
@@ -33,13 +33,7 @@ from hylo_analytics.stats.bootstrap import (
     bootstrap_means,
     bootstrap_test,
 )
-from hylo_analytics.stats.interval import (
-    IntervalSpec,
-    PairedInterval,
-    mean_interval,
-    paired_interval,
-)
-from hylo_analytics.stats.intervals import (
+from hylo_analytics.stats.closed_form import (
     DEFAULT_LEVEL,
     StatisticsWarning,
     clopper_pearson,
@@ -48,6 +42,12 @@ from hylo_analytics.stats.intervals import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.interval import (
+    IntervalSpec,
+    PairedInterval,
+    mean_interval,
+    paired_interval,
 )
 from hylo_analytics.stats.methods import (
     CI_METHODS,

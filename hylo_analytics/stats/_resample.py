@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from hylo_analytics.errors import InputError
 from hylo_analytics.stats._coupled import _coupled_means
-from hylo_analytics.stats.intervals import _f
+from hylo_analytics.stats.closed_form import _f
 from hylo_analytics.stats.methods import Seed
 
 FloatArray = npt.NDArray[np.float64]

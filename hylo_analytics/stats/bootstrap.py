@@ -50,7 +50,7 @@ from hylo_analytics.stats._resample import (
     _chunked_means,
     _discrete_means,
 )
-from hylo_analytics.stats.intervals import _check_level, _f
+from hylo_analytics.stats.closed_form import _check_level, _f
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 
 if TYPE_CHECKING:

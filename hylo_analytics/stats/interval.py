@@ -19,9 +19,9 @@ import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.errors import InputError
-from hylo_analytics.stats import intervals
+from hylo_analytics.stats import closed_form
 from hylo_analytics.stats.bootstrap import BootstrapMethod, bootstrap_ci, bootstrap_test
-from hylo_analytics.stats.intervals import DEFAULT_LEVEL, z_value
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, z_value
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 
@@ -84,13 +84,13 @@ def mean_interval(
     ``n > 0``), ``strata_sizes`` to resample within strata and ``binary`` to name 0/1 data.
     """
     if method in ("wilson", "clopper_pearson"):
-        fn = intervals.wilson if method == "wilson" else intervals.clopper_pearson
+        fn = closed_form.wilson if method == "wilson" else closed_form.clopper_pearson
         return fn(_need(successes, "successes", method), n, level)
     if method == "hall":
         need = (_need(mean, "mean", method), _need(std, "std", method))
-        return intervals.hall_ci(*need, _need(skewness, "skewness", method), n, level)
+        return closed_form.hall_ci(*need, _need(skewness, "skewness", method), n, level)
     if method == "normal":
-        return intervals.normal_ci(
+        return closed_form.normal_ci(
             _need(mean, "mean", method), _need(stderr, "stderr", method), level
         )
     if method in _BOOTSTRAP:

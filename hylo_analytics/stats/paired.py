@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hylo_analytics._lazy import LazyModule
-from hylo_analytics.stats.intervals import _f, wilson, z_value
+from hylo_analytics.stats.closed_form import _f, wilson, z_value
 
 if TYPE_CHECKING:
     from scipy import special

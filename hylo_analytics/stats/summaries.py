@@ -26,7 +26,7 @@ import numpy.typing as npt
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.errors import InputError, SingleRunError
 from hylo_analytics.stats.bootstrap import bootstrap_means
-from hylo_analytics.stats.intervals import _check_level, _f
+from hylo_analytics.stats.closed_form import _check_level, _f
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 
 if TYPE_CHECKING:

@@ -45,7 +45,7 @@ def _frame(runs: list[dict[str, list[float]]]) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-@pytest.mark.filterwarnings("ignore::hylo_analytics.stats.intervals.StatisticsWarning")
+@pytest.mark.filterwarnings("ignore::hylo_analytics.stats.closed_form.StatisticsWarning")
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     runs=st.lists(

@@ -14,7 +14,7 @@ def test_the_parsers_defaults_are_the_engines() -> None:
     from hylo_analytics.aggregate import CI_METHODS, STATISTICS
     from hylo_analytics.scoring import BUILTIN_SCORERS
     from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
-    from hylo_analytics.stats.intervals import DEFAULT_LEVEL
+    from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
 
     assert _defaults.CI_METHODS == CI_METHODS
     assert _defaults.STATISTICS == STATISTICS

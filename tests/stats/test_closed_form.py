@@ -212,6 +212,20 @@ def test_z_value_is_scipys_normal_quantile_bit_for_bit(level: float) -> None:
     """The default level's z is a literal (no scipy import to open a store): scipy's value."""
     from scipy import special
 
-    from hylo_analytics.stats.intervals import z_value
+    from hylo_analytics.stats.closed_form import z_value
 
     assert z_value(level) == float(special.ndtri(0.5 + level / 2))
+
+
+def test_the_old_module_name_warns_and_gives_the_same_objects() -> None:
+    import importlib
+    import sys
+
+    from hylo_analytics.stats import closed_form
+
+    sys.modules.pop("hylo_analytics.stats.intervals", None)
+    with pytest.warns(DeprecationWarning, match=r"renamed hylo_analytics\.stats\.closed_form"):
+        old = importlib.import_module("hylo_analytics.stats.intervals")
+    assert old.__all__ == closed_form.__all__
+    for name in closed_form.__all__:
+        assert getattr(old, name) is getattr(closed_form, name), name
