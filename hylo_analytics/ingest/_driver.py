@@ -14,7 +14,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from hylo_analytics.errors import InputNotFoundError
@@ -113,8 +112,7 @@ def _ingest_found(
     from tqdm.std import tqdm  # text bar: tqdm.auto warns without ipywidgets
 
     bar = tqdm(total=len(todo), unit="file", desc="ingest", disable=not progress or not todo)
-    con = duckdb.connect(":memory:")
-    con.execute(f"SET threads TO {int(store.threads)}")
+    con = store.cursor()  # the parse's connection, on the store's database (threads set)
     # One commit in flight while the next batch is read and parsed (Parquet writing releases
     # the GIL, so it runs beside the parse); commits stay in order, at most two in memory.
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-commit")
