@@ -43,6 +43,7 @@ import duckdb
 import pyarrow as pa
 
 from hylo_analytics._config import ConfigError, check_keys, expect_list, expect_mapping, expect_str
+from hylo_analytics._sql import query_sql
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.errors import InputError
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
@@ -157,79 +158,38 @@ def _args_match(expected: Any, called: Any, how: str) -> bool:
 def expected_action_rows(
     con: duckdb.DuckDBPyConnection, scorer: ExpectedActionScorer, records: str, runs: str
 ) -> pa.Table:
-    """Score every record of relation ``records``; rows follow ``RESULT_COLUMNS``."""
+    """Score every record of relation ``records``; rows follow ``RESULT_COLUMNS``.
+
+    The steps are the ``sql/queries/scoring_actions_*.sql`` files, over temp tables named for
+    this call; only the argument comparison (subset or exact, numbers by value) is Python's.
+    """
     t = f"_act_{uuid.uuid4().hex[:8]}"
-    ep, exp, calls, cand, ok = (f"{t}_{x}" for x in ("ep", "exp", "calls", "cand", "ok"))
+    ep, exp, calls, cand, ok, walk = (
+        f"{t}_{x}" for x in ("ep", "exp", "calls", "cand", "ok", "walk")
+    )
     src = (
         sql_str(json.dumps(list(scorer.actions), default=dict))
         if scorer.actions is not None
         else None
     )
     ev = f"json({src})" if src is not None else extract_sql(scorer.expected)
-    where = sql_str(scorer.expected) if src is None else "'actions'"
-    kind = "" if scorer.span_kind is None else f"and raw ->> '$.kind' = {sql_str(scorer.span_kind)}"
+    where = scorer.expected if src is None else "actions"
     # the span events' lines, from the trace files kept once (hylo_analytics._traces)
     spans = with_raw_sql(
         "select run_id, key, episode_id, idx, raw from stg_events "
         f"where run_id in (select run_id from {runs}) and type = 'span'"
     )
     try:
-        # one row per episode: the expected list, whether the trace has spans, why it abstains
-        con.execute(f"""
-            create temp table {ep} as
-            with r as (select *, {ev} as ev from {records}),
-            sp as (
-                select run_id, episode_id, count(*) as n_spans from stg_events
-                where run_id in (select run_id from {runs}) and type = 'span'
-                group by all
-            )
-            select r.run_id, r.key, r.task_id, r.seed, r.epoch, r.episode_id, r.ev,
-                case when json_extract(r.record, '$.trace') is null
-                     then 'no trace (trace_status=' || coalesce(
-                         json_extract_string(r.record, '$.sample.trace_status'), 'none') || ')'
-                     when r.ev is null then 'missing path: ' || {where}
-                     when json_type(r.ev) <> 'ARRAY' then 'not a list at ' || {where} || ': '
-                         || left(cast(r.ev as varchar), 60)
-                     when json_array_length(r.ev) = 0 then 'no expected actions'
-                     when coalesce(sp.n_spans, 0) = 0 then 'no spans in the trace'
-                end as why
-            from r left join sp on sp.run_id = r.run_id and sp.episode_id = r.episode_id""")
-        con.execute(f"""
-            create temp table {exp} as
-            select run_id, episode_id, pos, e,
-                case when json_type(e) = 'VARCHAR' then e ->> '$' else e ->> '$.name' end as ename,
-                case when json_type(e) = 'OBJECT' then e -> '$.arguments' end as eargs
-            from (select run_id, episode_id, unnest(cast(ev as json[])) as e,
-                         generate_subscripts(cast(ev as json[]), 1) as pos
-                  from {ep} where why is null)""")
-        # a malformed expected action is an error for its episode, named by position
-        con.execute(f"""
-            update {ep} set why = b.msg
-            from (select run_id, episode_id, 'expected action ' || min(pos)
-                         || ' is not a name or {{name, arguments}}' as msg
-                  from {exp} where ename is null group by all) as b
-            where b.run_id = {ep}.run_id and b.episode_id = {ep}.episode_id""")
-        con.execute(
-            f"delete from {exp} where (run_id, episode_id) in "
-            f"(select run_id, episode_id from {ep} where why is not null)"
-        )
-        con.execute(f"""
-            create temp table {calls} as
-            select run_id, episode_id,
-                row_number() over (partition by run_id, episode_id order by idx) as cpos,
-                raw ->> '$.name' as cname, raw -> '$.attributes.arguments' as cargs
-            from ({spans})
-            where true {kind}""")
-        # every (expected position, call) pair with the same name
-        con.execute(f"""
-            create temp table {cand} as
-            select x.run_id, x.episode_id, x.pos, c.cpos, x.eargs, c.cargs
-            from {exp} as x join {calls} as c
-            on c.run_id = x.run_id and c.episode_id = x.episode_id and c.cname = x.ename""")
-        pairs = con.execute(
-            f"select distinct cast(eargs as varchar), cast(cargs as varchar) from {cand} "
-            "where eargs is not null and json_type(eargs) <> 'NULL'"
-        ).fetchall()
+        sql = query_sql("scoring_actions_episodes", ep=ep, ev=ev, records=records, runs=runs)
+        con.execute(sql, {"where": where})
+        con.execute(query_sql("scoring_actions_expected", exp=exp, ep=ep))
+        shape = {"shape": "a name or {name, arguments}"}
+        con.execute(query_sql("scoring_actions_malformed", ep=ep, exp=exp), shape)
+        con.execute(query_sql("scoring_actions_drop_abstaining", ep=ep, exp=exp))
+        sql = query_sql("scoring_actions_calls", calls=calls, spans=spans)
+        con.execute(sql, {"kind": scorer.span_kind})
+        con.execute(query_sql("scoring_actions_candidates", cand=cand, exp=exp, calls=calls))
+        pairs = con.execute(query_sql("scoring_actions_argument_pairs", cand=cand)).fetchall()
         same = [
             (a, b)
             for a, b in pairs
@@ -244,111 +204,36 @@ def expected_action_rows(
                 }
             ),
         )
-        use_args = scorer.check != "selection"
-        # the pairs that match: names (already) and, when expected, arguments
-        matched = f"""(select m.* from {cand} as m
-            where {"false" if use_args else "true"}
-               or m.eargs is null or json_type(m.eargs) = 'NULL'
-               or exists (select 1 from {ok} as q where q.a = cast(m.eargs as varchar)
-                                                  and q.b = cast(m.cargs as varchar)))"""
-        if scorer.check in ("selection", "arguments"):
-            hit = f"select distinct run_id, episode_id, pos, true as hit from {matched}"
-        elif scorer.check == "sequence":
-            hit = _walk(con, exp, matched, t)
+        names_only = "false" if scorer.check != "selection" else "true"
+        matched = query_sql("scoring_actions_matched", cand=cand, ok=ok, names_only=names_only)
+        if scorer.check == "sequence":
+            hit = _walk(con, exp, matched, walk)
         else:
-            hit = f"""select distinct m.run_id, m.episode_id, m.pos, true as hit from {matched} as m
-                      where m.cpos = m.pos"""
-        return _rows(con, scorer, ep, exp, calls, hit)
+            at = "m.cpos" if scorer.check == "exact_sequence" else "m.pos"
+            hit = query_sql("scoring_actions_hits", matched=matched, at=at)
+        params = {
+            "check": scorer.check,
+            "mode": scorer.mode,
+            "metric": scorer.name,
+            "source": scorer.source,
+            "version": scorer.version,
+            "metadata": scorer.declaration.metadata_json(),
+        }
+        sql = query_sql("scoring_actions_rows", hit=hit, ep=ep, exp=exp, calls=calls)
+        return con.sql(sql, params=params).to_arrow_table()
     finally:
-        for name in (ep, exp, calls, cand, f"{t}_walk"):
+        for name in (ep, exp, calls, cand, walk):
             con.execute(f"drop table if exists {name}")
         with contextlib.suppress(Exception):  # not registered when a query above failed
             con.unregister(ok)
 
 
-def _walk(con: duckdb.DuckDBPyConnection, exp: str, matched: str, t: str) -> str:
+def _walk(con: duckdb.DuckDBPyConnection, exp: str, matched: str, walk: str) -> str:
     """The greedy subsequence match: position p matches at the earliest matching call after
     position p-1's; one query per position, over every episode at once."""
-    walk = f"{t}_walk"
-    con.execute(
-        f"create temp table {walk} as select run_id, episode_id, 0 as pos, 0 as at "
-        f"from {exp} group by run_id, episode_id"
-    )
     # fetchall, not fetchone: a half-read result stays open and blocks the next statement
-    (n,) = con.execute(f"select coalesce(max(pos), 0) from {exp}").fetchall()[0]
+    (n,) = con.execute(query_sql("scoring_actions_walk_start", walk=walk, exp=exp)).fetchall()[0]
+    step = query_sql("scoring_actions_walk_step", walk=walk, matched=matched)
     for p in range(1, int(n) + 1):
-        con.execute(f"""
-            insert into {walk}
-            select w.run_id, w.episode_id, {p}, min(m.cpos)
-            from {walk} as w join {matched} as m
-              on m.run_id = w.run_id and m.episode_id = w.episode_id
-             and m.pos = {p} and m.cpos > w.at
-            where w.pos = {p - 1}
-            group by w.run_id, w.episode_id""")
-    return f"select run_id, episode_id, pos, true as hit from {walk} where pos > 0"
-
-
-def _rows(
-    con: duckdb.DuckDBPyConnection,
-    scorer: ExpectedActionScorer,
-    ep: str,
-    exp: str,
-    calls: str,
-    hit: str,
-) -> pa.Table:
-    label = "cast(to_json(x.ename) as varchar)"
-    if scorer.check != "selection":  # the arguments are part of what failed
-        label += " || coalesce(' ' || cast(x.eargs as varchar), '')"
-    if scorer.check == "exact_sequence":
-        value = "case when n_hit = n and n_calls = n then 1.0 else 0.0 end"
-        expl = """case when not (n_hit = n and n_calls = n) then 'called ' || called
-                   || ' != expected ' || wanted end"""
-    else:
-        frac = "n_hit / n" if scorer.mode == "fraction" else "case when n_hit = n then 1 else 0 end"
-        value = f"cast({frac} as double)"
-        verb = (
-            "not called after the previous match"
-            if scorer.check == "sequence"
-            else "not called with matching arguments"
-            if scorer.check == "arguments"
-            else "not called"
-        )
-        expl = f"""case when n_hit < n then 'expected action ' || first_miss || ' '
-                   || miss_label || ' {verb}'
-                   || case when n - n_hit > 1 then ' (' || (n - n_hit) || ' of ' || n
-                      || ' expected actions failed)' else '' end end"""
-    return con.sql(f"""
-        with hit as ({hit}),
-        per as (
-            select x.run_id, x.episode_id, count(*) as n, count(h.hit) as n_hit,
-                min(x.pos) filter (where h.hit is null) as first_miss,
-                arg_min({label}, x.pos) filter (where h.hit is null) as miss_label,
-                cast(to_json(list(x.ename order by x.pos)) as varchar) as wanted
-            from {exp} as x left join hit as h
-              on h.run_id = x.run_id and h.episode_id = x.episode_id and h.pos = x.pos
-            group by x.run_id, x.episode_id
-        ),
-        c as (
-            select run_id, episode_id, count(*) as n_calls,
-                cast(to_json(list(cname order by cpos)) as varchar) as called
-            from {calls} group by run_id, episode_id
-        ),
-        j as (
-            select e.*, p.n, p.n_hit, p.first_miss, p.miss_label, p.wanted,
-                coalesce(cc.n_calls, 0) as n_calls, coalesce(cc.called, '[]') as called
-            from {ep} as e
-            left join per as p on p.run_id = e.run_id and p.episode_id = e.episode_id
-            left join c as cc on cc.run_id = e.run_id and cc.episode_id = e.episode_id
-        )
-        select run_id, key, task_id, seed, epoch, episode_id,
-            {sql_str(scorer.name)} as metric,
-            case when why is null then {value} end as value,
-            why is null as valid, why as skip_reason,
-            case when why is null then {expl} end as explanation,
-            {sql_str(scorer.source)} as source, 'score' as source_kind,
-            {sql_str(scorer.version)} as scorer_version,
-            {sql_str(scorer.declaration.metadata_json())} as metadata,
-            coalesce(starts_with(why, 'missing path') or starts_with(why, 'not a list')
-                     or starts_with(why, 'expected action'), false) as is_error
-        from j
-        order by run_id, key, epoch""").to_arrow_table()
+        con.execute(step, {"p": p})
+    return query_sql("scoring_actions_walk_hits", walk=walk)
