@@ -36,13 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics import _schema
-from hylo_analytics._sql import view_query, view_sql
+from hylo_analytics._sql import query_sql, view_query, view_sql
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.scoring._actions import ExpectedActionScorer, expected_action_rows
 from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
 from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
 from hylo_analytics.scoring._declarative import (
-    RECORD_SQL,
     DeclarativeScorer,
     declarative_rows,
     load_scorers,
@@ -196,7 +195,7 @@ def compute_scores(
                 if not _exists(con, rec_rel):
                     con.execute(
                         f"create temp table {rec_rel} as "
-                        + RECORD_SQL.format(runs=runs_rel, episodes=ep_rel)
+                        + query_sql("scoring_record", runs=runs_rel, episodes=ep_rel)
                     )
                 if isinstance(s, DeclarativeScorer):
                     parts.append(declarative_rows(con, s, rec_rel))

@@ -28,6 +28,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from hylo_analytics._sql import query_sql
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.contracts import Score
 from hylo_analytics.errors import InputError
@@ -206,30 +207,16 @@ def _check(result: Any) -> tuple[float | None, str | None, str | None]:
     return float(result), None, explanation
 
 
-# each event's line as written: from the trace file kept once (hylo_analytics._traces);
-# ``{runs}`` is filled by str.format (the SQL holds no other brace)
-_EVENTS_SQL = (
-    "select e.run_id, e.episode_id, list(e.raw order by e.idx) as raws\nfrom ("
-    + with_raw_sql(
+def events_sql(runs: str) -> str:
+    """Each episode of the runs in relation ``runs`` with its event lines as written (from the
+    trace file kept once, :mod:`hylo_analytics._traces`), in order: ``run_id, episode_id,
+    raws``."""
+    events = with_raw_sql(
         "select run_id, key, episode_id, idx, raw from stg_events "
-        "where run_id in (select run_id from {runs})"
+        f"where run_id in (select run_id from {runs})"
     )
-    + ") as e\ngroup by e.run_id, e.episode_id\n"
-)
+    return query_sql("scoring_python_events", events=events)
 
-_SAMPLES_SQL = """
-select s.run_id, s.episode_id, s.extra, s.status, r.agent_name || '@' || r.agent_version as agent,
-    o.observations
-from stg_samples as s
-left join stg_runs as r on r.run_id = s.run_id
-left join (
-    select run_id, key, epoch, cast(json_group_object(metric, value) as varchar) as observations
-    from stg_scores
-    where source_kind = 'imported' and run_id in (select run_id from {runs})
-    group by run_id, key, epoch
-) as o on o.run_id = s.run_id and o.key = s.key and o.epoch is not distinct from s.epoch
-where s.run_id in (select run_id from {runs})
-"""
 
 _Result = tuple[float | None, str | None, str | None]
 
@@ -274,8 +261,8 @@ def episode_rows(
     con: duckdb.DuckDBPyConnection, scorer: EpisodeScorer, episodes: pl.DataFrame, runs: str
 ) -> pa.Table:
     """Call a per-episode scorer for every episode (the one row loop, by design)."""
-    extra = con.sql(_SAMPLES_SQL.format(runs=runs)).pl()
-    events = con.sql(_EVENTS_SQL.format(runs=runs)).pl()
+    extra = con.sql(query_sql("scoring_python_samples", runs=runs)).pl()
+    events = con.sql(events_sql(runs)).pl()
     frame = episodes.join(extra, on=["run_id", "episode_id"], how="left").join(
         events, on=["run_id", "episode_id"], how="left"
     )

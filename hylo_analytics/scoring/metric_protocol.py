@@ -45,7 +45,7 @@ import pyarrow as pa
 from hylo_analytics.errors import InputError, InputTypeError
 from hylo_analytics.ingest.metric_results import resolved_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
-from hylo_analytics.scoring._python import _EVENTS_SQL, _ID_COLS
+from hylo_analytics.scoring._python import _ID_COLS, events_sql
 
 __all__ = [
     "METRIC_RESULT_COLUMNS",
@@ -304,7 +304,7 @@ def _per_sample(
         f"select run_id, episode_id, extra, status from stg_samples "
         f"where run_id in (select run_id from {runs})"
     ).pl()
-    events = con.sql(_EVENTS_SQL.format(runs=runs)).pl()
+    events = con.sql(events_sql(runs)).pl()
     frame = episodes.join(extra, on=["run_id", "episode_id"], how="left").join(
         events, on=["run_id", "episode_id"], how="left"
     )

@@ -27,7 +27,10 @@ def test_every_query_formats_with_its_fields() -> None:
     for path in (sql_dir() / "queries").glob("*.sql"):
         fields = {f for _, f, _, _ in string.Formatter().parse(path.read_text()) if f}
         text = query_sql(path.stem, **{f: f"<{f}>" for f in fields})
-        assert "{" not in re.sub(r"--[^\n]*", "", text) or path.stem.startswith("export_"), path
+        # a brace left outside comments and string literals is a field gone wrong (a JSON
+        # literal such as '{}' is written twice in the file and stays in its string)
+        code = re.sub(r"'(?:[^']|'')*'", "''", re.sub(r"--[^\n]*", "", text))
+        assert "{" not in code or path.stem.startswith("export_"), path
         # a field is never inside a comment: its value would comment out the lines after it
         for line in text.splitlines():
             if line.lstrip().startswith("--"):
