@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import pyarrow as pa
 
 from hylo_analytics import _schema
+from hylo_analytics._sql import query_sql
 from hylo_analytics._traces import with_raw_sql
 from hylo_analytics.errors import GraderError, InputError, InputTypeError
 
@@ -117,22 +118,14 @@ class GradingReport:
         )
 
 
-_EPISODES_SQL = """
-select s.run_id, s.key, s.task_id, s.seed, s.epoch, s.episode_id, s.status, s.trace_status,
-       s.extra, e.raws, coalesce(e.last_idx, 0) as last_idx
-from stg_samples as s
-left join (
-    select run_id, episode_id, list(raw order by idx) as raws, max(idx) as last_idx
-    from ($events) group by run_id, episode_id
-) as e on e.run_id = s.run_id and e.episode_id = s.episode_id
-where list_contains($runs, s.run_id)
-order by s.run_id, s.key, s.epoch, s.episode_id
-""".replace(
-    "$events",
-    with_raw_sql(
+def _episodes_sql() -> str:
+    """Each sample of the runs in ``$runs`` with its episode's event lines (the trace file
+    kept once, :mod:`hylo_analytics._traces`) and last event index."""
+    events = with_raw_sql(
         "select run_id, key, episode_id, idx, raw from stg_events where list_contains($runs, run_id)"
-    ),
-)
+    )
+    return query_sql("scoring_grader_episodes", events=events)
+
 
 _GRADER_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 
@@ -169,7 +162,7 @@ def run_grader(
             run_ids = store.sql("select run_id from stg_runs order by run_id")["run_id"].to_list()
         else:
             run_ids = store.resolve_runs(runs)
-        episodes = store.sql(_EPISODES_SQL, {"runs": run_ids})
+        episodes = store.sql(_episodes_sql(), {"runs": run_ids})
         rows: list[dict[str, Any]] = []
         skipped = abstained = 0
         for ep in episodes.iter_rows(named=True):  # a grader is one call per episode, by design
