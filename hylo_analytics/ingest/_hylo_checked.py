@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from hylo_analytics._sql import query_sql
 from hylo_analytics.ingest._common import json_problem, loads_deep
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
 from hylo_analytics.ingest._hylo_spec import (
@@ -75,94 +76,12 @@ def _json_problem(sf: SourceFile) -> Problem:
     return json_problem(sf)  # the generic reasons: too deep, not an object, ...
 
 
-# the rows of the good logs, from ``_top`` and ``_ok``
-_RUNS_SQL = f"""
-        SELECT file_idx, run_id->>'$' AS run_id,
-               version->>'$' AS source_format,
-               benchmark->>'$.id' AS benchmark_id,
-               benchmark->>'$.version' AS benchmark_version,
-               benchmark->>'$.digest' AS benchmark_digest,
-               benchmark->>'$.split' AS split,
-               CAST(json_extract(benchmark, '$.requires_privileged') AS BOOLEAN) AS requires_privileged,
-               CAST(json_extract(benchmark, '$.episodes_per_task') AS BIGINT) AS episodes_per_task,
-               CASE WHEN json_type(benchmark, '$.max_steps') = 'OBJECT'
-                    THEN CAST(json_extract(benchmark, '$.max_steps') AS VARCHAR) END AS max_steps,
-               CASE WHEN json_type(benchmark, '$.upstream') = 'OBJECT'
-                    THEN CAST(json_extract(benchmark, '$.upstream') AS VARCHAR) END
-                   AS benchmark_upstream,
-               agent->>'$.name' AS agent_name,
-               agent->>'$.version' AS agent_version,
-               CAST(json_extract(agent, '$.components') AS VARCHAR) AS agent_components,
-               parent_run_id->>'$' AS parent_run_id,
-               CAST(results AS VARCHAR) AS results,
-               coalesce(extra->>'$."{_V02_RUN}".status',
-                        CASE WHEN json_type(top_status) = 'VARCHAR' THEN top_status->>'$' END)
-                   AS status,
-               coalesce(extra->>'$."{_V02_RUN}".created',
-                        CASE WHEN json_type(top_created) = 'VARCHAR' THEN top_created->>'$' END)
-                   AS created,
-               CASE WHEN json_type(top_errors_policy) = 'VARCHAR'
-                    THEN top_errors_policy->>'$' END AS errors_policy,
-               coalesce(n.n, 0) AS n_samples,
-               CASE WHEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') <> '{{}}'
-                    THEN json_merge_patch(extra, '{{"{_V02_RUN}": null}}') END AS extra
-        FROM _top
-        LEFT JOIN (SELECT file_idx, count(*) AS n FROM _ok GROUP BY file_idx) AS n USING (file_idx)
-        WHERE file_idx NOT IN (SELECT file_idx FROM _bad)
-        ORDER BY file_idx
-        """
+# the rows of the good logs, from ``_top`` and ``_ok``: sql/queries/ingest_hylo_*.sql
+_RUNS_SQL = query_sql("ingest_hylo_runs", v02_run=_V02_RUN)
 
-_SAMPLES_SQL = """
-        SELECT file_idx, run_id, key, task_id, seed, epoch,
-               coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id,
-               status, trace, sample_idx, extra
-        FROM _ok ORDER BY file_idx, sample_idx
-        """
+_SAMPLES_SQL = query_sql("ingest_hylo_samples")
 
-_SCORES_SQL = f"""
-        WITH smp AS (
-            SELECT file_idx, sample_idx, run_id, key, task_id, seed, epoch, scores, status,
-                   coalesce(episode_id, key || CASE WHEN epoch > 1 THEN '@' || CAST(epoch AS VARCHAR) ELSE '' END) AS episode_id
-            FROM _ok WHERE json_type(scores) = 'OBJECT'
-        ), ent AS (
-            SELECT * EXCLUDE (scores),
-                   unnest(map_entries(json_transform(scores, '"MAP(VARCHAR, JSON)"'))) AS me
-            FROM smp
-        ), val AS (
-            SELECT * EXCLUDE (me), me.key AS metric,
-                   CASE WHEN json_type(me.value) = 'OBJECT' THEN json_extract(me.value, '$.value')
-                        ELSE me.value END AS v,
-                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.explanation' END AS explanation,
-                   CASE WHEN json_type(me.value) = 'OBJECT' THEN me.value->>'$.skip_reason' END AS given_reason
-            FROM ent
-        ), unreported AS (
-            -- a metric some sample of the log reports is an abstention where another omits it
-            SELECT s.* EXCLUDE (scores), m.metric, NULL::JSON AS v, NULL AS explanation,
-                   NULL AS given_reason
-            FROM smp AS s
-            JOIN (SELECT DISTINCT file_idx, metric FROM val) AS m USING (file_idx)
-            ANTI JOIN val AS x
-                ON x.file_idx = s.file_idx AND x.sample_idx = s.sample_idx AND x.metric = m.metric
-        ), allv AS (
-            SELECT * FROM val UNION ALL BY NAME SELECT * FROM unreported
-        )
-        SELECT file_idx, run_id, key, task_id, seed, epoch, episode_id, metric,
-               CASE WHEN json_type(v) = 'BOOLEAN' THEN CASE WHEN CAST(v AS BOOLEAN) THEN 1.0 ELSE 0.0 END
-                    WHEN json_type(v) IN {_NUMERIC} THEN CAST(v AS DOUBLE) END AS value,
-               coalesce(json_type(v) IN {_NUMERIC}, false) AS valid,
-               -- an abstention's reason as the log gives it ({{value, skip_reason}}: how the
-               -- exporter keeps one), else the reader's: errored, abstained, non-numeric
-               CASE WHEN json_type(v) IN {_NUMERIC} THEN NULL
-                    WHEN given_reason IS NOT NULL THEN given_reason
-                    WHEN (v IS NULL OR json_type(v) = 'NULL') AND status = 'error'
-                    THEN 'episode errored'
-                    WHEN v IS NULL OR json_type(v) = 'NULL' THEN 'abstained'
-                    ELSE 'non-numeric value: ' || left(CAST(v AS VARCHAR), 80) END AS skip_reason,
-               explanation,
-               'evallog' AS source,
-               'imported' AS source_kind
-        FROM allv
-        """
+_SCORES_SQL = query_sql("ingest_hylo_scores", numeric=_NUMERIC)
 
 
 def parse_checked(
