@@ -39,7 +39,7 @@ from hylo_analytics import _schema
 from hylo_analytics._sql import query_sql, view_query, view_sql
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.scoring._actions import ExpectedActionScorer, expected_action_rows
-from hylo_analytics.scoring._builtin import BUILTINS, GRADE_VERSION, GRADES, builtin_sql, grades_sql
+from hylo_analytics.scoring._builtin import BUILTINS, GRADES, builtin_sql, grades_sql
 from hylo_analytics.scoring._common import RESULT_COLUMNS, ScorerDeclaration, id_list
 from hylo_analytics.scoring._declarative import (
     DeclarativeScorer,
@@ -181,10 +181,9 @@ def compute_scores(
             seconds.update({f"scorer:{n}": (time.perf_counter() - t0) / len(names) for n in names})
         if GRADES in resolved:
             t0 = time.perf_counter()
-            params: dict[str, object] = {"version": GRADE_VERSION}
-            if runs is not None:
-                params["runs"] = run_ids
-            grades = con.sql(grades_sql(runs is not None), params=params)
+            grades = con.sql(
+                grades_sql(runs is not None), params=None if runs is None else {"runs": run_ids}
+            )
             parts.append(grades.to_arrow_table())
             seconds["grade:*"] = time.perf_counter() - t0
         episodes: pl.DataFrame | None = None

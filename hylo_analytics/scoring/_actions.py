@@ -209,7 +209,7 @@ def expected_action_rows(
         if scorer.check == "sequence":
             hit = _walk(con, exp, matched, walk)
         else:
-            at = "m.cpos" if scorer.check == "exact_sequence" else "m.pos"
+            at = "m.cpos = m.pos" if scorer.check == "exact_sequence" else "true"
             hit = query_sql("scoring_actions_hits", matched=matched, at=at)
         params = {
             "check": scorer.check,

@@ -147,5 +147,8 @@ def grades_sql(some_runs: bool) -> str:
             "scoring_grades",
             events_where="list_contains($runs, e.run_id)",
             samples_where="list_contains($runs, s.run_id)",
+            version=sql_str(GRADE_VERSION),
         )
-    return query_sql("scoring_grades", events_where="true", samples_where="true")
+    return query_sql(
+        "scoring_grades", events_where="true", samples_where="true", version=sql_str(GRADE_VERSION)
+    )

@@ -1,8 +1,8 @@
 -- score rows from the grade events of the runs: the metric is the grade's name, the source
 -- grade:<grader>, the last grade of a name per grader and episode counts; a boolean is 1/0,
 -- a non-numeric value a skip reason (scoring/_builtin.py, grades_sql). Fields:
--- events_where, samples_where (the run filter on each side, or true); $version: the
--- grade rows' scorer version.
+-- events_where, samples_where (the run filter on each side, or true), version (the grade
+-- rows' scorer version, an SQL string literal).
 with g as (
     select e.run_id, e.episode_id, e.idx, e.grader, e.name, e.explanation,
            json_extract(e.raw, '$.value') as v
@@ -33,7 +33,7 @@ select s.run_id, s.key, s.task_id, s.seed, s.epoch, s.episode_id,
        t.explanation,
        'grade:' || coalesce(t.grader, 'unknown') as source,
        'observation' as source_kind,
-       $version as scorer_version,
+       {version} as scorer_version,
        cast(null as varchar) as metadata,
        t.why is not null and t.why <> 'grader abstained' as is_error
 from typed as t
