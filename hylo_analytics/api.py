@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
     from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
-    from hylo_analytics.compare.ranking import Ranking
+    from hylo_analytics.compare.ranking import Ranking, StrengthCI
     from hylo_analytics.compare.verdicts import Rule
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.metrics import Direction, MetricRegistry
@@ -358,21 +358,27 @@ class Store:
         errors: Errors | None = None,
         reducer: Reducer | None = "mean",
         penalty: float = DEFAULT_PENALTY,
+        strength_ci: StrengthCI = "sandwich",
         n_resamples: int = DEFAULT_RESAMPLES,
         level: float = DEFAULT_LEVEL,
         seed: int = 0,
+        progress: bool | None = None,
     ) -> Ranking:
         """N policies ranked with the uncertainty of the ranking: the pairwise matrix (Holm
-        over all pairs), rank sets and Bradley-Terry strengths with bootstrap intervals.
+        over all pairs), rank sets, tie groups and Bradley-Terry strengths with intervals.
 
-        See :func:`hylo_analytics.compare.rank_runs` (and ``rank_policies`` for the keywords).
+        ``runs``: ids, prefixes or selectors, a selector naming every run it matches
+        (``agent=pi05``). See :func:`hylo_analytics.compare.rank_runs` (and
+        ``rank_policies`` for the keywords); ``progress``: a bar on a terminal or in Jupyter
+        (None: when one is watching).
         """
         from hylo_analytics.compare import rank_runs
 
         return rank_runs(
             self.parquet, runs, policy=policy, strata=strata, metric=metric, source=source,
             policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
-            penalty=penalty, n_resamples=n_resamples, level=level, seed=seed,
+            penalty=penalty, strength_ci=strength_ci, n_resamples=n_resamples, level=level,
+            seed=seed, progress=progress,
         )  # fmt: skip
 
     def flips(

@@ -12,6 +12,7 @@ from typing import Any
 
 import altair as alt
 import polars as pl
+import polars.selectors as cs
 
 from hylo_analytics._html import HIDDEN, ScriptJSONEncoder, shorten
 from hylo_analytics._text import printable_spec
@@ -59,6 +60,8 @@ def _cut(frame: pl.DataFrame) -> pl.DataFrame:
     """String columns as Vega can draw them: cut to :data:`LABEL_CHARS` (with an ellipsis),
     control, bidi and line-separator characters shown as U+FFFD (Vega-Lite writes sort
     values into expressions, whose parser fails on U+2028)."""
+    # categorical names (a ranking's two million pairs) are text to cut like any other
+    frame = frame.with_columns(cs.categorical().cast(pl.String), cs.enum().cast(pl.String))
     shown = pl.col(pl.String).str.replace_all(f"[{HIDDEN}]", "\ufffd")
     return frame.with_columns(
         pl.when(shown.str.len_chars() > LABEL_CHARS)

@@ -258,7 +258,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
             raise InputError("--format parquet needs -o FILE")
         df.write_parquet(output)
         return
-    df = _binary_as_base64(df)
+    df = _binary_as_base64(_categorical_as_text(df))
     if fmt == "csv":
         text = spreadsheet_cells(_json_nested(df)).write_csv()
         text = text if output is not None else printable_lines(text)
@@ -270,6 +270,16 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
         sys.stdout.write(text)
     else:
         output.write_text(text)
+
+
+def _categorical_as_text(df: pl.DataFrame) -> pl.DataFrame:
+    """Categorical columns (a ranking's two million pairs name their policies by code) as
+    text: every rule for text (escaping, cutting, spreadsheet safety) reads String columns."""
+    import polars as pl
+    import polars.selectors as cs
+
+    coded = df.select(cs.categorical() | cs.enum()).columns
+    return df.with_columns(pl.col(coded).cast(pl.String)) if coded else df
 
 
 def _binary_as_base64(df: pl.DataFrame) -> pl.DataFrame:

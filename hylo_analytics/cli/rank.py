@@ -24,16 +24,24 @@ _RUN_FIELDS = ("run_id", "agent_name", "agent_version", "benchmark_id", "split")
 
 HELP = """Rank policies (by default the store's agents, each over its runs) on one metric, with
 the uncertainty of the ranking. Keys pair within a suite (--strata, default benchmark_id,split).
-Three tables (--show): 'ranks' (default): each policy's rank by Bradley-Terry strength and
-its rank set (rank_best = 1 + the policies significantly better than it, rank_worst = N - the
-policies significantly worse; policies not separated share ranks); 'matrix': every pair
-through the paired engine of 'compare', Holm-adjusted over all N(N-1)/2 pairs as one family,
-with its verdict (improved: the first policy is better); 'strengths': the Bradley-Terry
-log-strengths fitted on the discordant pairs (sum 0, L2 penalty --penalty) with bootstrap
-intervals (keys resampled within suites). Errored episodes follow --errors (default: each
-run's harness convention).
+--run takes ids, prefixes or selectors, a selector naming every run it matches (agent=pi05:
+pi05 on every suite). Three tables (--show): 'ranks' (default): each policy's rank by
+Bradley-Terry strength, its rank set (rank_best = 1 + the policies significantly better than
+it, rank_worst = N - the policies significantly worse) and its tie group (going down the
+ranking, a group grows while its next policy is separated from none of its members: no test
+separates two policies of one group); 'matrix': every pair, counted at once and tested as
+'compare' tests a pair, Holm-adjusted over all N(N-1)/2 pairs as one family, with its verdict
+(improved: the first policy is better); 'strengths': the Bradley-Terry log-strengths fitted on
+the keys' games (sum 0, L2 penalty --penalty) with sandwich intervals over keys within suites
+(--strength-ci bootstrap refits resamples instead, up to 100 policies). Errored episodes follow
+--errors (default: each run's harness convention).
 
-example: hylo-analytics rank --store out/store --heatmap ranks.png"""
+A table shows the --top K strongest (default 50; the matrix: the pairs among them) and says
+how many it leaves out; --format csv/json/parquet write every row unless --top is given. Charts
+draw the top K too (the heatmap at most 50).
+
+example: hylo-analytics rank --store out/store --heatmap ranks.png
+         hylo-analytics rank --store out/store --policy run_id --top 20 --strength-chart s.png"""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,7 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--run",
         action="append",
         metavar="RUN",
-        help="only this run: an id, a unique prefix or a selector (repeat; default every run)",
+        help="only these runs: an id, a unique prefix or a selector, which names every run "
+        "it matches (agent=pi05: pi05 on every suite); repeat; default every run",
     )
     p.add_argument(
         "--policy",
@@ -85,8 +94,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="what is better for the metric (default: the registry's)")  # fmt: skip
     p.add_argument("--reducer", choices=("mean", "max", "min", "none"), default="mean",
                    help="epochs of a key reduced by (default mean; none refuses them)")  # fmt: skip
+    p.add_argument("--strength-ci", choices=("sandwich", "bootstrap"), default="sandwich",
+                   help="the strengths' interval: sandwich over keys within suites (default) "
+                   "or a bootstrap refitting each resample (up to 100 policies)")  # fmt: skip
     add_errors_arg(p)
     add_interval_args(p, what="strength interval")
+    p.add_argument("--top", type=int, default=None, metavar="K",
+                   help="show the K strongest policies (tables and charts; default 50 for a "
+                   "table and a chart, every row for csv/json/parquet; 0: all)")  # fmt: skip
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (none is shown when stderr is not a terminal)")  # fmt: skip
     p.add_argument(
         "--show",
         choices=("ranks", "matrix", "strengths"),
@@ -116,30 +133,68 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "errors": args.errors,
         "reducer": None if args.reducer == "none" else args.reducer,
         "penalty": args.penalty,
+        "strength_ci": args.strength_ci,
         "n_resamples": args.resamples,
         "level": args.level,
         "seed": args.seed,
+        "progress": False if args.quiet else None,
     }
 
 
 def run(args: argparse.Namespace) -> int:
-    from hylo_analytics import charts
+    import polars as pl
 
+    from hylo_analytics import charts
+    from hylo_analytics.charts.ranking import MAX_POLICIES
+    from hylo_analytics.errors import InputError
+
+    if args.top is not None and args.top < 0:
+        raise InputError(f"--top must be >= 0 (0: every policy), got {args.top}")
+    if args.heatmap is not None and args.top is not None and args.top > MAX_POLICIES:
+        raise InputError(
+            f"--heatmap draws at most {MAX_POLICIES} policies ({args.top**2:,} cells would "
+            f"be unreadable); use --top {MAX_POLICIES} or less with --heatmap"
+        )
     opts = options(args)
     ranking = store_from(args).rank(opts.pop("runs"), **opts)
-    table = {"ranks": ranking.ranks, "matrix": ranking.matrix, "strengths": ranking.strengths}
-    shown = table[args.show]
+    n = len(ranking.policies)
+    table_top = MAX_POLICIES if args.top is None and args.format == "table" else args.top
+    top = None if not table_top else min(table_top, n)
+    best = ranking.ranks["policy"].head(top or n).to_list()
+    shown = {
+        "ranks": ranking.ranks.head(top or n),
+        "matrix": ranking.matrix if top is None or top >= n else ranking.submatrix(best),
+        "strengths": ranking.strengths.filter(pl.col("policy").is_in(best)),
+    }[args.show]
     if args.show == "matrix" and args.format == "table":
         shown = shown.select(
             "policy", "opponent", "n_pairs", "wins", "losses", "ties", "errors", "mean_diff",
-            "ci_low", "ci_high", "p_holm", "p_worse_holm", "verdict", "verdict_note",
+            "ci_adj_low", "ci_adj_high", "ci_adj_level", "p_verdict", "verdict",
+            "verdict_note",
         )  # fmt: skip
     emit(shown, args.format, args.output, wide=args.wide)
+    if top is not None and top < n:
+        left = f"the {top:,} strongest of {n:,} policies"
+        what = "pairs among " if args.show == "matrix" else ""
+        say(f"showing {what}{left}; --top 0 for all, or --format csv/json -o FILE",
+            file=sys.stderr)  # fmt: skip
+    groups = ranking.ranks["tie_group"]
+    first = int((groups == 1).sum())
+    say(
+        f"{n:,} policies in {groups.n_unique():,} tie group(s); the first holds {first:,} "
+        "that no test separates (Holm over every pair)",
+        file=sys.stderr,
+    )
+    chart_top = min(args.top or MAX_POLICIES, n) if args.top != 0 else n
     if args.heatmap is not None:
-        order = ranking.ranks["policy"].to_list()
-        path = charts.save(charts.ranking_matrix(ranking.matrix, order=order), args.heatmap)
-        say(f"heatmap: {path}", file=sys.stderr)
+        heat_n = min(chart_top, MAX_POLICIES)
+        order = ranking.ranks["policy"].head(heat_n).to_list()
+        heat = charts.ranking_matrix(ranking.submatrix(order), order=order)
+        path = charts.save(heat, args.heatmap)
+        note = f" (the {heat_n} strongest of {n:,})" if heat_n < n else ""
+        say(f"heatmap: {path}{note}", file=sys.stderr)
     if args.strength_chart is not None:
-        path = charts.save(charts.strength_intervals(ranking.ranks), args.strength_chart)
+        chart = charts.strength_intervals(ranking.ranks, top=chart_top)
+        path = charts.save(chart, args.strength_chart)
         say(f"strengths: {path}", file=sys.stderr)
     return 0

@@ -44,7 +44,7 @@ every interval is :func:`hylo_analytics.stats.paired_interval`'s.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
@@ -284,7 +284,7 @@ def _compare(
     out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)
     # the family each row's p is adjusted in, so its interval can be adjusted the same way
     out = out.with_columns(family_size=pl.len().over(_family_keys(family)).cast(pl.Int64))
-    out = _with_ci(out, rows, parent, spec, rule.equivalence_level)
+    out = _with_ci(out, _pair_differences(rows, parent), spec, rule.equivalence_level)
     out = _with_test(out, alternative)
     out = _with_tost(out, rule)
     out = _with_drops(out, pat, by, rows.has_reason)
@@ -292,19 +292,49 @@ def _compare(
     return add_verdicts(out, rule)
 
 
+Differences = Callable[
+    [pl.DataFrame, npt.NDArray[np.bool_]], tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+]
+"""``(st, rows)`` -> the paired differences of ``st``'s ``rows`` back to back, in the rows'
+order (each row's in the order a bootstrap reads them), and how many each row has."""
+
+
+def _pair_differences(paired: PairedRows, parent: str) -> Differences:
+    """The differences of a comparison's bootstrapped rows, read from its paired rows."""
+
+    def read(
+        st: pl.DataFrame, rest: npt.NDArray[np.bool_]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        by = list(paired.by)
+        gcols = ["candidate", "metric", "level", *by]
+        ids = st.with_row_index("_gid").filter(pl.Series(rest)).select(*gcols, "_gid")
+        wanted = ids["metric"].cast(pl.String).unique().to_list()
+        d = _levels(paired.differences(parent, wanted), by)
+        d = d.join(ids, on=gcols, nulls_equal=True).sort("_gid", maintain_order=True)
+        sizes = np.bincount(d["_gid"].to_numpy(), minlength=len(st))[rest]
+        return sizes.astype(np.int64), d["diff"].to_numpy()
+
+    return read
+
+
 def _with_ci(
     st: pl.DataFrame,
-    paired: PairedRows,
-    parent: str,
+    differences: Differences,
     spec: IntervalSpec,
     eq_level: float,
+    numeric: str = "percentile",
 ) -> pl.DataFrame:
     """The interval of the difference at ``level`` (``ci_low``/``ci_high``), at ``eq_level``
     (``eq_low``/``eq_high``, the TOST interval) and the verdict's interval
     (``ci_adj_low``/``ci_adj_high`` at ``ci_adj_level``): the two-sided interval whose one
     side is the one-sided test at alpha, Bonferroni-adjusted over the row's family,
     ``1 - (1 - eq_level) / family_size`` (alpha = (1 - eq_level) / 2), so a verdict and the
-    interval printed beside it say the same thing; with ``ci_method`` per row."""
+    interval printed beside it say the same thing; with ``ci_method`` per row.
+
+    ``differences`` reads the paired differences of the rows a bootstrap resamples;
+    ``numeric`` is what ``ci="auto"`` gives the rows that are not 0/1 (``percentile``, or
+    ``normal`` when a ranking has too many pairs to resample: its z interval from the rows'
+    ``mean_diff`` and ``sd_diff``)."""
     ci = spec.method
     n = st["n_pairs"].to_numpy().astype(np.float64)
     b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
@@ -345,7 +375,12 @@ def _with_ci(
         rest = ~binary & (n > 0)
         # the percentile bootstrap of paired differences held its coverage best in
         # benchmarks/bench_coverage.py (BCa and bootstrap-t undercover on heavy tails)
-        boot = "percentile"
+        boot = numeric
+        if numeric == "normal" and rest.any():
+            sd = st["sd_diff"].fill_null(0.0).to_numpy()[rest]
+            mean = st["mean_diff"].to_numpy()[rest]
+            put(rest, paired_interval("normal", levels, n[rest], mean=mean, sd=sd))
+            rest = np.zeros(rows, dtype=bool)
     elif ci == "normal":
         rest = np.zeros(rows, dtype=bool)
         sd = st["sd_diff"].fill_null(0.0).to_numpy()
@@ -372,16 +407,10 @@ def _with_ci(
         boot = ci
     if rest.any():
         # the paired differences of the bootstrapped groups back to back, in st's row order
-        by = list(paired.by)
-        gcols = ["candidate", "metric", "level", *by]
-        ids = st.with_row_index("_gid").filter(pl.Series(rest)).select(*gcols, "_gid")
-        wanted = ids["metric"].cast(pl.String).unique().to_list()
-        d = _levels(paired.differences(parent, wanted), by)
-        d = d.join(ids, on=gcols, nulls_equal=True).sort("_gid", maintain_order=True)
-        sizes = np.bincount(d["_gid"].to_numpy(), minlength=rows)[rest]
+        sizes, diffs = differences(st, rest)
         # one set of resamples for every level (the same draws as one call per level)
         got = paired_interval(
-            boot, levels, sizes, differences=d["diff"].to_numpy(),
+            boot, levels, sizes, differences=diffs,
             n_resamples=spec.n_resamples, seed=spec.seed,
         )  # fmt: skip
         put(rest, got)

@@ -2,50 +2,73 @@
 
 :func:`rank_policies` takes a long scores frame in which a ``policy`` column names each row's
 policy (a run, or the runs of one agent) and ``strata`` columns name its suite; keys pair
-within a suite. It answers three questions, each from the one paired engine:
+within a suite. :func:`rank_runs` (``Store.rank``) reads the same values from the store in
+one query. Both lay the values out as a (keys x policies) matrix
+(:class:`~hylo_analytics.compare.pairwise.PolicyValues`) and answer three questions:
 
-- **the matrix**: every pair of policies compared by
-  :func:`~hylo_analytics.compare.compare_scores`, all N(N-1)/2 pairs in one call and one
-  family (``family="level"``), so the Holm adjustment and the verdict's interval run over the
-  whole matrix: a pair is *separated* when its verdict is ``improved`` or ``regressed``;
-- **rank sets**: a policy's best possible rank is 1 + the number of policies separated above
-  it, its worst N - the number separated below it; policies not separated share ranks;
-- **strengths**: a Bradley-Terry log-strength per policy fitted on the discordant pairs (for
-  each key and pair of policies, the better one wins one game; ties dropped), penalized
-  (:mod:`hylo_analytics.stats.bradley_terry`), centred to sum 0, with percentile intervals
-  from a bootstrap of keys within suites (every resample refitted).
+- **the matrix**: every pair of policies, all N(N-1)/2 of them counted at once by products
+  over keys (:mod:`hylo_analytics.compare.pairwise`), each with the paired engine's test,
+  interval and verdict, Holm-adjusted over the whole matrix as one family: a pair is
+  *separated* when its verdict is ``improved`` or ``regressed``;
+- **rank sets and tie groups**: a policy's best possible rank is 1 + the number of policies
+  separated above it, its worst N - the number separated below it; going down the ranking,
+  a *tie group* grows while its next policy is separated from none of the group (a new group
+  starts at the first that is), so no test separates two policies of one group;
+- **strengths**: a Bradley-Terry log-strength per policy fitted on the keys' games (for each
+  key and pair of policies, the better value wins one game; ties are no game), penalized
+  (:mod:`hylo_analytics.stats.bradley_terry`), centred to sum 0, with intervals from the
+  sandwich over keys within suites (default: the variance a stratified bootstrap of keys
+  estimates, in closed form, affordable at N = 2,000) or, for a few policies, the bootstrap
+  itself (every resample refitted).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from hylo_analytics._harness import Errors
+from hylo_analytics import _progress
+from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics._html import text
-from hylo_analytics.compare._prepare import Reducer, prepare_scores
-from hylo_analytics.compare.engine import compare_scores
-from hylo_analytics.compare.runs import _Reader
+from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
+from hylo_analytics.compare._rank_store import names_ranked, store_values
+from hylo_analytics.compare.pairwise import (
+    PAIR_CHUNK,
+    PolicyValues,
+    pair_counts,
+    pair_statistics,
+)
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule
-from hylo_analytics.errors import InputError, SelectionError
-from hylo_analytics.metrics import Direction
-from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY, bradley_terry
-from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, _check_level
+from hylo_analytics.errors import InputError
+from hylo_analytics.metrics import Direction, resolve_directions
+from hylo_analytics.stats.bradley_terry import (
+    DEFAULT_PENALTY,
+    bradley_terry,
+    key_scores,
+    sandwich_covariance,
+    stratified_meat,
+)
+from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, _check_level, z_value
+from hylo_analytics.stats.interval import IntervalSpec
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["Ranking", "rank_policies", "rank_runs"]
+__all__ = ["STRENGTH_CIS", "Ranking", "StrengthCI", "rank_policies", "rank_runs"]
 
+StrengthCI = Literal["sandwich", "bootstrap"]
+STRENGTH_CIS: tuple[str, ...] = ("sandwich", "bootstrap")
 _SEP = "\x1f"
-_REF = "\x00opponent"
 _KEEP = ("epoch", "skip_reason", "errored", "_policy", "errors_policy", "source_format",
          "metadata", "source")  # fmt: skip
 _CHUNK = 1_000  # bootstrap resamples fitted at once (memory: CHUNK x discordant keys)
+_BOOTSTRAP_MAX = 100  # policies the refitting bootstrap takes (its games are keys x N^2)
+_RUN_COLUMNS = ("run_id", "agent_name", "agent_version", "benchmark_id", "split")
+_REDUCERS = {"mean": "avg", "max": "max", "min": "min"}
 
 
 @dataclass(frozen=True)
@@ -55,10 +78,12 @@ class Ranking:
     - ``matrix``: one row per pair (``policy`` vs ``opponent``, ``policy`` first in the
       ranking's order) with the engine's columns (wins, mean difference and interval, p and
       Holm-adjusted p over the whole matrix, ``verdict`` of ``policy`` against ``opponent``);
-    - ``ranks``: per policy, ``rank`` (by strength), ``rank_best`` / ``rank_worst`` (the rank
-      set) and how many policies are separated above (``n_above``) and below (``n_below``);
-    - ``strengths``: per policy, the log-strength with its interval, its discordant wins and
-      losses, and ``mean`` (the average over suites of its per-suite mean).
+    - ``ranks``: per policy, best first: ``rank`` (by strength), ``rank_best`` /
+      ``rank_worst`` (the rank set), ``tie_group`` (1 for the top group), how many policies
+      are separated above (``n_above``) and below (``n_below``), the mean and the strength;
+    - ``strengths``: per policy, the log-strength with its interval (``strength_method``
+      names it), its games won and lost, and ``mean`` (the average over suites of its
+      per-suite mean).
     """
 
     matrix: pl.DataFrame
@@ -69,24 +94,45 @@ class Ranking:
     penalty: float
     level: float
     n_resamples: int
+    strength_ci: str = "sandwich"
+
+    def top(self, k: int) -> pl.DataFrame:
+        """The policies that may be among the best ``k`` (``rank_best <= k``), best first,
+        with ``surely_top`` where no ordering the tests allow puts them below ``k``."""
+        if k < 1:
+            raise InputError(f"top: k must be >= 1, got {k}")
+        return self.ranks.filter(pl.col("rank_best") <= k).with_columns(
+            surely_top=pl.col("rank_worst") <= k
+        )
+
+    def submatrix(self, policies: Sequence[str]) -> pl.DataFrame:
+        """The matrix's pairs between ``policies`` only (a heatmap of the top 50:
+        ``ranking.submatrix(ranking.ranks["policy"].head(50))``)."""
+        keep = pl.Series(list(policies), dtype=pl.String)
+        return self.matrix.filter(
+            pl.col("policy").cast(pl.String).is_in(keep),
+            pl.col("opponent").cast(pl.String).is_in(keep),
+        )
 
     def __repr__(self) -> str:
         with pl.Config(tbl_rows=50, tbl_cols=12, float_precision=4):
             return f"Ranking(metric={self.metric!r}, policies={len(self.policies)})\n{self.ranks}"
 
     def _repr_html_(self) -> str:
-        ranks = self.ranks.select(
+        shown = 50
+        ranks = self.ranks.head(shown).select(
             "rank",
             "policy",
             rank_set="rank_set",
+            tie_group="tie_group",
             mean=pl.format("{}%", (pl.col("mean") * 100).round(2)),
             strength=pl.format(
                 "{} [{}, {}]",
                 *(pl.col(c).round(3) for c in ("strength", "strength_low", "strength_high")),
             ),
         )
-        pts = [(pl.col(c) * 100).round(2) for c in ("mean_diff", "ci_low", "ci_high")]
-        pairs = self.matrix.select(
+        pts = [(pl.col(c) * 100).round(2) for c in ("mean_diff", "ci_adj_low", "ci_adj_high")]
+        pairs = self.matrix.head(shown).select(
             pair=pl.format("{} vs {}", "policy", "opponent"),
             record=pl.format("{} : {}", "wins", "losses"),
             difference=pl.format("{} pts [{}, {}]", *pts),
@@ -95,18 +141,33 @@ class Ranking:
             ),
             verdict="verdict",
         )
+        n = len(self.policies)
+        how = (
+            f"{self.level:.0%} sandwich intervals over keys within suites"
+            if self.strength_ci == "sandwich"
+            else f"{self.level:.0%} bootstrap intervals over keys within suites "
+            f"({self.n_resamples:,} resamples)"
+        )
         intro = (
             f"<strong>Ranking on <code>{text(self.metric)}</code></strong> &mdash; "
-            f"{len(self.policies)} policies. Rank sets from the {self.matrix.height} paired "
-            "comparisons (Holm over all of them: a policy's best rank is 1 + the policies "
-            "separated above it, its worst N - those below); Bradley-Terry log-strengths (sum 0, "
-            f"L2 penalty {self.penalty:g}) with {self.level:.0%} bootstrap intervals over keys "
-            f"within suites ({self.n_resamples:,} resamples)."
+            f"{n:,} policies. Rank sets from the {self.matrix.height:,} paired comparisons "
+            "(Holm over all of them: a policy's best rank is 1 + the policies separated above "
+            "it, its worst N - those below; a tie group holds policies no test separates); "
+            f"Bradley-Terry log-strengths (sum 0, L2 penalty {self.penalty:g}) with {how}."
         )
-        heads = ["rank", "policy", "rank set", "mean over suites", "log-strength [interval]"]
-        pair_heads = ["pair", "wins : losses", "difference [CI]", "Holm p (better / worse)",
-                      "verdict of the first"]  # fmt: skip
-        return f"<div>{intro}{_table(heads, ranks)}{_table(pair_heads, pairs)}</div>"
+        more = f"<p>First {shown} of {n:,} policies shown.</p>" if n > shown else ""
+        heads = ["rank", "policy", "rank set", "tie group", "mean over suites",
+                 "log-strength [interval]"]  # fmt: skip
+        pair_heads = ["pair", "wins : losses", "difference [verdict's interval]",
+                      "Holm p (better / worse)", "verdict of the first"]  # fmt: skip
+        pairs_more = (
+            f"<p>First {shown} of {self.matrix.height:,} pairs shown.</p>"
+            if self.matrix.height > shown
+            else ""
+        )
+        return (
+            f"<div>{intro}{_table(heads, ranks)}{more}{_table(pair_heads, pairs)}{pairs_more}</div>"
+        )
 
 
 def _table(heads: list[str], frame: pl.DataFrame) -> str:
@@ -130,9 +191,11 @@ def rank_policies(
     errors: Errors | None = None,
     reducer: Reducer | None = "mean",
     penalty: float = DEFAULT_PENALTY,
+    strength_ci: StrengthCI = "sandwich",
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
+    progress: bool | None = None,
 ) -> Ranking:
     """Rank the policies of ``scores`` on ``metric``, with the uncertainty of the ranking.
 
@@ -144,13 +207,19 @@ def rank_policies(
     policy : the column naming each row's policy (default ``run_id``: one run, one policy).
         Several runs of one policy on one suite's key are reduced like epochs.
     strata : the columns naming a suite (e.g. ``benchmark_id, split``): keys pair within it
-        and the bootstrap resamples keys within it.
+        and the strengths' intervals resample keys within it.
     policies : the policies to rank, in the matrix's order (default: all, sorted).
     rule : the verdict rule of the pairs (default :class:`StatisticalRule`, Holm).
     errors : the errors policy (``failure`` / ``exclude``); None: each run's harness's.
     penalty : the Bradley-Terry L2 penalty (:data:`~hylo_analytics.stats.bradley_terry.
         DEFAULT_PENALTY`): keeps a never-beaten policy finite.
-    n_resamples, level, seed : the bootstrap of the strengths (and of numeric pairs).
+    strength_ci : ``sandwich`` (default: the stratified bootstrap's variance of the keys'
+        score terms, a Wald interval) or ``bootstrap`` (``n_resamples`` stratified resamples
+        of keys, each refitted: up to 100 policies).
+    n_resamples, level, seed : the bootstrap of numeric pairs (and of the strengths under
+        ``strength_ci="bootstrap"``); ``level`` is every interval's.
+    progress : a progress bar on a terminal or in Jupyter (None: when one is watching; it
+        shows after two seconds, so a quick ranking prints none).
 
     A metric without a known direction gets two-sided tests, so no pair is separated (every
     rank set is 1-N), and its strengths read a higher value as a win.
@@ -158,28 +227,19 @@ def rank_policies(
     _check_level(level)
     base = _policy_rows(scores, policy, list(strata), metric)
     held = sorted(set(base["_pol"].to_list()))
-    names = list(policies) if policies is not None else held
-    missing = [p for p in names if p not in held]
-    if missing:
-        raise SelectionError(f"rank: no scores of {metric!r} for policies {missing}; have {held}")
-    if len(set(names)) < 2:
-        raise SelectionError(
-            f"rank: needs at least two policies, got {names}; select runs of two or more"
-        )
+    names = names_ranked(policies, held, metric)
     base = base.filter(pl.col("_pol").is_in(names))
-    rule = rule or StatisticalRule()
-    boot = (n_resamples, level, seed)
-    matrix = _matrix(base, names, metric, directions, rule, errors, reducer, boot)
-    values, stratum, means = _values(base, names, metric, errors, reducer)
-    if matrix["direction"][0] == "minimize":
-        values = -values  # a win is being better in the metric's direction
-    strengths = _strengths(values, stratum, names, penalty, n_resamples, level, seed)
-    strengths = strengths.join(means, on="policy", how="left")
-    ranks = _ranks(matrix, strengths, names)
-    return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, level, n_resamples)
-
-
-_RUN_COLUMNS = ("run_id", "agent_name", "agent_version", "benchmark_id", "split")
+    frame = base.rename({"_pol": "run_id", "_key": "key"})
+    reduced, _, _, applied = prepare_scores(frame, names[:-1], names[-1], [metric], [], ["key"],
+                                            reducer, errors)  # fmt: skip
+    stratum = base.select("_key", "_stratum").unique("_key")
+    long = reduced.select(_pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64)).join(
+        stratum, on="_key", how="left"
+    )
+    declared = declared_pairs(scores) if "metadata" in scores.columns else None
+    values = PolicyValues.from_frame(long, names, applied)
+    return _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
+                    IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
 
 
 @pinned
@@ -191,33 +251,89 @@ def rank_runs(
     strata: Sequence[str] = ("benchmark_id", "split"),
     metric: str = "success",
     source: str | None = None,
-    **options: Any,
+    policies: Sequence[str] | None = None,
+    directions: Mapping[str, Direction] | None = None,
+    rule: Rule | None = None,
+    errors: Errors | None = None,
+    reducer: Reducer | None = "mean",
+    penalty: float = DEFAULT_PENALTY,
+    strength_ci: StrengthCI = "sandwich",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: Seed = DEFAULT_SEED,
+    progress: bool | None = None,
 ) -> Ranking:
-    """:func:`rank_policies` over the store's resolved scores (``Store.rank``).
+    """:func:`rank_policies` over the store's resolved scores (``Store.rank``), in one query.
 
-    ``runs``: ids, unique prefixes or selectors (default every run); ``policy`` and
-    ``strata`` are run fields (``run_id, agent_name, agent_version, benchmark_id, split``):
-    by default a policy is an agent and its runs pair by suite. Each run's errors convention
-    is its harness's unless ``errors=`` says otherwise; ``options`` are
+    ``runs``: ids, unique prefixes or selectors, a selector naming every run it matches
+    (``agent=pi05``: pi05 on every suite; default every run); ``policy`` and ``strata`` are
+    run fields (``run_id, agent_name, agent_version, benchmark_id, split``): by default a
+    policy is an agent and its runs pair by suite. The values are reduced where they lie
+    (``sql/queries/rank_values.sql``: the errors policy, then the key's epochs and the
+    policy's runs by ``reducer``) and leave DuckDB as numbers, so a ranking of 2,000
+    policies reads one row of codes per policy and key. The other options are
     :func:`rank_policies`'s.
     """
+    _check_level(level)
     bad = [c for c in [policy, *strata] if c not in _RUN_COLUMNS]
     if bad:
         raise InputError(f"rank: {bad} are not run fields; use {', '.join(_RUN_COLUMNS)}")
-    if runs is None:
-        ids = store.sql("SELECT run_id FROM stg_runs ORDER BY run_id")["run_id"].to_list()
-    else:
-        ids = store.resolve_runs(list(runs))
-    meta = store.sql(
-        f"SELECT {', '.join(_RUN_COLUMNS)}, run_errors(errors_policy, source_format) AS _policy "
-        "FROM stg_runs WHERE list_contains($runs, run_id)",
-        {"runs": ids},
-    )
-    conventions = dict(zip(meta["run_id"].to_list(), meta["_policy"].to_list(), strict=True))
-    scores = _Reader(store, ids, source, None, {}, ()).scores([metric], conventions)
-    fields = [c for c in dict.fromkeys([policy, *strata]) if c != "run_id"]
-    scores = scores.join(meta.select("run_id", *fields), on="run_id", how="left")
-    return rank_policies(scores, policy=policy, strata=strata, metric=metric, **options)
+    policy_arg = check_errors(errors, "rank: errors")
+    if reducer is not None and reducer not in _REDUCERS:
+        raise InputError(f"reducer must be one of {tuple(_REDUCERS)} (never first/last), got "
+                         f"{reducer!r}")  # fmt: skip
+    values, declared = store_values(
+        store, runs, policy=policy, strata=strata, metric=metric, source=source,
+        policies=policies, errors=policy_arg, reducer=reducer,
+    )  # fmt: skip
+    return _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
+                    IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+
+
+def _ranking(
+    values: PolicyValues,
+    metric: str,
+    declared: pl.DataFrame | None,
+    directions: Mapping[str, Direction] | None,
+    rule: Rule | None,
+    penalty: float,
+    strength_ci: StrengthCI,
+    spec: IntervalSpec,
+    progress: bool | None,
+) -> Ranking:
+    """The matrix, strengths and ranks of ``values`` (the part both readers share)."""
+    if strength_ci not in STRENGTH_CIS:
+        raise InputError(f"strength_ci must be one of {STRENGTH_CIS}, got {strength_ci!r}")
+    names = list(values.policies)
+    if strength_ci == "bootstrap" and len(names) > _BOOTSTRAP_MAX:
+        raise InputError(
+            f"rank: strength_ci='bootstrap' refits every resample and takes at most "
+            f"{_BOOTSTRAP_MAX} policies (got {len(names):,}); the default 'sandwich' estimates "
+            "the same stratified-bootstrap variance in closed form"
+        )
+    rule = rule or StatisticalRule()
+    dirs = resolve_directions([metric], explicit=directions, declared=one_direction(declared))
+    direction: tuple[str, str | None] = dirs.get(metric, ("unknown", None))
+    n = len(names)
+    chunks = -(-(n * (n - 1) // 2) // PAIR_CHUNK)
+    with _progress.progress(2 + 2 * chunks, "rank", enabled=progress) as bar:
+        bar.set_postfix_str(f"{n:,} policies: counting pairs")
+        counts = [pair_counts(values)]
+        bar.update()
+        flip = direction[0] == "minimize"  # a win is being better in the metric's direction
+        wins = counts[0].wins.T if flip else counts[0].wins
+        # the strengths first: their N x N work is done before the matrix's two million rows
+        # exist, and the counts are dropped as soon as the matrix has read them
+        bar.set_postfix_str("strengths")
+        strengths = _strengths(values, wins, flip, penalty, strength_ci, spec)
+        bar.update()
+        bar.set_postfix_str(f"{n * (n - 1) // 2:,} pairs: tests and verdicts")
+        matrix = pair_statistics(values, counts, metric=metric, direction=direction,
+                                 rule=rule, spec=spec, bar=bar)  # fmt: skip
+    strengths = strengths.with_columns(mean=pl.Series(values.policy_means()).fill_nan(None))
+    ranks = _ranks(matrix, strengths, names)
+    return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
+                   spec.n_resamples, strength_ci)  # fmt: skip
 
 
 def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:
@@ -233,7 +349,8 @@ def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: s
     )
     return (
         scores.lazy()
-        .filter(pl.col("metric").cast(pl.String) == metric)
+        # a null key pairs with nothing (compare's join never matches it)
+        .filter(pl.col("metric").cast(pl.String) == metric, pl.col("key").is_not_null())
         .select(
             pl.col(policy).cast(pl.String).alias("_pol"),
             key.alias("_key"),
@@ -246,143 +363,67 @@ def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: s
     )
 
 
-def _matrix(
-    base: pl.DataFrame,
-    names: list[str],
-    metric: str,
-    directions: Mapping[str, Direction] | None,
-    rule: Rule,
-    errors: Errors | None,
-    reducer: Reducer | None,
-    boot: tuple[int, float, Seed],
-) -> pl.DataFrame:
-    """Every pair through the engine in one call: pair ``i < j`` is a candidate run holding
-    policy i's rows and one reference run holds policy j's rows, their keys prefixed by the
-    pair, so ``family="level"`` is the whole matrix."""
-    idx = {n: i for i, n in enumerate(names)}
-    pairs = pl.DataFrame(
-        [(a, b) for a in names for b in names if idx[a] < idx[b]],
-        schema={"policy": pl.String, "opponent": pl.String},
-        orient="row",
-    ).with_row_index("_pair")
-    pairs = pairs.with_columns(pl.col("_pair").cast(pl.String))  # a pair's run id: its number
-    rest = [c for c in base.columns if c not in ("_pol", "_key", "_stratum")]
-    key = pl.format("{}{}{}", "_pair", pl.lit(_SEP), "_key").alias("key")
-    cand = base.join(pairs, left_on="_pol", right_on="policy").select(
-        pl.col("_pair").alias("run_id"), key, *rest
-    )
-    ref = base.join(pairs, left_on="_pol", right_on="opponent").select(
-        pl.lit(_REF).alias("run_id"), key, *rest
-    )
-    out = compare_scores(
-        pl.concat([cand, ref], how="vertical_relaxed"),
-        candidates=pairs["_pair"].to_list(),
-        parent=_REF,
-        metrics=[metric],
-        directions=directions,
-        rule=rule,
-        family="level",
-        errors=errors,
-        reducer=reducer,
-        n_resamples=boot[0],
-        level=boot[1],
-        seed=boot[2],
-    ).filter(pl.col("level") == "overall")
-    out = out.join(pairs, left_on="candidate", right_on="_pair").rename(
-        {
-            "candidate_wins": "wins",
-            "parent_wins": "losses",
-            "mean_candidate": "mean_policy",
-            "mean_parent": "mean_opponent",
-        }
-    )
-    # the pair's own keys, not the reference run's (which holds every pair's)
-    # (the gate is compare_runs'; rank_runs has none: no forced rows)
-    out = out.drop("candidate", "parent", "level", "n_unmatched", "family", "forced", "gate_note")
-    order = pl.col("policy").replace_strict(idx, return_dtype=pl.Int64)
-    opp = pl.col("opponent").replace_strict(idx, return_dtype=pl.Int64)
-    first = ["policy", "opponent", "metric", "direction", "n_pairs", "wins", "losses", "ties"]
-    return out.sort(order, opp).select(*first, pl.exclude(first))
-
-
-def _values(
-    base: pl.DataFrame,
-    names: list[str],
-    metric: str,
-    errors: Errors | None,
-    reducer: Reducer | None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], pl.DataFrame]:
-    """The (keys x policies) values the pairs compare, after the engine's errors policy and
-    epoch reduction (NaN: no valid value), each key's stratum index, and each policy's
-    ``mean``: the average over suites of its per-suite mean (as papers average suites)."""
-    frame = base.rename({"_pol": "run_id", "_key": "key"})
-    reduced, _, _, _ = prepare_scores(frame, names[:-1], names[-1], [metric], [], ["key"], reducer,
-                                errors)  # fmt: skip
-    strata = base.select("_key", "_stratum").unique("_key")
-    long = reduced.select("run_id", "key", pl.col("value").cast(pl.Float64)).join(
-        strata, left_on="key", right_on="_key", how="left"
-    )
-    means = (
-        long.group_by("run_id", "_stratum")
-        .agg(pl.col("value").mean())
-        .group_by("run_id")
-        .agg(mean=pl.col("value").mean())
-        .rename({"run_id": "policy"})
-    )
-    wide = long.pivot(on="run_id", index=["key", "_stratum"], values="value").sort(
-        "_stratum", "key"
-    )
-    for n in names:
-        if n not in wide.columns:
-            wide = wide.with_columns(pl.lit(None, pl.Float64).alias(n))
-    values = wide.select(pl.col(n) for n in names).to_numpy().astype(np.float64)
-    codes = wide["_stratum"].cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
-    return values, codes, means
+def _oriented(values: npt.NDArray[np.float64], flip: bool) -> npt.NDArray[np.float64]:
+    return -values if flip else values
 
 
 def _strengths(
-    values: npt.NDArray[np.float64],
-    stratum: npt.NDArray[np.int64],
-    names: list[str],
+    values: PolicyValues,
+    wins: npt.NDArray[np.float64],
+    flip: bool,
     penalty: float,
-    n_resamples: int,
-    level: float,
-    seed: Seed,
+    strength_ci: StrengthCI,
+    spec: IntervalSpec,
 ) -> pl.DataFrame:
-    """Bradley-Terry strengths of the keys' wins, with a bootstrap of keys within strata."""
-    diff = values[:, :, None] - values[:, None, :]
-    won = np.nan_to_num(diff, nan=0.0) > 0  # (keys, i, j): i beat j on the key
-    decisive: npt.NDArray[np.bool_] = np.asarray(won.reshape(len(values), -1).any(axis=1))
-    games = won[decisive].reshape(int(decisive.sum()), -1).astype(np.float64)
-    n = len(names)
-    wins = games.sum(axis=0).reshape(n, n)
+    """Bradley-Terry strengths of the keys' games, with their interval (see the module)."""
     theta = bradley_terry(wins, penalty=penalty)
-    rng = np.random.default_rng(seed)
-    # the win matrices of a chunk of resamples are one product (counts x games): memory
-    # stays at a chunk's counts whatever n_resamples is
-    fits = np.concatenate(
-        [
-            bradley_terry(
-                (
-                    _resample_counts(stratum, decisive, min(_CHUNK, n_resamples - s), rng) @ games
-                ).reshape(-1, n, n),
-                penalty=penalty,
-            )
-            for s in range(0, n_resamples, _CHUNK)
-        ]
-    )
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(fits, [tail, 1 - tail], axis=0)
+    if strength_ci == "bootstrap":
+        lo, hi = _bootstrap_strengths(values, flip, penalty, spec)
+    else:
+        sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
+        n = len(theta)
+        meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
+        for k0, k1, v, _ in values.blocks(max_cells=2**22):
+            g = key_scores(theta, _oriented(v, flip))
+            part, part_sums = stratified_meat(g, values.key_stratum[k0:k1], sizes)
+            meat += part
+            sums += part_sums
+        cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)
+        half = z_value(spec.level) * np.sqrt(np.maximum(np.diag(cov), 0.0))
+        lo, hi = theta - half, theta + half
     return pl.DataFrame(
         {
-            "policy": names,
+            "policy": list(values.policies),
             "strength": theta,
             "strength_low": lo,
             "strength_high": hi,
             "wins": wins.sum(axis=1).astype(np.int64),
             "losses": wins.sum(axis=0).astype(np.int64),
+            "strength_method": strength_ci,
         }
     )
+
+
+def _bootstrap_strengths(
+    values: PolicyValues, flip: bool, penalty: float, spec: IntervalSpec
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Percentile intervals of the strengths refitted on stratified resamples of keys; the
+    win matrices of a chunk of resamples are one product (counts x games)."""
+    dense = np.concatenate([_oriented(v, flip) for _, _, v, _ in values.blocks()])
+    n = dense.shape[1]
+    won = np.nan_to_num(dense[:, :, None] - dense[:, None, :], nan=0.0) > 0
+    decisive: npt.NDArray[np.bool_] = np.asarray(won.reshape(len(dense), -1).any(axis=1))
+    games = won[decisive].reshape(int(decisive.sum()), -1).astype(np.float64)
+    rng = np.random.default_rng(spec.seed)
+    fits = []
+    for s in range(0, spec.n_resamples, _CHUNK):
+        drawn = _resample_counts(
+            values.key_stratum, decisive, min(_CHUNK, spec.n_resamples - s), rng
+        )
+        fits.append(bradley_terry((drawn @ games).reshape(-1, n, n), penalty=penalty))
+    tail = (1 - spec.level) / 2
+    lo, hi = np.quantile(np.concatenate(fits), [tail, 1 - tail], axis=0)
+    return np.asarray(lo), np.asarray(hi)
 
 
 def _resample_counts(
@@ -408,33 +449,26 @@ def _resample_counts(
 
 
 def _ranks(matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """Rank sets: best = 1 + separated above, worst = N - separated below."""
+    """Rank sets (best = 1 + separated above, worst = N - separated below) and tie groups."""
     n = len(names)
-    above = pl.concat(
-        [
-            matrix.filter(pl.col("verdict") == "regressed").select(p="policy"),
-            matrix.filter(pl.col("verdict") == "improved").select(p="opponent"),
-        ]
+    i = matrix["policy"].cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
+    j = matrix["opponent"].cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
+    verdict = matrix["verdict"].to_numpy()
+    up, down = verdict == "improved", verdict == "regressed"  # policy i above / below j
+    n_above = np.bincount(i[down], minlength=n) + np.bincount(j[up], minlength=n)
+    n_below = np.bincount(i[up], minlength=n) + np.bincount(j[down], minlength=n)
+    ranked = strengths.with_columns(
+        n_above=pl.Series(n_above, dtype=pl.Int64), n_below=pl.Series(n_below, dtype=pl.Int64)
     )
-    below = pl.concat(
-        [
-            matrix.filter(pl.col("verdict") == "improved").select(p="policy"),
-            matrix.filter(pl.col("verdict") == "regressed").select(p="opponent"),
-        ]
-    )
-    counted = (
-        pl.DataFrame({"policy": names})
-        .join(above.group_by("p").len("n_above"), left_on="policy", right_on="p", how="left")
-        .join(below.group_by("p").len("n_below"), left_on="policy", right_on="p", how="left")
-        .with_columns(pl.col("n_above", "n_below").fill_null(0).cast(pl.Int64))
-    )
+    ranked = ranked.with_row_index("_idx").sort("strength", descending=True, maintain_order=True)
+    order = ranked["_idx"].to_numpy().astype(np.int64)
+    separated = np.zeros((n, n), dtype=bool)
+    separated[i[up | down], j[up | down]] = True
+    separated |= separated.T
     best = (1 + pl.col("n_above")).cast(pl.Int64)
     worst = (n - pl.col("n_below")).cast(pl.Int64)
-    ranked = strengths.sort("strength", descending=True, maintain_order=True).with_row_index(
-        "rank", offset=1
-    )
     return (
-        ranked.join(counted, on="policy")
+        ranked.with_row_index("rank", offset=1)
         .with_columns(
             pl.col("rank").cast(pl.Int64),
             rank_best=best,
@@ -442,6 +476,7 @@ def _ranks(matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str]) -> p
             rank_set=pl.when(best == worst)
             .then(best.cast(pl.String))
             .otherwise(pl.format("{}-{}", best, worst)),
+            tie_group=pl.Series(_tie_groups(separated[np.ix_(order, order)]), dtype=pl.Int64),
         )
         .select(
             "rank",
@@ -449,12 +484,33 @@ def _ranks(matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str]) -> p
             "rank_set",
             "rank_best",
             "rank_worst",
+            "tie_group",
             "n_above",
             "n_below",
             "mean",
             "strength",
             "strength_low",
             "strength_high",
+            "strength_method",
         )
-        .sort("rank")
     )
+
+
+def _tie_groups(separated: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Tie groups down a ranking (``separated`` in rank order): a group grows while its next
+    policy is separated from none of its members. A loop over groups, not policies: each
+    step finds its group's end at once (the first position separated from an earlier one)."""
+    n = len(separated)
+    later = np.triu(separated, 1)
+    has = later.any(axis=1)
+    first = np.where(has, later.argmax(axis=1), n)  # each policy's first separated below it
+    groups = np.empty(n, dtype=np.int64)
+    start, group = 0, 1
+    while start < n:
+        reach = np.minimum.accumulate(first[start:])  # the group can't pass any member's
+        pos = np.arange(start, n)
+        ends = np.flatnonzero(pos[1:] >= reach[:-1]) if n - start > 1 else np.array([], int)
+        end = start + 1 + int(ends[0]) if ends.size else n
+        groups[start:end] = group
+        start, group = end, group + 1
+    return groups

@@ -183,6 +183,25 @@ class StoreConnection:
             frame = self.con.sql(query, params=params).pl()
         return frame
 
+    def batches(
+        self,
+        query: str,
+        params: Sequence[Any] | Mapping[str, Any] | None = None,
+        rows: int = 1 << 17,
+    ) -> Iterator[pa.RecordBatch]:
+        """Run ``query`` and yield its result as Arrow record batches of up to ``rows`` rows.
+
+        For a result too large to hold twice (DuckDB's copy and the frame's): a ranking of
+        2,000 policies reads a million rows and keeps each batch's columns as small codes.
+        A stale plan is re-run as :meth:`sql` does, before any batch is yielded.
+        """
+        try:
+            reader = self.con.sql(query, params=params).fetch_record_batch(rows)
+        except duckdb.IOException as exc:
+            self._raise_if_stale(exc)
+            reader = self.con.sql(query, params=params).fetch_record_batch(rows)
+        yield from reader
+
     def _raise_if_stale(self, exc: duckdb.IOException) -> None:
         """Re-raise ``exc`` unless its cause is collected batch folders; then refresh (or,
         with a snapshot pinned, raise :class:`StaleSnapshotError`)."""

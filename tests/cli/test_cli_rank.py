@@ -10,7 +10,7 @@ from hylo_analytics.cli import rank as rank_cli
 from hylo_analytics.compare import StatisticalRule, rank_policies, rank_runs
 from hylo_analytics.stats.bradley_terry import DEFAULT_PENALTY
 
-NOT_FLAGS = {"store", "scores", "options", "policies", "rule", "directions"}
+NOT_FLAGS = {"store", "scores", "options", "policies", "rule", "directions", "progress"}
 
 
 def _defaults() -> dict[str, object]:
@@ -33,11 +33,13 @@ def test_flags_reach_python() -> None:
     argv = ["rank", "--store", "s", "--run", "a", "--policy", "run_id", "--strata", "",
             "--metric", "steps", "--direction", "minimize", "--penalty", "0.5", "--alpha",
             "0.1", "--margin", "0.02", "--adjust", "bh", "--errors", "exclude", "--reducer",
-            "none", "--resamples", "50", "--level", "0.9", "--seed", "3"]  # fmt: skip
+            "none", "--resamples", "50", "--level", "0.9", "--seed", "3", "--strength-ci",
+            "bootstrap", "--quiet"]  # fmt: skip
     opts = rank_cli.options(build_parser().parse_args(argv))
     assert opts == {
         "runs": ["a"], "policy": "run_id", "strata": (), "metric": "steps", "source": None,
         "rule": StatisticalRule(alpha=0.1, adjust="bh", margin=0.02),
         "directions": {"steps": "minimize"}, "errors": "exclude", "reducer": None,
-        "penalty": 0.5, "n_resamples": 50, "level": 0.9, "seed": 3,
+        "penalty": 0.5, "strength_ci": "bootstrap", "n_resamples": 50, "level": 0.9,
+        "seed": 3, "progress": False,
     }  # fmt: skip

@@ -134,7 +134,8 @@ def test_relabelling_permutes_and_swapping_negates(ranking: Ranking) -> None:
 
 
 def test_the_bootstrap_is_seeded_and_within_suites() -> None:
-    kw = {"policy": "agent", "strata": ["suite"], "n_resamples": RESAMPLES}
+    kw = {"policy": "agent", "strata": ["suite"], "n_resamples": RESAMPLES,
+          "strength_ci": "bootstrap"}  # fmt: skip
     a, b = rank_policies(_scores(), seed=1, **kw), rank_policies(_scores(), seed=1, **kw)
     assert a.strengths.equals(b.strengths)
     c = rank_policies(_scores(), seed=2, **kw)
