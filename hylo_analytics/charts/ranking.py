@@ -108,7 +108,7 @@ def ranking_matrix(
     )
     text = base.mark_text(fontSize=12, color="white", dy=-7).encode(text="label:N")
     record = base.mark_text(fontSize=11, color="white", dy=9).encode(text="record:N")
-    layers = rect + text + record if small else rect
+    layers = rect + text + record if small else alt.layer(rect)
     what = (
         "· text: paired difference, row wins : losses"
         if small

@@ -195,21 +195,22 @@ def key_scores(theta: npt.ArrayLike, values: npt.ArrayLike) -> FloatArray:
     """
     v = _values(values)
     t = np.asarray(theta, dtype=np.float64)
-    p = special.expit(t[:, None] - t[None, :]).astype(np.float32)
-    q = (1 - p).astype(np.float32)
+    # float64: the terms' spread is the interval (a row sums to 0 to 1e-12, not 1e-6)
+    p = special.expit(t[:, None] - t[None, :])
+    q = 1 - p
     out = np.zeros(v.shape)
     levels = _levels(v)
     if levels is not None:
         valid = ~np.isnan(v)
         for a in levels[1:]:
-            at = (v == a).astype(np.float32)
-            below = (valid & (v < a)).astype(np.float32)
+            at = (v == a).astype(np.float64)
+            below = (valid & (v < a)).astype(np.float64)
             out += at * (below @ q.T) - below * (at @ p.T)
         return out
     blocks = _blocks(v)
     for k in blocks:
         block = v[k : k + blocks.step]
-        won = (block[:, :, None] > block[:, None, :]).astype(np.float32)
+        won = (block[:, :, None] > block[:, None, :]).astype(np.float64)
         out[k : k + len(block)] = np.einsum("kij,ij->ki", won, q) - np.einsum("kji,ij->ki", won, p)
     return out
 

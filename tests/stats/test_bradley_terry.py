@@ -68,3 +68,94 @@ def test_refuses_bad_input() -> None:
         bradley_terry([1, 2])
     with pytest.raises(ValueError, match=">= 0"):
         bradley_terry([[0, -1], [0, 0]])
+
+
+# --- the games of a values matrix and the sandwich over keys --------------------------------
+
+
+def _values(seed: int, keys: int, n: int, levels: int | None) -> np.ndarray:
+    """Random (keys, n) values with NaN holes: on ``levels`` distinct values, or continuous."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0, levels, (keys, n)).astype(float) if levels else rng.normal(size=(keys, n))
+    v[rng.random((keys, n)) < 0.15] = np.nan
+    return v
+
+
+def _won(v: np.ndarray) -> np.ndarray:
+    """(keys, n, n): 1 where policy i's value is above j's on the key (both valid)."""
+    return (v[:, :, None] > v[:, None, :]).astype(float)
+
+
+@pytest.mark.parametrize("levels", [2, 5, None])
+def test_win_counts_count_every_decisive_game(levels: int | None) -> None:
+    from hylo_analytics.stats.bradley_terry import win_counts
+
+    v = _values(0, 300, 7, levels)
+    assert win_counts(v) == pytest.approx(_won(v).sum(axis=0))
+
+
+@pytest.mark.parametrize("levels", [2, 4, None])
+def test_key_scores_sum_to_the_gradient(levels: int | None) -> None:
+    """Each key's term of the log-likelihood's gradient: rows sum to 0, and their sum over
+    keys is the gradient of sum(W log sigmoid(t_i - t_j)), by finite differences."""
+    from hylo_analytics.stats.bradley_terry import key_scores, win_counts
+
+    v = _values(1, 200, 5, levels)
+    theta = np.array([0.4, -0.2, 0.0, 0.9, -1.1])
+    g = key_scores(theta, v)
+    assert g.shape == v.shape and np.abs(g.sum(axis=1)).max() < 1e-5
+    w = win_counts(v)
+
+    def loglik(t: np.ndarray) -> float:
+        d = t[:, None] - t[None, :]
+        return float(-(w * np.logaddexp(0.0, -d)).sum())
+
+    eps = 1e-6
+    numeric = [(loglik(theta + eps * e) - loglik(theta - eps * e)) / (2 * eps) for e in np.eye(5)]
+    assert g.sum(axis=0) == pytest.approx(numeric, rel=1e-4, abs=1e-4)
+    # brute force per key: sum_j w_kij (1 - p_ij) - w_kji p_ij
+    p = 1 / (1 + np.exp(-(theta[:, None] - theta[None, :])))
+    games = _won(v)
+    brute = (games * (1 - p)).sum(axis=2) - (np.swapaxes(games, 1, 2) * p).sum(axis=2)
+    assert g == pytest.approx(brute, abs=1e-5)
+
+
+def test_the_sandwich_estimates_the_stratified_bootstrap_variance() -> None:
+    """The sandwich's variances against a stratified bootstrap of keys, each resample
+    refitted (2,000 resamples): within 15 % for every policy, and centred (rows sum to 0)."""
+    from hylo_analytics.stats.bradley_terry import (
+        key_scores,
+        sandwich_covariance,
+        stratified_meat,
+        win_counts,
+    )
+
+    rng = np.random.default_rng(5)
+    n, keys = 6, 400
+    skill = np.linspace(-1, 1, n)
+    stratum = np.repeat([0, 1], [150, 250])
+    ease = rng.normal(0, 1, keys)
+    v = (rng.random((keys, n)) < 1 / (1 + np.exp(-(skill[None, :] + ease[:, None])))).astype(float)
+    theta = bradley_terry(win_counts(v))
+    sizes = np.bincount(stratum)
+    meat, sums = stratified_meat(key_scores(theta, v), stratum, sizes)
+    cov = sandwich_covariance(theta, win_counts(v), meat, sums, sizes)
+    assert np.abs(cov.sum(axis=1)).max() < 1e-8
+    fits = []
+    for _ in range(2000):
+        pick = np.concatenate(
+            [rng.choice(np.flatnonzero(stratum == s), size=m) for s, m in enumerate(sizes)]
+        )
+        fits.append(bradley_terry(win_counts(v[pick])))
+    boot = np.var(np.array(fits), axis=0, ddof=1)
+    assert np.diag(cov) == pytest.approx(boot, rel=0.15)
+
+
+def test_a_stratum_of_one_key_adds_no_variance() -> None:
+    from hylo_analytics.stats.bradley_terry import stratified_meat
+
+    g = np.array([[1.0, -1.0], [0.5, -0.5], [2.0, -2.0]])
+    meat, sums = stratified_meat(g, np.array([0, 0, 1]), np.array([2, 1]))
+    # stratum 0: c = 2, its two keys; stratum 1: one key, weight 0
+    assert meat == pytest.approx(2 * (g[:2].T @ g[:2]))
+    assert sums == pytest.approx(np.array([[1.5, -1.5], [2.0, -2.0]]))

@@ -69,3 +69,23 @@ def test_stratified_bootstrap_has_the_stratified_variance() -> None:
     means = next(bootstrap_means(y, [500], strata_sizes=[50] * 10, n_resamples=4000, seed=0))[2]
     var = sum(np.var(y[i * 50 : (i + 1) * 50]) / 50 for i in range(10)) / 100
     assert means.var() == pytest.approx(var, rel=0.08)
+
+
+def test_many_tables_are_solved_once_each_with_the_same_bounds() -> None:
+    """Thousands of rows (a ranking's pairs) share their tables: the interval and p of each
+    row are those of its table solved alone, bit for bit."""
+    from hylo_analytics.stats.paired import _tango_ci, _tango_p, tango_ci, tango_p
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(0, 60, 20_000).astype(float)
+    b = np.floor(rng.random(20_000) * (n + 1))
+    c = np.floor(rng.random(20_000) * (n - b + 1))
+    lo, hi = tango_ci(b, c, n, 0.95)
+    want_lo, want_hi = _tango_ci(b, c, n, 0.95)
+    assert np.array_equal(lo, want_lo, equal_nan=True)
+    assert np.array_equal(hi, want_hi, equal_nan=True)
+    p = tango_p(b, c, n, 0.05, "less")
+    assert np.array_equal(p, _tango_p(b, c, n, np.full(n.shape, 0.05), "less"), equal_nan=True)
+    # a hypothesis per row is solved row by row
+    d0 = rng.uniform(-0.2, 0.2, 20_000)
+    assert np.array_equal(tango_p(b, c, n, d0), _tango_p(b, c, n, d0, "greater"), equal_nan=True)
