@@ -292,6 +292,7 @@ class Store:
         seed: Seed = 0,
         source: str | Sequence[str] | None = None,
         registry: MetricRegistry | None = None,
+        progress: bool | None = None,
     ) -> TaskSummaries:
         """Each ``by`` group's IQM and mean across tasks, performance profile and P(X > Y),
         with stratified bootstrap intervals; see :func:`hylo_analytics.aggregate.task_summaries`.
@@ -305,6 +306,7 @@ class Store:
         return task_summaries(
             self.parquet, by=by, metric=metric, runs=ids, errors=errors, task=task, taus=taus,
             level=level, n_resamples=n_resamples, seed=seed, source=source, registry=registry,
+            progress=progress,
         )  # fmt: skip
 
     def compare(

@@ -63,6 +63,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also write the performance-profile chart (.png, .svg or .html)")  # fmt: skip
     add_interval_args(p)
     add_errors_arg(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (none is shown when stderr is not a terminal)")  # fmt: skip
     add_format_args(p)
     p.set_defaults(func=run)
 
@@ -97,6 +99,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "level": args.level,
         "n_resamples": args.resamples,
         "seed": args.seed,
+        "progress": False if args.quiet else None,
     }
 
 
@@ -108,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         charts.save(charts.performance_profiles(out.profiles), args.chart)
     emit(getattr(out, args.show), args.format, args.output, wide=args.wide)
     if args.show == "summary" and args.format == "table" and args.output is None:
-        notes = out.improvement["note"].drop_nulls().unique().to_list()
+        notes = [*out.notes, *out.improvement["note"].drop_nulls().unique().sort().to_list()]
         for note in notes:
             say(f"probability of improvement not shown: {note}")
     return 0

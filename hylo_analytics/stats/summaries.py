@@ -36,13 +36,16 @@ else:  # scipy is imported on first use
 
 __all__ = [
     "ONE_RUN_NOTE",
+    "CellSummaries",
     "SingleRunError",
     "TaskSummary",
+    "binary_cell_resamples",
     "cell_resamples",
     "interquartile_mean",
     "performance_profile",
     "probability_of_improvement",
     "probability_of_improvement_ci",
+    "summarize_cells",
     "summarize_tasks",
 ]
 
@@ -145,6 +148,32 @@ def summarize_tasks(
     """
     _check_level(level)
     x, n = _f(values), np.asarray(sizes, dtype=np.int64)
+    if len(n) and np.all((x == 0) | (x == 1)) and np.all(n > 0) and n.sum() == len(x):
+        # 0/1 cells: the many-groups engine with one group (the same draws)
+        starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+        k = np.add.reduceat(x, starts).astype(np.int64)
+        many = summarize_cells(n, k, np.zeros(len(n), dtype=np.int64), taus=taus, level=level,
+                               n_resamples=n_resamples, seed=seed)  # fmt: skip
+        return TaskSummary(
+            iqm=float(many.iqm[0]), iqm_low=float(many.iqm_low[0]),
+            iqm_high=float(many.iqm_high[0]), mean=float(many.mean[0]),
+            mean_low=float(many.mean_low[0]), mean_high=float(many.mean_high[0]),
+            taus=many.taus, profile=many.profile[0], profile_low=many.profile_low[0],
+            profile_high=many.profile_high[0], n_cells=len(n),
+        )  # fmt: skip
+    return _summarize_resampled(x, n, taus, level, n_resamples, seed)
+
+
+def _summarize_resampled(
+    x: FloatArray,
+    n: npt.NDArray[np.int64],
+    taus: ArrayLike | None,
+    level: float,
+    n_resamples: int,
+    seed: Seed,
+) -> TaskSummary:
+    """:func:`summarize_tasks` of cells of any values: :func:`cell_resamples`, a loop over
+    the cells (the 0/1 cells of a rate take :func:`summarize_cells` instead)."""
     grid = np.linspace(0.0, 1.0, 51) if taus is None else _f(taus).ravel()
     starts = np.concatenate([[0], np.cumsum(n)[:-1]])
     cells = np.add.reduceat(x, starts) / n if len(n) else np.zeros(0)
@@ -194,17 +223,10 @@ def probability_of_improvement_ci(
     """
     _check_level(level)
     x, y = _runs_by_task(scores_x, scores_y)
-    rng = np.random.default_rng(seed)
-    (m, t), k = x.shape, y.shape[0]
-    block = max(1, 2**22 // (m * k * t))  # resamples per block: a few tens of MB at most
-    boot = np.empty(n_resamples)
-    for b0 in range(0, n_resamples, block):
-        b = min(block, n_resamples - b0)
-        xs = np.take_along_axis(x[None], rng.integers(0, m, (b, m, t)), axis=1)
-        ys = np.take_along_axis(y[None], rng.integers(0, k, (b, k, t)), axis=1)
-        boot[b0 : b0 + b] = _improvement(xs, ys)
-    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return float(_improvement(x[None], y[None])[0]), float(low), float(high)
+    est, low, high = probability_of_improvement_cis(
+        [x, y], [0], [1], level=level, n_resamples=n_resamples, seed=seed
+    )
+    return float(est[0]), float(low[0]), float(high[0])
 
 
 def _runs_by_task(scores_x: ArrayLike, scores_y: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -224,3 +246,254 @@ def _improvement(x: FloatArray, y: FloatArray) -> FloatArray:
     a, b = x[:, :, None, :], y[:, None, :, :]
     per_task = (a > b).mean(axis=(1, 2)) + 0.5 * (a == b).mean(axis=(1, 2))
     return np.asarray(per_task.mean(axis=1))
+
+
+# --- many policies at once: one resample table shared by all, never a loop over them --------
+
+
+@dataclass(frozen=True)
+class CellSummaries:
+    """:class:`TaskSummary` of many groups at once: every field an array over the groups
+    (``profile`` and its bounds (groups, taus))."""
+
+    iqm: FloatArray
+    iqm_low: FloatArray
+    iqm_high: FloatArray
+    mean: FloatArray
+    mean_low: FloatArray
+    mean_high: FloatArray
+    taus: FloatArray
+    profile: FloatArray
+    profile_low: FloatArray
+    profile_high: FloatArray
+    n_cells: npt.NDArray[np.int64]
+
+
+def binary_cell_resamples(
+    position: ArrayLike,
+    n: ArrayLike,
+    k: ArrayLike,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = DEFAULT_SEED,
+) -> tuple[FloatArray, npt.NDArray[np.intp]]:
+    """The resampled means of 0/1 cells (``k`` successes of ``n``), drawn once per distinct
+    (position in its group, n, k): ``(table, row)``, cell ``c``'s resamples ``table[row[c]]``.
+
+    These are :func:`cell_resamples`' draws exactly: a cell's resamples depend on its seed,
+    spawned from ``seed`` by its position in its group, and on its counts. So 2,000 policies'
+    20,000 cells cost a few hundred binomial draws of ``n_resamples``, and two policies'
+    cells at one position with one record share their draws (common random numbers), as two
+    calls of :func:`summarize_tasks` would give them.
+    """
+    from hylo_analytics.stats._resample import _discrete_means
+
+    pos, nn, kk = (np.asarray(a, dtype=np.int64) for a in (position, n, k))
+    if np.any(nn <= 0) or np.any((kk < 0) | (kk > nn)):
+        raise InputError("cells need n > 0 episodes and 0 <= k <= n successes")
+    distinct, row = np.unique(np.stack([pos, nn, kk]), axis=1, return_inverse=True)
+    top = int(pos.max(initial=-1)) + 1
+    seeds = np.random.default_rng(seed).integers(2**62, size=top)
+    table = np.empty((distinct.shape[1], n_resamples))
+    levels = np.array([0.0, 1.0])
+    for p in np.unique(distinct[0]).tolist():  # one pass per position (a group's cells)
+        cols = distinct[0] == p
+        base = int(np.random.default_rng(int(seeds[p])).integers(2**62))
+        counts = np.stack([distinct[1, cols] - distinct[2, cols], distinct[2, cols]], axis=1)
+        table[cols] = _discrete_means(levels, counts, n_resamples, base)
+    return table, row.ravel()
+
+
+def summarize_cells(
+    n: ArrayLike,
+    k: ArrayLike,
+    group: ArrayLike,
+    *,
+    taus: ArrayLike | None = None,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = DEFAULT_SEED,
+    max_bytes: int = 1 << 28,
+) -> CellSummaries:
+    """:func:`summarize_tasks` of every group at once: the cells are 0/1 (``k`` of ``n``),
+    ``group`` codes 0..G-1 in order (a cell's position is its order within its group).
+
+    The same numbers as one :func:`summarize_tasks` per group (its 0/1 cells, the same seed),
+    computed on groups of equal cell counts together, ``max_bytes`` of resamples at a time.
+    """
+    _check_level(level)
+    nn, kk = np.asarray(n, dtype=np.int64), np.asarray(k, dtype=np.int64)
+    g = np.asarray(group, dtype=np.int64)
+    if len(g) and np.any(np.diff(g) < 0):
+        raise InputError("summarize_cells: the cells must come grouped (group codes ascending)")
+    sizes = np.bincount(g, minlength=int(g.max(initial=-1)) + 1)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    position = np.arange(len(g)) - starts[g]
+    grid = np.linspace(0.0, 1.0, 51) if taus is None else _f(taus).ravel()
+    table, row = binary_cell_resamples(position, nn, kk, n_resamples=n_resamples, seed=seed)
+    rates = kk / nn
+    # how many taus each resampled mean clears, once per distinct cell, not per cell
+    clears_table = np.searchsorted(grid, table, side="left").astype(np.int16)
+    n_groups, t = len(sizes), len(grid)
+    out = {f: np.full(n_groups, np.nan) for f in ("iqm", "iqm_low", "iqm_high", "mean",
+                                                  "mean_low", "mean_high")}  # fmt: skip
+    prof = {f: np.full((n_groups, t), np.nan) for f in ("profile", "low", "high")}
+    q = [(1 - level) / 2, (1 + level) / 2]
+    for c in np.unique(sizes[sizes > 0]).tolist():  # groups of c cells, batched
+        which = np.flatnonzero(sizes == c)
+        cells = starts[which][:, None] + np.arange(c)[None, :]  # (groups, c) cell indices
+        point = rates[cells]
+        out["iqm"][which] = interquartile_mean(point, axis=1)
+        out["mean"][which] = point.mean(axis=1)
+        prof["profile"][which] = (point[:, :, None] > grid).mean(axis=1)
+        step = max(1, max_bytes // (8 * c * n_resamples))
+        for s in range(0, len(which), step):
+            part, boot = which[s : s + step], table[row[cells[s : s + step]]]  # (g, c, B)
+            out["iqm_low"][part], out["iqm_high"][part] = np.quantile(
+                interquartile_mean(boot, axis=1), q, axis=1
+            )
+            out["mean_low"][part], out["mean_high"][part] = np.quantile(
+                boot.mean(axis=1), q, axis=1
+            )
+            clears = np.sort(clears_table[row[cells[s : s + step]]], axis=1)
+            prof["low"][part], prof["high"][part] = _profile_bounds(clears, len(grid), q)
+    return CellSummaries(
+        iqm=out["iqm"], iqm_low=out["iqm_low"], iqm_high=out["iqm_high"], mean=out["mean"],
+        mean_low=out["mean_low"], mean_high=out["mean_high"], taus=grid,
+        profile=prof["profile"], profile_low=prof["low"], profile_high=prof["high"],
+        n_cells=sizes.astype(np.int64),
+    )  # fmt: skip
+
+
+def _profile_bounds(
+    clears: npt.NDArray[np.int16], t: int, q: list[float]
+) -> tuple[FloatArray, FloatArray]:
+    """The ``q`` quantiles over resamples of each group's profile from ``clears`` (g, c, B):
+    how many of the ``t`` taus each resampled cell mean is above, sorted along the cells
+    (the order statistics). No (g, c, B, taus) array: the share of cells above a tau is at
+    least m / c exactly when
+    the m-th largest cell is above it, so one histogram per (group, order statistic) of how
+    many taus each resample's order statistic clears gives every tau's distribution over the
+    resamples; its quantiles are then read off as ``numpy.quantile`` (linear) reads them."""
+    n_g, c, b = clears.shape
+    flat = ((np.arange(n_g)[:, None, None] * c + np.arange(c)[None, :, None]) * (t + 1)) + clears
+    hist = np.bincount(flat.ravel(), minlength=n_g * c * (t + 1)).reshape(n_g, c, t + 1)
+    # above[g, i, tau]: resamples whose i-th smallest cell is above tau
+    above = np.cumsum(hist[:, :, ::-1], axis=2)[:, :, ::-1][:, :, 1:]
+    # at_least[g, m, tau]: resamples with at least m cells above tau (m = 0..c, then 0)
+    at_least = np.concatenate(
+        [np.full((n_g, 1, t), b), above[:, ::-1, :], np.zeros((n_g, 1, t), dtype=np.int64)],
+        axis=1,
+    )
+    at_most = b - at_least[:, 1:, :]  # [g, m, tau]: resamples with at most m cells above
+    bounds = []
+    for quantile in q:
+        virtual = b * quantile + (1 + quantile * -1) - 1  # numpy's linear virtual index
+        lo = min(max(int(np.floor(virtual)), 0), b - 1)
+        hi = min(lo + 1, b - 1)
+        gamma = virtual - np.floor(virtual)
+        v_lo = (at_most <= lo).sum(axis=1) / c  # the order statistics over the resamples
+        v_hi = (at_most <= hi).sum(axis=1) / c
+        diff = v_hi - v_lo
+        bounds.append(v_hi - diff * (1 - gamma) if gamma >= 0.5 else v_lo + diff * gamma)
+    return bounds[0], bounds[1]
+
+
+def probability_of_improvement_cis(
+    scores: list[ArrayLike],
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = DEFAULT_SEED,
+    max_bytes: int = 1 << 27,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`probability_of_improvement_ci` of every pair ``(scores[x[p]], scores[y[p]])``:
+    ``(estimates, lows, highs)``, the same numbers as one call per pair.
+
+    ``scores`` are (runs, tasks) matrices on the same tasks (columns). Pairs of the same run
+    counts draw the same resample indices (one call per pair would: the draws depend only on
+    the seed and the shapes), so they are drawn once and every pair of those counts is
+    resampled by them at once: each task's resampled runs become a histogram over the task's
+    distinct values, and X's wins over Y are one product of two histograms with the
+    "greater than" matrix of the values (and one with "equal to", the ties), never a loop
+    over the pairs.
+    """
+    _check_level(level)
+    mats = [np.atleast_2d(_f(s)) for s in scores]
+    xi, yi = np.asarray(x, dtype=np.int64), np.asarray(y, dtype=np.int64)
+    tasks = {m.shape[1] for m in mats}
+    if len(tasks) > 1 or 0 in tasks:
+        raise InputError(f"scores must be (runs, tasks) on the same tasks, got {tasks} tasks")
+    if any(mats[i].shape[0] < 2 for i in np.unique(np.concatenate([xi, yi])).tolist()):
+        raise SingleRunError(ONE_RUN_NOTE)
+    t = tasks.pop()
+    values = [np.unique(np.concatenate([m[:, j] for m in mats])) for j in range(t)]
+    width = max(len(v) for v in values)
+    codes = [np.stack([np.searchsorted(values[j], m[:, j]) for j in range(t)], axis=1)
+             for m in mats]  # fmt: skip
+    greater = np.zeros((t, width, width))
+    equal = np.zeros((t, width, width))
+    for j, v in enumerate(values):  # a few tasks: the tasks' value tables
+        greater[j, : len(v), : len(v)] = v[:, None] > v[None, :]
+        equal[j, : len(v), : len(v)] = v[:, None] == v[None, :]
+    est = np.empty(len(xi))
+    boot = np.empty((len(xi), n_resamples))
+    runs = np.array([m.shape[0] for m in mats])
+    signature = np.stack([runs[xi], runs[yi]])
+    for m, k in {tuple(s) for s in signature.T.tolist()}:
+        which = np.flatnonzero((signature[0] == m) & (signature[1] == k))
+        gx, gy = np.unique(xi[which]), np.unique(yi[which])
+        cx = np.stack([codes[i] for i in gx.tolist()])  # (groups, m, t)
+        cy = np.stack([codes[i] for i in gy.tolist()])
+        rx, ry = np.searchsorted(gx, xi[which]), np.searchsorted(gy, yi[which])
+        ident_x, ident_y = np.arange(m)[None, :, None], np.arange(k)[None, :, None]
+        e = _improvements(cx, cy, ident_x.repeat(t, 2), ident_y.repeat(t, 2), greater, equal,
+                          width)  # fmt: skip
+        est[which] = e[rx, ry, 0]
+        rng = np.random.default_rng(seed)
+        block = max(1, 2**22 // (m * k * t))  # the draws of probability_of_improvement_ci
+        step = max(1, min(block, max_bytes // (8 * (len(gx) * len(gy) * t + 1) * 2)))
+        for b0 in range(0, n_resamples, block):
+            b = min(block, n_resamples - b0)
+            ix, iy = rng.integers(0, m, (b, m, t)), rng.integers(0, k, (b, k, t))
+            for s in range(0, b, step):
+                got = _improvements(cx, cy, ix[s : s + step], iy[s : s + step], greater,
+                                    equal, width)  # fmt: skip
+                boot[which, b0 + s : b0 + s + got.shape[2]] = got[rx, ry]
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=1)
+    return est, np.asarray(low), np.asarray(high)
+
+
+def _improvements(
+    cx: npt.NDArray[np.int64],
+    cy: npt.NDArray[np.int64],
+    ix: npt.NDArray[np.int64],
+    iy: npt.NDArray[np.int64],
+    greater: FloatArray,
+    equal: FloatArray,
+    width: int,
+) -> FloatArray:
+    """P(X > Y) of every (x group, y group) on each resample: (Gx, Gy, b).
+
+    ``cx`` (Gx, m, t) the x groups' value codes, ``ix`` (b, m, t) the resampled runs (the
+    same for every group). Per task: X's wins over Y = h_x' greater h_y with h the histograms
+    of the resampled codes, as :func:`_improvement` counts them."""
+    b, m, t = ix.shape
+    k = iy.shape[1]
+
+    def hist(codes: npt.NDArray[np.int64], idx: npt.NDArray[np.int64]) -> FloatArray:
+        picked = np.take_along_axis(codes[:, None, :, :], idx[None], axis=2)  # (G, b, runs, t)
+        g = codes.shape[0]
+        cell = (np.arange(g * b).reshape(g, b, 1, 1) * t + np.arange(t)) * width + picked
+        out = np.bincount(cell.ravel(), minlength=g * b * t * width)
+        return out.reshape(g, b, t, width).astype(np.float64)
+
+    hx, hy = hist(cx, ix), hist(cy, iy)
+    # (b, t, Gx, width) @ (t, width, width) @ (b, t, width, Gy) -> (b, t, Gx, Gy)
+    ax, ay = hx.transpose(1, 2, 0, 3), hy.transpose(1, 2, 3, 0)
+    wins = (ax @ greater) @ ay
+    ties = (ax @ equal) @ ay
+    per_task = wins / (m * k) + 0.5 * (ties / (m * k))  # as _improvement's means
+    return np.asarray(np.ascontiguousarray(per_task.transpose(2, 3, 0, 1)).mean(axis=3))

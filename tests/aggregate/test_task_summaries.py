@@ -86,3 +86,48 @@ def test_errors_policy_and_refusals():
         task_summaries(steps, metric="steps")
     with pytest.raises(ValueError, match="no scores"):
         task_summaries(_scores(WINS).head(0))
+
+
+def _many(groups: int, seeds: int = 2, tasks: int = 4, n: int = 6) -> pl.DataFrame:
+    """``groups`` agents of graded skill, ``seeds`` runs each, ``tasks`` tasks of ``n``."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for a in range(groups):
+        for s in range(seeds):
+            for t in range(tasks):
+                k = int(rng.binomial(n, 0.2 + 0.6 * a / max(groups - 1, 1)))
+                rows += [{"agent_name": f"g{a:02d}", "run_id": f"g{a:02d}-{s}",
+                          "task_id": f"t{t}", "key": f"t{t}#{e}", "metric": "success",
+                          "value": float(e < k)} for e in range(n)]  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_every_group_at_once_equals_each_group_alone():
+    """Twelve agents summarized together: each one's IQM, mean, profile and every pair's
+    P(X > Y) are what summarizing that agent (that pair) alone gives."""
+    scores = _many(12)
+    out = task_summaries(scores, n_resamples=400)
+    assert out.summary.height == 24 and out.improvement.height == 12 * 11 and out.notes == ()
+    for agent in ("g00", "g05", "g11"):
+        alone = task_summaries(scores.filter(pl.col("agent_name") == agent), n_resamples=400)
+        got = out.summary.filter(pl.col("agent_name") == agent)
+        assert got.equals(alone.summary)
+        assert out.profiles.filter(pl.col("agent_name") == agent).equals(alone.profiles)
+    pair = scores.filter(pl.col("agent_name").is_in(["g03", "g07"]))
+    two = task_summaries(pair, n_resamples=400).improvement
+    both = out.improvement.filter(
+        pl.col("x").is_in(["g03", "g07"]), pl.col("y").is_in(["g03", "g07"])
+    )
+    assert both.equals(two)
+
+
+def test_past_fifty_groups_the_pairs_are_those_of_the_best_fifty():
+    from hylo_analytics.aggregate.summaries import MAX_PAIRED_GROUPS
+
+    out = task_summaries(_many(60, seeds=2, tasks=3, n=4), n_resamples=100)
+    assert out.summary.height == 120
+    assert out.improvement.height == MAX_PAIRED_GROUPS * (MAX_PAIRED_GROUPS - 1)
+    assert out.notes and "50 groups of highest IQM of 60" in out.notes[0]
+    iqm = out.summary.filter(pl.col("statistic") == "iqm").sort("estimate", descending=True)
+    kept = set(out.improvement["x"])
+    assert set(iqm["agent_name"].head(MAX_PAIRED_GROUPS)) == kept

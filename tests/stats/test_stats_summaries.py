@@ -157,3 +157,48 @@ def test_summary_invariants():
     assert (a.iqm_low, a.iqm_high) == (b.iqm_low, b.iqm_high)
     with pytest.raises(ValueError, match="level"):
         summarize_tasks(values, sizes, level=1.5)
+
+
+def test_many_groups_at_once_equal_one_group_at_a_time():
+    """summarize_cells over 40 groups of 3-30 cells (one resample table) gives each group
+    exactly the numbers of the per-cell path of summarize_tasks on that group alone."""
+    from hylo_analytics.stats.summaries import _summarize_resampled, summarize_cells
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(3, 31, 40)
+    n = rng.integers(4, 41, sizes.sum())
+    k = np.floor(rng.random(sizes.sum()) * (n + 1)).astype(int)
+    group = np.repeat(np.arange(40), sizes)
+    many = summarize_cells(n, k, group, n_resamples=1500, seed=9, level=0.9)
+    start = 0
+    for g, c in enumerate(sizes.tolist()):
+        nn, kk = n[start : start + c], k[start : start + c]
+        start += c
+        values = np.concatenate(
+            [np.r_[np.ones(b), np.zeros(a - b)] for a, b in zip(nn, kk, strict=True)]
+        )
+        one = _summarize_resampled(values, nn, None, 0.9, 1500, 9)
+        for f in ("iqm", "iqm_low", "iqm_high", "mean", "mean_low", "mean_high"):
+            assert getattr(many, f)[g] == getattr(one, f), (g, f)
+        for f in ("profile", "profile_low", "profile_high"):
+            assert np.array_equal(getattr(many, f)[g], getattr(one, f)), (g, f)
+    assert many.n_cells.tolist() == sizes.tolist()
+
+
+def test_many_pairs_at_once_equal_one_pair_at_a_time():
+    """probability_of_improvement_cis over every ordered pair of six groups (3 or 4 runs):
+    each pair's estimate and interval are probability_of_improvement_ci's, bit for bit."""
+    from hylo_analytics.stats.summaries import probability_of_improvement_cis
+
+    rng = np.random.default_rng(1)
+    mats = [
+        np.round(np.clip(rng.normal(0.5 + 0.05 * i, 0.15, (int(rng.choice([3, 4])), 6)), 0, 1), 2)
+        for i in range(6)
+    ]
+    x, y = np.nonzero(~np.eye(6, dtype=bool))
+    est, lo, hi = probability_of_improvement_cis(mats, x, y, n_resamples=800, level=0.9, seed=3)
+    for p, (i, j) in enumerate(zip(x.tolist(), y.tolist(), strict=True)):
+        want = probability_of_improvement_ci(mats[i], mats[j], n_resamples=800, level=0.9, seed=3)
+        assert (est[p], lo[p], hi[p]) == want
+    with pytest.raises(SingleRunError):
+        probability_of_improvement_cis([mats[0], mats[1][:1]], [0], [1])
