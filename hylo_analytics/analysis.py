@@ -330,7 +330,8 @@ def _verdict(
     from hylo_analytics.compare import compare_runs
 
     parent = store.resolve_run(spec.parent)
-    cands = list(spec.candidates)
+    # ids, prefixes or selectors; a selector names every run it matches but the parent
+    cands = store.select_runs(spec.candidates, exclude=parent) if spec.candidates else []
     if not cands:
         pool = runs if runs is not None else store.sql("select run_id from stg_runs")["run_id"]
         cands = sorted(r for r in pool if r != parent)

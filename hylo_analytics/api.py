@@ -110,7 +110,9 @@ class Store:
         return self.parquet.table(name)
 
     def runs(self) -> pl.DataFrame:
-        """One row per run with its sample counts, newest first."""
+        """One row per run with its sample counts, in natural run order: agent, version
+        (``2.3.0 < 2.294.0``, ``1.2.0-rc1 < 1.2.0``), benchmark and split, then the newest
+        ingest first; see :meth:`ParquetStore.runs`."""
         return self.parquet.runs()
 
     def resolve_run(self, spec: str) -> str:
@@ -121,6 +123,12 @@ class Store:
     def resolve_runs(self, specs: Sequence[str]) -> list[str]:
         """Each of ``specs`` resolved by :meth:`resolve_run`, in order, without repeats."""
         return self.parquet.resolve_runs(specs)
+
+    def select_runs(self, specs: str | Sequence[str], *, exclude: str | None = None) -> list[str]:
+        """Every run ``specs`` name, in the order of :meth:`runs`: an id or a unique prefix
+        names its run, a selector (``agent=octo-ft``) every run it matches, ``exclude`` left
+        out of a selector's matches; see :meth:`ParquetStore.select_runs`."""
+        return self.parquet.select_runs(specs, exclude=exclude)
 
     def register(self, name: str, frame: pl.DataFrame | pl.LazyFrame | pa.Table) -> None:
         """Make ``frame`` queryable as ``name`` in :meth:`sql`, beside the store's views.
@@ -334,6 +342,9 @@ class Store:
     ) -> pl.DataFrame:
         """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
 
+        Runs are named by id, unique prefix or selector: ``parent`` names one run, and a
+        candidate selector every run it matches but the parent (``compare(["agent=octo-ft"],
+        "version=1.0.0")``: the agent's other runs); rows come in the order of :meth:`runs`.
         See :func:`hylo_analytics.compare.compare_runs` for the gate and
         :func:`~hylo_analytics.compare.compare_scores` for the other keywords.
         """
@@ -452,16 +463,17 @@ class Store:
 
         The SQL pairing views hold only declared pairs (this, and ``parent_run_id`` in an
         EvalLog), never every pair of runs: 1,000 runs of one benchmark would be ~1e6 pairs.
-        Runs are named as :meth:`resolve_run` names them (an unknown one is an error, nothing
+        Runs are named as :meth:`compare` names them (``parent`` one run, a candidate
+        selector every run it matches but the parent; an unknown one is an error, nothing
         is written, as when no candidate but the parent is named); a pair declared twice is one. :meth:`compare` needs no declaration.
         Returns the batch's sequence number.
         """
         import pyarrow as pa
 
-        if isinstance(candidates, str):
-            candidates = [candidates]
-        ids = self.parquet.resolve_runs([parent, *candidates])
-        parent_id, cands = ids[0], [c for c in ids[1:] if c != ids[0]]
+        from hylo_analytics.compare.runs import candidate_runs
+
+        ids, parent_id = candidate_runs(self.parquet, candidates, parent)
+        cands = [c for c in ids if c != parent_id]
         if not cands:
             raise SelectionError(
                 f"no candidate other than the parent {parent_id!r}: nothing declared"

@@ -92,7 +92,8 @@ def test_the_store_is_persistence_only() -> None:
         if name == "hylo_analytics.store" or name.startswith("hylo_analytics.store."):
             deps |= _imports(name, path, set(modules))
     # _resolved: the score resolution the store writes at publish (SQL of the rule, no stage);
-    # _traces: the trace files the store keeps once, and the lines read back from them
+    # _traces: the trace files the store keeps once, and the lines read back from them;
+    # _versions: the natural order runs are listed and selected in (runs(), select_runs)
     allowed = {
         "_atomic",
         "errors",
@@ -101,6 +102,7 @@ def test_the_store_is_persistence_only() -> None:
         "_schema",
         "_sql",
         "_traces",
+        "_versions",
         "metrics",
         "store",
     }

@@ -105,10 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import duckdb  # after parsing: --help and usage errors load no engine
     import polars as pl
 
+    from hylo_analytics.cli._common import every_row
     from hylo_analytics.errors import HyloError
 
     try:
-        code: int = args.func(args)
+        with every_row(getattr(args, "all_rows", False)):  # --all: tables print every row
+            code: int = args.func(args)
     except (
         HyloError,  # the toolkit's own: each message names the fix
         ValueError,  # below: what the engines and the OS refuse, raised through us

@@ -6,7 +6,9 @@ import argparse
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -31,15 +33,22 @@ __all__ = [
     "add_store_arg",
     "add_verdict_args",
     "emit",
+    "every_row",
     "say",
     "spreadsheet_cells",
     "store_from",
+    "table_rows",
     "table_text",
     "verdict_options",
 ]
 
 FORMATS = ("table", "csv", "json", "parquet")
 TEXT_WIDTH = 60
+# a table on the terminal longer than this shows its first and last TABLE_ROWS // 2 rows and
+# says how many it hides and how to see them (--all, -o FILE, --format csv / json)
+TABLE_ROWS = 200
+ALL_ROWS_HINT = "--all prints every row; -o FILE, --format csv and --format json write them all"
+_EVERY_ROW: ContextVar[bool] = ContextVar("every_row", default=False)
 _ID_COLUMNS = {"run", "candidate", "parent", "key", "source", "metric", "path"}
 
 
@@ -107,6 +116,30 @@ def add_format_args(parser: argparse.ArgumentParser, *, parquet: bool = True) ->
         help=f"tables: show long text in full (default: cut at {TEXT_WIDTH} characters; "
         "ids are never cut)",
     )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        dest="all_rows",
+        help=f"tables: print every row (default: a table of more than {TABLE_ROWS} rows shows "
+        f"its first and last {TABLE_ROWS // 2} and says how many it hides; -o FILE writes "
+        "every row)",
+    )
+
+
+def table_rows(output: Path | None) -> int | None:
+    """The rows a table shows: :data:`TABLE_ROWS` on the terminal, every row (None) in a
+    file or under ``--all``."""
+    return None if output is not None or _EVERY_ROW.get() else TABLE_ROWS
+
+
+@contextmanager
+def every_row(on: bool = True) -> Iterator[None]:
+    """Tables printed inside print every row (``--all``; :func:`main` sets it per command)."""
+    token = _EVERY_ROW.set(on)
+    try:
+        yield
+    finally:
+        _EVERY_ROW.reset(token)
 
 
 def add_verdict_args(parser: argparse.ArgumentParser) -> None:
@@ -245,13 +278,23 @@ def say(*parts: object, file: TextIO | None = None, end: str = "\n") -> None:
     (file or sys.stdout).write(printable_lines(text))
 
 
-def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False) -> None:
+def emit(
+    df: pl.DataFrame,
+    fmt: str,
+    output: Path | None,
+    *,
+    wide: bool = False,
+    hint: str = ALL_ROWS_HINT,
+) -> None:
     """Print or write ``df`` in ``fmt``; parquet needs an output file.
 
     Tables never cut an identifier (a run id is what the next command needs); other long text
-    is cut at :data:`TEXT_WIDTH` characters unless ``wide``. CSV string cells a spreadsheet
-    would run as a formula get a leading ``'``. What goes to the terminal has its control
-    characters escaped: JSON as JSON escapes (the same data), CSV and tables as ``\x1b``.
+    is cut at :data:`TEXT_WIDTH` characters unless ``wide``. A table printed to the terminal
+    shows at most :data:`TABLE_ROWS` rows (unless ``--all``: :func:`every_row`), then says
+    how many it hid and ``hint``, how to see them; one written to ``output`` has every row.
+    CSV string cells a spreadsheet would run as a formula get a leading ``'``. What goes to
+    the terminal has its control characters escaped: JSON as JSON escapes (the same data),
+    CSV and tables as ``\x1b``.
     """
     if fmt == "parquet":
         if output is None:
@@ -265,7 +308,7 @@ def emit(df: pl.DataFrame, fmt: str, output: Path | None, *, wide: bool = False)
     elif fmt == "json":
         text = json_printable(df.write_json())
     else:
-        text = table_text(df, wide=wide)
+        text = table_text(df, wide=wide, rows=table_rows(output), hint=hint)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -346,9 +389,24 @@ def is_identifier(column: str) -> bool:
     return column in _ID_COLUMNS or column.endswith("_id")
 
 
-def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
-    """``df`` as a terminal table: ids whole, other text cut at TEXT_WIDTH unless ``wide``."""
+def table_text(
+    df: pl.DataFrame,
+    *,
+    wide: bool = False,
+    rows: int | None = TABLE_ROWS,
+    hint: str = ALL_ROWS_HINT,
+) -> str:
+    """``df`` as a terminal table: ids whole, other text cut at TEXT_WIDTH unless ``wide``.
+
+    Past ``rows`` rows (None, or ``--all``: every row) the table shows its first and last
+    ``rows // 2`` around a row of ``…`` and ends with a line saying how many rows it hid,
+    then ``hint`` (how to see them all).
+    """
     import polars as pl
+
+    if _EVERY_ROW.get():
+        rows = None
+    shown = df.height if rows is None or df.height <= rows else rows - rows % 2
 
     df = _map_text(df, _HIDDEN, printable)  # escaped before widths are measured: aligned
     text_cols = [c for c, t in df.schema.items() if t == pl.String and not is_identifier(c)]
@@ -367,7 +425,7 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
     need = sum(max(len(c), _longest(df[c])) + 3 for c in df.columns) + 1
     width = max(shutil.get_terminal_size((240, 40)).columns, 240, need)
     with pl.Config(
-        tbl_rows=200,
+        tbl_rows=max(shown, 1),
         tbl_cols=-1 if wide else 30,
         fmt_str_lengths=max(longest, 8),
         tbl_width_chars=width,
@@ -375,7 +433,14 @@ def table_text(df: pl.DataFrame, *, wide: bool = False) -> str:
         tbl_hide_column_data_types=True,
         float_precision=4,
     ):
-        return printable_lines(str(df)) + "\n"  # names of columns, nested values
+        text = printable_lines(str(df)) + "\n"  # names of columns, nested values
+    if shown < df.height:
+        hidden = df.height - shown
+        text += (
+            f"* {hidden:,} of {df.height:,} rows hidden (the first and last {shown // 2:,} "
+            f"shown): {printable_lines(hint)}\n"
+        )
+    return text
 
 
 def _longest(column: pl.Series) -> int:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from hylo_analytics.cli._common import (
+    ALL_ROWS_HINT,
     add_format_args,
     add_interval_args,
     add_store_arg,
@@ -14,6 +15,7 @@ from hylo_analytics.cli._common import (
     emit,
     say,
     store_from,
+    table_rows,
     table_text,
     verdict_options,
 )
@@ -37,11 +39,19 @@ Bonferroni-adjusted over the row's family, at ci_adj_level) agrees; unchanged wh
 follow --errors (default: each run's harness convention; the errors column names it). Runs whose benchmark digest, split or scorer version differ are refused unless
 --force is given; forced rows say so in the 'forced' and 'gate_note' columns.
 
+Runs: --parent names one run (an id, a unique id prefix, or a selector matching one run;
+one matching several is refused, naming them); a --candidate selector names every run it
+matches but the parent (agent=octo-ft against version=1.0.0: the agent's other runs, one row
+each, in natural version order: 2.3.0 before 2.294.0). A table on the terminal shows the first
+and last 100 of more than 200 rows, says how many it hides, and lists the first 20 notes of
+dropped pairs; --all prints every row, -o FILE and --format csv / json write them all.
+
 --flips lists the keys behind the wins and losses instead, grouped by candidate, metric and
 task: regressions (success -> failure) and fixes (failure -> success) of 0/1 metrics, and
 the keys that got worse / better in the metric's direction otherwise, largest first, each
 with its epochs, episode ids, the Inspect sample id and the runs' source files (Store.flips;
-paired exactly as the comparison pairs them, so a task's flips are its wins and losses).
+paired exactly as the comparison pairs them, so a task's flips are its wins and losses); on
+the terminal the first 50 (candidate, metric, task) groups are printed (--all: every one).
 With --pooled, --candidate and --parent are selectors of one run per suite each (e.g.
 agent=xvla and agent=pi05): the runs are paired by suite (benchmark, split) and by key, and
 one pooled row is added beside the suite rows: the suite-weighted paired difference (--weights
@@ -53,6 +63,8 @@ it weighs suites by their discordant pairs, not by 1/S.
 
 example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
              --parent version=1.0.0 --by task_id --margin 0.05
+         hylo-analytics compare --store out/store --candidate agent=octo-ft \
+             --parent version=1.0.0 --format csv -o every-version.csv
          hylo-analytics compare --store out/store --pooled --candidate agent=xvla \
              --parent agent=pi05"""
 
@@ -95,15 +107,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         required=True,
         metavar="RUN",
-        help="a candidate run: its id, a unique id prefix, or a selector such as "
+        help="candidate runs: an id, a unique id prefix, or a selector such as "
         "agent=xvla,benchmark=libero_spatial (fields: run, agent, version, benchmark, split, "
-        "format); repeat for several",
+        "format), which names every run it matches but the parent; repeat for more",
     )
     p.add_argument(
         "--parent",
         required=True,
         metavar="RUN",
-        help="the run to compare against (an id, prefix or selector, as --candidate)",
+        help="the one run to compare against (an id, prefix or selector matching one run; "
+        "with --pooled, one run per suite)",
     )
     p.add_argument(
         "--metric",
@@ -297,18 +310,28 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         wide=args.wide,
     )
+    drops = result.filter(pl.col("level") == "overall", pl.col("drop_note").is_not_null())
+    shown = drops.height if table_rows(args.output) is None else min(drops.height, _NOTES)
     notes = [opts["rule"].describe()]
     notes += [
         f"{r['candidate']} ({r['metric']}): {r['drop_note']}"
         + (f" [{r['drop_reasons']}]" if r["drop_reasons"] else "")
-        for r in result.filter(pl.col("level") == "overall", pl.col("drop_note").is_not_null())
+        for r in drops.head(shown)
         .select("candidate", "metric", "drop_note", "drop_reasons")
         .iter_rows(named=True)
     ]
+    if shown < drops.height:
+        notes.append(
+            f"{drops.height - shown:,} more overall rows dropped pairs (their drop_note and "
+            f"drop_reasons columns): {ALL_ROWS_HINT}"
+        )
     text = "".join(f"* {n}\n" for n in notes)
     _append(text, args)
     return 0
 
+
+_NOTES = 20  # drop notes printed under a table on the terminal (--all, -o FILE: every one)
+_GROUPS = 50  # --flips: the (candidate, metric, task) groups printed on the terminal
 
 # the options of Store.compare that Store.flips takes too (the rest are statistics)
 _FLIP_OPTIONS = ("metrics", "source", "force", "reducer", "pair_on_epoch", "directions", "errors")
@@ -344,7 +367,13 @@ def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
         return 0
     if args.output is not None:
         args.output.write_text("")
-    groups = flips.group_by("candidate", "metric", "task_id", maintain_order=True)
+    rows_shown = table_rows(args.output)
+    names = flips.select("candidate", "metric", "task_id").unique(maintain_order=True)
+    if rows_shown is not None and names.height > _GROUPS:  # on the terminal: the first groups
+        shown = flips.join(names.head(_GROUPS), on=["candidate", "metric", "task_id"], how="semi")
+    else:
+        shown = flips
+    groups = shown.group_by("candidate", "metric", "task_id", maintain_order=True)
     for (cand, metric, task), rows in groups:  # laying out a few groups, not computing
         counts = rows["change"].value_counts(sort=True).rows()
         first = rows.row(0, named=True)
@@ -355,8 +384,14 @@ def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
             + f"\n  files: candidate {first['candidate_path']}; parent {first['parent_path']}\n"
         )
         _append(head, args)
-        table = table_text(rows.select(_FLIP_COLUMNS), wide=args.wide)
+        table = table_text(rows.select(_FLIP_COLUMNS), wide=args.wide, rows=rows_shown)
         _append(table, args)
+    if shown is not flips:
+        _append(
+            f"\n* {names.height - _GROUPS:,} more (candidate, metric, task) groups of "
+            f"{flips.height - shown.height:,} flipped keys hidden: {ALL_ROWS_HINT}\n",
+            args,
+        )
     total = flips.group_by("change").len().sort("change").rows()
     _append("* " + ", ".join(f"{n} {c}" for c, n in total) + " in all\n", args)
     return 0

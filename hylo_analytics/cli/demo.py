@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hylo_analytics._resources import sample_data_dir
+from hylo_analytics._versions import version_ranks
 from hylo_analytics.cli._common import emit, say
 from hylo_analytics.errors import InputError
 
@@ -75,8 +76,13 @@ def run(args: argparse.Namespace) -> int:
             f"no run was ingested from {data}: nothing to analyse; point --data at a folder "
             "of EvalLogs, or leave --data out for the bundled sample"
         )
+    # demo prints what it finds: how to see a long table whole is a query of the store
+    hint = (
+        f"hylo-analytics runs, aggregate and compare --store {args.out / 'store'} --all "
+        "print every row"
+    )
     _title("Runs")
-    emit(runs.drop("ingested_at"), "table", None)
+    emit(runs.drop("ingested_at"), "table", None, hint=hint)
 
     present = set(store.sql("SELECT DISTINCT metric FROM scores")["metric"])
     metrics = [m for m in _METRICS if m in present] or sorted(present)[:3]
@@ -87,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     emit(
         agg.select("run_id", "metric", "n_total", "n_valid", "n_skipped", "mean",
                    "errors", "n_errors", "ci_low", "ci_high", "ci_method"),
-        "table", None,
+        "table", None, hint=hint,
     )  # fmt: skip
     if "success" not in present:
         say("\nno success scores: nothing to compare")
@@ -106,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             f"the parent {parent} (one-sided Tango score test p; each overall row its own family)"
         )
         overall = store.compare(candidates, parent, metrics=["success"], rule=rule)
-        emit(overall.select(_COMPARE_COLUMNS), "table", None)
+        emit(overall.select(_COMPARE_COLUMNS), "table", None, hint=hint)
         for row in overall.filter(pl.col("drop_note").is_not_null()).iter_rows(named=True):
             say(f"* {row['candidate']}: {row['drop_note']} ({row['drop_reasons']})")
 
@@ -142,9 +148,13 @@ def _groups(runs: pl.DataFrame) -> dict[tuple[str, str], tuple[str, list[str]]]:
     The parent is the oldest version (then the first agent name, then id): in the bundled
     sample, the first release of the agent.
     """
-    ordered = runs.sort(
-        "benchmark_id", "split", "agent_version", "agent_name", "run_id", nulls_last=True
-    )
+    import polars as pl
+
+    ordered = runs.with_columns(
+        _unversioned=pl.col("agent_version").is_null(),  # as before: runs with no version last
+        _version=version_ranks(runs["agent_version"]),  # natural order: 2.10.0 after 2.9.0
+    ).sort("benchmark_id", "split", "_unversioned", "_version", "agent_name", "run_id",
+           nulls_last=True)  # fmt: skip
     out: dict[tuple[str, str], tuple[str, list[str]]] = {}
     for (benchmark, split), frame in ordered.group_by("benchmark_id", "split", maintain_order=True):
         ids = frame["run_id"].to_list()

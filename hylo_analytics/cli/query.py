@@ -11,7 +11,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "runs",
         help="list the stored runs",
-        description="One row per stored run: agent, benchmark, sample counts.",
+        description=(
+            "One row per stored run: agent, benchmark, sample counts, in natural run order "
+            "(agent, then version as people mean it: 2.3.0 before 2.294.0, 1.2.0-rc1 before "
+            "1.2.0; then benchmark, split, newest ingest first). A table of more than 200 runs "
+            "shows the first and last 100 and says how many it hides: --all prints every row, "
+            "-o FILE and --format csv / json write them all."
+        ),
     )
     add_store_arg(p)
     add_format_args(p)

@@ -34,10 +34,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--candidate",
         required=True,
         metavar="RUN",
-        help="the new run: id or selector (agent=X,benchmark=Y)",
+        help="the new run: id, unique prefix or a selector matching one run "
+        "(agent=X,benchmark=Y); a report is of one pair",
     )
     p.add_argument(
-        "--parent", required=True, metavar="RUN", help="the run it is compared with: id or selector"
+        "--parent", required=True, metavar="RUN", help="the run it is compared with: as --candidate"
     )
     p.add_argument(
         "--metric", default="success", help="a binary (0/1) metric to compare (default: success)"

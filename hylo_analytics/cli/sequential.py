@@ -82,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
             "losses": list(monitor.losses),
         }
         write_text(args.log, json.dumps(doc, indent=2) + "\n")
-    emit(monitor.to_frame(), args.format, None)
+    emit(
+        monitor.to_frame(), args.format, None, hint="--format csv and --format json print every row"
+    )
     if args.format == "table":
         at = monitor.stopped_at
         sys.stdout.write(

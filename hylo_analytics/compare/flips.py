@@ -21,19 +21,21 @@ source file (``candidate_path``, ``parent_path``).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 
 import polars as pl
 import pyarrow as pa
 
 from hylo_analytics._harness import Errors, check_errors
+from hylo_analytics._sql import query_sql
 from hylo_analytics.compare._counts import PairedRows, frame_rows
 from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
-from hylo_analytics.compare.runs import paired_inputs
+from hylo_analytics.compare.runs import candidate_runs, in_run_order, paired_inputs
 from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.resolution import registered
-from hylo_analytics.store import ParquetStore, pinned
+from hylo_analytics.store import FEW_RUNS, ParquetStore, pinned
 
 __all__ = ["CHANGES", "flip_runs", "flip_scores"]
 
@@ -167,9 +169,7 @@ def flip_runs(
     """:func:`flip_scores` on the store's resolved scores, per task, behind the same gate as
     :func:`~hylo_analytics.compare.compare_runs` (same runs, metrics, ``errors``, ``source``,
     ``force`` and engine options), with each key's links (see the module docstring)."""
-    cands = [candidates] if isinstance(candidates, str) else list(candidates)
-    cands = store.resolve_runs(cands)
-    parent = store.resolve_run(parent)
+    cands, parent = candidate_runs(store, candidates, parent)
     by = ["task_id"]
     with registered(store, pending) as rel:
         got = paired_inputs(store, cands, parent, rel, metrics, by, source, force, options)
@@ -182,13 +182,16 @@ def flip_runs(
             declared=got.declared,
             **options,  # type: ignore[arg-type]
         )
-    return _linked(store, flips, [*cands, parent])
+    return in_run_order(_linked(store, flips, [*cands, parent]), cands)
 
 
 def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
     """Each flip with each side's epochs, episode ids and source file, and the sample id."""
     keys = flips["key"].unique().to_list()
-    found = [store.sql(_LINKS_SQL, {"run": run, "keys": keys}) for run in runs] if keys else []
+    if len(runs) < FEW_RUNS:
+        found = [store.sql(_LINKS_SQL, {"run": r, "keys": keys}) for r in runs] if keys else []
+    else:  # a selector's 2,000 runs: one scan for every (run, key) to link
+        found = [_links_of_many(store, flips)]
     links = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else None
     empty = pl.DataFrame(
         schema={
@@ -218,3 +221,19 @@ def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.Dat
     return flips.join(cand, on=["candidate", "key"], how="left", maintain_order="left").join(
         par, on=["parent", "key"], how="left", maintain_order="left"
     )
+
+
+def _links_of_many(store: ParquetStore, flips: pl.DataFrame) -> pl.DataFrame:
+    """The links of every flip's two sides in one query (``compare_flip_links``)."""
+    wanted = pl.concat(
+        [
+            flips.select(pl.col("candidate").alias("run_id"), "key"),
+            flips.select(pl.col("parent").alias("run_id"), "key"),
+        ]
+    ).unique()
+    name = f"_flip_keys_{uuid.uuid4().hex[:8]}"
+    store.con.register(name, wanted.to_arrow())
+    try:
+        return store.sql(query_sql("compare_flip_links", wanted=name))
+    finally:
+        store.con.unregister(name)

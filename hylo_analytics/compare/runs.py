@@ -15,7 +15,14 @@ from hylo_analytics.errors import ComparabilityError, InputError, RunSelectionEr
 from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
 from hylo_analytics.store import ParquetStore, pinned
 
-__all__ = ["ComparabilityError", "PairedInputs", "compare_runs", "paired_inputs"]
+__all__ = [
+    "ComparabilityError",
+    "PairedInputs",
+    "candidate_runs",
+    "compare_runs",
+    "in_run_order",
+    "paired_inputs",
+]
 
 _GATE_FIELDS = ("benchmark_digest", "split")
 
@@ -46,14 +53,16 @@ def compare_runs(
     ``force=True`` compares them anyway and marks their rows ``forced`` with the difference
     in ``gate_note``. ``pending``: score rows not yet committed (an analysis dry run), read
     as if they were.
+
+    Runs are named by id, unique id prefix or selector (:func:`candidate_runs`): ``parent``
+    names one run, and a candidate selector every run it matches but the parent
+    (``agent=octo-ft`` against ``version=1.0.0``: the agent's other runs). Rows come by
+    candidate in natural run order (that of ``Store.runs``), then metric, level and ``by``.
     """
-    cands = [candidates] if isinstance(candidates, str) else list(candidates)
-    # a run id, a unique id prefix or a selector such as "agent=xvla,benchmark=libero_spatial"
-    cands = store.resolve_runs(cands)  # one read of the runs table for every candidate
-    parent = store.resolve_run(parent)
+    cands, parent = candidate_runs(store, candidates, parent)
     with registered(store, pending) as rel:
         got = paired_inputs(store, cands, parent, rel, metrics, by, source, force, options)
-        return compare_scores(
+        out = compare_scores(
             got.scores,
             declared=got.declared,
             candidates=cands,
@@ -63,6 +72,26 @@ def compare_runs(
             forced=got.forced,
             **options,  # type: ignore[arg-type]
         )
+    return in_run_order(out, cands)
+
+
+def candidate_runs(
+    store: ParquetStore, candidates: Sequence[str] | str, parent: str
+) -> tuple[list[str], str]:
+    """The runs a comparison names: the one ``parent`` names (several are refused, listing
+    them) and every run ``candidates`` name (:meth:`ParquetStore.select_runs`: a selector
+    such as ``agent=octo-ft`` names each run it matches but the parent), in run order."""
+    parent = store.resolve_run(parent)
+    return store.select_runs(candidates, exclude=parent), parent
+
+
+def in_run_order(frame: pl.DataFrame, cands: list[str]) -> pl.DataFrame:
+    """``frame``'s rows by candidate in the order of ``cands`` (natural run order: 2.3.0
+    before 2.294.0), each candidate's rows in the order they had."""
+    rank = pl.col("candidate").replace_strict(
+        {c: i for i, c in enumerate(cands)}, default=None, return_dtype=pl.UInt32
+    )
+    return frame.sort(rank, maintain_order=True, nulls_last=True)
 
 
 @dataclass(frozen=True)

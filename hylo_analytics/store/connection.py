@@ -56,7 +56,7 @@ from hylo_analytics.store.manifest import (
     Manifest,
     ManifestError,
 )
-from hylo_analytics.store.runs import FEW_RUNS, _resolve
+from hylo_analytics.store.runs import FEW_RUNS, _resolve, _select, natural_order
 from hylo_analytics.store.views import (
     FRIENDLY_NAMES,
     _ident,
@@ -66,6 +66,12 @@ from hylo_analytics.store.views import (
 )
 
 log = logging.getLogger("hylo_analytics.store")
+
+# what a selector matches on and what orders runs (store.runs: RUN_FIELDS, natural_order)
+_RUN_FIELDS = (
+    "run_id", "agent_name", "agent_version", "benchmark_id", "split", "source_format",
+    "ingested_at",
+)  # fmt: skip
 
 
 class StoreConnection:
@@ -225,8 +231,11 @@ class StoreConnection:
         return lazy
 
     def runs(self) -> pl.DataFrame:
-        """One row per run with its sample counts, newest first."""
-        return self.sql("SELECT * FROM mart_runs ORDER BY ingested_at DESC, run_id")
+        """One row per run with its sample counts, in natural run order: by agent, version in
+        natural version order (``2.3.0 < 2.294.0``, ``1.2.0-rc1 < 1.2.0``), benchmark and
+        split, then newest ingest first and run id (:func:`~hylo_analytics.store.runs.natural_order`).
+        """
+        return natural_order(self.sql("SELECT * FROM mart_runs"))
 
     def resolve_run(self, spec: str) -> str:
         """The one run ``spec`` names: a run id, a unique id prefix, or a selector.
@@ -254,6 +263,27 @@ class StoreConnection:
         runs = self._run_fields()
         ids = frozenset(runs["run_id"].to_list())
         return list(dict.fromkeys(_resolve(spec, runs, ids) for spec in specs))
+
+    def select_runs(self, specs: str | Sequence[str], *, exclude: str | None = None) -> list[str]:
+        """Every run ``specs`` name, in natural run order (that of :meth:`runs`), each once.
+
+        A run id or a unique id prefix names its run (an unknown or ambiguous one is refused
+        as :meth:`resolve_run` refuses it); a selector (``agent=octo-ft``, fields
+        :data:`RUN_FIELDS`) names every run it matches, and matching none is an error naming
+        the nearest ids. ``exclude``: a run the selectors' matches leave out (the parent of a
+        comparison, so ``agent=octo-ft`` names its other runs); a selector that matches only
+        it is an error. An id or prefix naming ``exclude`` is kept (the caller decides). One
+        read of the runs table, however many runs the specs name.
+        """
+        specs = [specs] if isinstance(specs, str) else list(specs)
+        if len(specs) < FEW_RUNS and not any("=" in s for s in specs):
+            found = self.sql(  # a few run ids (the usual case): read those rows, not the table
+                f"SELECT {', '.join(_RUN_FIELDS)} FROM stg_runs WHERE list_contains($ids, run_id)",
+                {"ids": specs},
+            )
+            if found["run_id"].n_unique() == len(set(specs)):
+                return natural_order(found)["run_id"].to_list()
+        return _select(specs, self._run_fields(), exclude)
 
     def register(self, name: str, frame: pl.DataFrame | pl.LazyFrame | pa.Table) -> None:
         """Make ``frame`` queryable as ``name`` in :meth:`sql`, beside the store's views.
@@ -288,10 +318,8 @@ class StoreConnection:
         }
 
     def _run_fields(self) -> pl.DataFrame:
-        return self.sql(
-            "SELECT run_id, agent_name, agent_version, benchmark_id, split, source_format "
-            "FROM stg_runs ORDER BY run_id"
-        )
+        """The runs table's naming fields, in natural run order."""
+        return natural_order(self.sql(f"SELECT {', '.join(_RUN_FIELDS)} FROM stg_runs"))
 
     def data_version(self) -> int:
         """The newest published commit: it changes whenever the store's rows may have."""

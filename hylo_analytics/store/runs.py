@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 import polars as pl
 
+from hylo_analytics._versions import version_ranks
 from hylo_analytics.errors import (
     InputError,
     RunSelectionError,
@@ -39,9 +41,51 @@ def _resolve(spec: str, runs: pl.DataFrame, ids: frozenset[str] | None = None) -
         f"benchmark {r['benchmark_id']}, split {r['split']})"
         for r in hits.head(5).iter_rows(named=True)
     )
+    first = "the first 5: " if hits.height > 5 else ""
     raise RunSelectionError(
-        f"{spec!r} matches {hits.height} runs, add a field to pick one: {listed}"
+        f"{spec!r} matches {hits.height} runs, add a field to pick one: {first}{listed}"
     )
+
+
+def _select(specs: Sequence[str], runs: pl.DataFrame, exclude: str | None) -> list[str]:
+    """The rule of :meth:`ParquetStore.select_runs` over ``runs`` (in :func:`natural_order`)."""
+    ids = frozenset(runs["run_id"].to_list())
+    if ids.issuperset(specs):  # only ids (1,999 candidates named one by one): no rule to run
+        chosen = set(specs)
+    else:
+        chosen = set()
+        for spec in specs:  # a few selectors and prefixes, each one filter of the runs table
+            if spec in ids or "=" not in spec:
+                chosen.add(_resolve(spec, runs, ids))
+                continue
+            other = pl.lit(True) if exclude is None else pl.col("run_id") != exclude
+            hits = runs.filter(_selector(spec), other)["run_id"]
+            if hits.is_empty():
+                if exclude is None or runs.filter(_selector(spec)).is_empty():
+                    _resolve(spec, runs, ids)  # raises: no run matches, the nearest ids
+                raise RunSelectionError(
+                    f"{spec!r} matches only the parent run {exclude!r}: no candidate to "
+                    "compare with it; name other runs (see 'hylo-analytics runs')"
+                )
+            chosen.update(hits.to_list())
+    return runs.filter(pl.col("run_id").is_in(list(chosen)))["run_id"].to_list()
+
+
+# the columns of the runs table that place a run in natural order, the tie-breaks last
+_ORDER = ("agent_name", "agent_version", "benchmark_id", "split", "ingested_at", "run_id")
+
+
+def natural_order(runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` (rows of the runs table) in natural run order: agent, version in natural
+    version order (``2.3.0 < 2.294.0``, ``1.2.0-rc1 < 1.2.0``), benchmark and split, then
+    the newest ingest first (a re-run of one version on one suite) and the id."""
+    by = [c for c in _ORDER if c in runs.columns]
+    descending = [c == "ingested_at" for c in by]
+    if "agent_version" not in runs.columns:
+        return runs.sort(by, descending=descending, nulls_last=False)
+    ranked = runs.with_columns(version_ranks(runs["agent_version"]).alias("__version"))
+    by = ["__version" if c == "agent_version" else c for c in by]
+    return ranked.sort(by, descending=descending, nulls_last=False).drop("__version")
 
 
 RUN_FIELDS: dict[str, tuple[str, ...]] = {

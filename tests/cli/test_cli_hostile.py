@@ -176,3 +176,40 @@ def test_summarize_prints_names_escaped(
     assert printable(CAND) in out and printable(PARENT) in out
     if fmt == "csv":  # the agent-name formula never reaches a cell unquoted
         assert all(not cell.startswith("=") for row in csv.reader(io.StringIO(out)) for cell in row)
+
+
+def test_a_cut_table_of_hostile_ids_stays_escaped(
+    hostile_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """300 rows of hostile ids: the table is cut, says what it hides, and nothing is raw."""
+    argv = ["sql", "--store", str(hostile_store), "select run_id, agent_name, i "
+            "from runs, range(150) as t(i) order by run_id, i"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert printable(CAND) in out and printable(PARENT) in out
+    last = out.splitlines()[-1]
+    assert last == (
+        "* 100 of 300 rows hidden (the first and last 100 shown): --all prints every row; "
+        "-o FILE, --format csv and --format json write them all"
+    )
+
+
+def test_a_selector_names_hostile_runs_inertly(
+    hostile_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A candidate selector matching both hostile runs names the one that is not the parent;
+    a hostile selector that matches nothing is refused, escaped and never formatted."""
+    argv = ["compare", "--store", str(hostile_store), "--candidate=benchmark=held{}out%s",
+            f"--parent={PARENT}", "--force", "--resamples", "50", "--format", "json"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert {r["candidate"] for r in json.loads(out)} == {CAND}
+    argv = ["compare", "--store", str(hostile_store), "--candidate=version=\x1b[2J{0}%s",
+            f"--parent={PARENT}"]  # fmt: skip
+    code, _, err = _run(argv, capsys)
+    assert code == 2
+    assert "no run matches 'version=\\x1b[2J{0}%s'" in err  # verbatim, the ESC escaped
+    argv = ["compare", "--store", str(hostile_store), f"--candidate=run={PARENT}",
+            f"--parent={PARENT}"]  # fmt: skip
+    code, _, err = _run(argv, capsys)
+    assert code == 2 and "matches only the parent run" in err and printable(PARENT) in err
