@@ -167,25 +167,10 @@ def _group_counts(cells: pl.DataFrame, by: list[str], tasks: list[str]) -> pl.Da
 
 
 def select_runs(store: ParquetStore, specs: str | Sequence[str]) -> list[str]:
-    """Every run each of ``specs`` names: an id, a unique prefix, or a selector, which here
-    may match several runs (``agent=pi05`` is pi05's runs on every suite)."""
-    from hylo_analytics.store import RunSelectionError, _selector
-
-    specs = [specs] if isinstance(specs, str) else list(specs)
-    fields = store._run_fields()
-    found: list[str] = []
-    for spec in specs:
-        if "=" not in spec:
-            found += store.resolve_runs([spec])
-            continue
-        hits = fields.filter(_selector(spec))["run_id"].to_list()
-        if not hits:
-            raise RunSelectionError(
-                f"no run matches {spec!r} (the store holds {fields.height} run(s): see "
-                "'hylo-analytics runs'; select by agent=, version=, benchmark=, split=)"
-            )
-        found += hits
-    return list(dict.fromkeys(found))
+    """Every run each of ``specs`` names (an id, a unique prefix, or a selector naming every
+    run it matches: ``agent=pi05`` is pi05's runs on every suite), in natural run order:
+    :meth:`ParquetStore.select_runs <hylo_analytics.store.ParquetStore.select_runs>`."""
+    return store.select_runs(specs)
 
 
 def _cells(
