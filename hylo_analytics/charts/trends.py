@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import numpy as np
 import polars as pl
 
-from hylo_analytics.charts._style import _cut, _require, _styled, _title
+from hylo_analytics._html import HIDDEN, shorten
+from hylo_analytics.charts._style import LABEL_CHARS, _cut, _require, _styled
 from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
@@ -101,9 +103,9 @@ def trend(
         for name in names
     ]  # fmt: skip (at most max_tasks panels, each a filter of the small frames)
     chart = alt.concat(*panels, columns=1 if len(panels) < 4 else 2, spacing=18).properties(
-        title=_title(
-            title or f"{data.metric} per task over {len(data.versions):,} versions",
-            _subtitle(data, shown.height),
+        title=alt.TitleParams(
+            _shown(title or f"{data.metric} per task over {len(data.versions):,} versions"),
+            subtitle=[_shown(line) for line in _subtitle(data, shown.height)],
         )
     )
     return _styled(chart)  # type: ignore[no-any-return]
@@ -150,7 +152,8 @@ def _panel(
         layers += _marks(marks, st)
     layers.append(_version_labels(versions, st))
     title = alt.TitleParams(name, fontSize=13, anchor="start", fontWeight="normal")
-    return alt.layer(*layers).properties(width=_WIDTH, height=_HEIGHT, title=title)
+    chart = alt.LayerChart(layer=layers).properties(width=_WIDTH, height=_HEIGHT, title=title)
+    return chart
 
 
 def _ticks(n_versions: int) -> list[int]:
@@ -167,11 +170,12 @@ def _version_labels(versions: tuple[str, ...], st: _Style) -> alt.Chart:
     labels = _cut(
         pl.DataFrame({"position": ticks, "label": [versions[p] for p in ticks]})
     ).with_columns(pl.col("label").str.slice(0, 24))
-    return (
+    chart: alt.Chart = (
         alt.Chart(_data(labels))
         .mark_text(angle=330, align="right", baseline="top", fontSize=10, color="#444")
         .encode(x=st.x, y=alt.value(_HEIGHT + 6), text="label:N")
     )
+    return chart
 
 
 def _marks(marks: pl.DataFrame, st: _Style) -> list[Any]:
@@ -182,7 +186,9 @@ def _marks(marks: pl.DataFrame, st: _Style) -> list[Any]:
             alt.Tooltip("best_version:N", title="best earlier"),
             alt.Tooltip("rate:Q", format=fmt), alt.Tooltip("best_rate:Q", format=fmt),
             alt.Tooltip("diff:Q", format="+.3g"), alt.Tooltip("p_adjusted:Q", format=".2g")]  # fmt: skip
-    base = alt.Chart(_data(marks))
+    cut = pl.col("version").str.len_chars() > 20
+    short = pl.when(cut).then(pl.col("version").str.slice(0, 19) + "\u2026").otherwise("version")
+    base = alt.Chart(_data(marks.with_columns(label=short)))
     best = base.mark_point(shape="circle", size=90, filled=False, color=_REGRESSED,
                            strokeWidth=1.5).encode(x=st.x_of("best_position"),
                                                    y="best_rate:Q", tooltip=tips)  # fmt: skip
@@ -190,9 +196,14 @@ def _marks(marks: pl.DataFrame, st: _Style) -> list[Any]:
                             stroke="black", strokeWidth=0.8, opacity=1).encode(
         x=st.x, y="rate:Q", tooltip=tips)  # fmt: skip
     label = base.mark_text(dy=14, fontSize=11, color=_REGRESSED, baseline="top").encode(
-        x=st.x, y="rate:Q", text=alt.Text("version:N")
+        x=st.x, y="rate:Q", text=alt.Text("label:N")
     )
     return [best, point, label]
+
+
+def _shown(line: str) -> str:
+    """A title line as the charts draw names: hidden characters shown, cut to length."""
+    return shorten(re.sub(f"[{HIDDEN}]", "\ufffd", line), LABEL_CHARS)
 
 
 def _subtitle(data: Trend, n_shown: int) -> list[str]:

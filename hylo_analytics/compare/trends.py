@@ -180,7 +180,8 @@ def trend_scores(
     rule = rule or StatisticalRule()
     tasks = list(tasks)
     with _phases(progress) as step:
-        frame, versions, rule_name = _versioned(scores, version, order_by, tasks, metric)
+        frame, versions, rule_name = _versioned(scores, version, order_by, tasks, metric,
+                                                order_label)  # fmt: skip
         direction = _direction(scores, metric, directions)
         options: dict[str, Any] = {"errors": errors, "reducer": reducer}
         rates = _rates(frame, tasks, metric, versions, level, n_resamples, seed, options)
@@ -228,7 +229,12 @@ def _phases(progress: bool | None) -> Iterator[Any]:
 
 
 def _versioned(
-    scores: pl.DataFrame, version: str, order_by: str | None, tasks: list[str], metric: str
+    scores: pl.DataFrame,
+    version: str,
+    order_by: str | None,
+    tasks: list[str],
+    metric: str,
+    named: str | None,
 ) -> tuple[pl.DataFrame, list[str], str]:
     """The rows of ``metric`` with ``_pos`` (the version's position), ``_label``, ``_task``
     (the task's code) and ``run_id`` set to the position (the runs of a version pooled);
@@ -247,13 +253,15 @@ def _versioned(
     if lacking.height:
         runs = lacking["run_id"].unique().sort().to_list()
         raise SelectionError(
-            f"trend: {len(runs)} run(s) have no {version!r} to order by, e.g. {runs[:3]}; "
+            f"trend: {len(runs)} run(s) have no {named or version!r} to order by, e.g. "
+            f"{runs[:3]}; "
             "select runs that have one (--run) or order by another field"
         )
     versions, rule_name = _order(rows, version, order_by)
     if len(versions) < 2:
         raise SelectionError(
-            f"trend: the runs hold {len(versions)} version(s) of {version!r}; a trend needs two"
+            f"trend: the runs hold {len(versions)} version(s) of {named or version!r}; a trend "
+            "needs two"
         )
     positions = pl.DataFrame(
         {"_label": versions, "_pos": range(len(versions))},
