@@ -146,8 +146,13 @@ def _note() -> pl.Expr:
     none = (
         pl.when(pl.col("n_tested") == 0)
         .then(pl.lit("rated at one version only: nothing to compare"))
-        .when(pl.col("_c_p").is_null())
-        .then(pl.format("no version significantly worse ({} tested)", pl.col("n_tested")))
+        .when(pl.col("_c_p").is_null() | (pl.col("_c_p") >= 1))
+        .then(
+            pl.format(
+                "no version significantly worse than its best earlier one ({} tested)",
+                pl.col("n_tested").cast(pl.String),
+            )
+        )
         .otherwise(
             pl.format(
                 "no version significantly worse than its best earlier one ({} tested); the "

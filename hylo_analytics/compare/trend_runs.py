@@ -75,15 +75,12 @@ def trend_runs(
     errors convention is its harness's unless ``errors=`` says otherwise; ``options`` are
     :func:`trend_scores`'.
     """
-    from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.compare.runs import _Reader
     from hylo_analytics.resolution import success_metric
 
     expr, path = order_field(order)
-    if runs is None:
-        ids = store.sql("SELECT run_id FROM stg_runs ORDER BY run_id")["run_id"].to_list()
-    else:
-        ids = select_runs(store, runs)
+    every = store.sql("SELECT run_id FROM stg_runs ORDER BY run_id")["run_id"].to_list()
+    ids = every if runs is None else _named(store, runs, frozenset(every))
     meta = store.sql(
         "SELECT run_id, benchmark_id, split, benchmark_digest, "
         f"run_errors(errors_policy, source_format) AS _policy, {expr} AS _version "
@@ -119,6 +116,18 @@ def trend_runs(
         metric=metric,
         **options,
     )
+
+
+def _named(store: ParquetStore, specs: Sequence[str] | str, ids: frozenset[str]) -> list[str]:
+    """Every run ``specs`` name: a run id as it is (one may hold ``=``), else a prefix or a
+    selector naming every run it matches (``agent=octo-ft``)."""
+    from hylo_analytics.aggregate.summaries import select_runs
+
+    specs = [specs] if isinstance(specs, str) else list(specs)
+    found: list[str] = []
+    for spec in specs:  # a handful of selectors, each resolved against the runs table
+        found += [spec] if spec in ids else select_runs(store, [spec])
+    return list(dict.fromkeys(found))
 
 
 def _one_digest(meta: pl.DataFrame) -> None:
