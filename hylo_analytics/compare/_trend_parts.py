@@ -22,22 +22,21 @@ REF = "\x00best earlier"  # the reference run: each couple's best earlier versio
 SEP = "\x1f"  # between the version's position, the task's code and the key
 
 
-def stacked(frame: pl.DataFrame, couples: pl.DataFrame) -> pl.DataFrame:
+def stacked(frame: pl.DataFrame, couples: pl.DataFrame, n_keys: int) -> pl.DataFrame:
     """Each couple's rows as the engine pairs them: the version's rows under its own run id
     (its position) and the best earlier version's rows under the reference run, both with
-    their keys prefixed by the version's position and the task's code (a key pairs with
-    itself, in its task, at the two versions of one couple only)."""
-    rows = frame.drop("_label", "_run")
+    their key codes offset by the version's position (``position * n_keys + key``), so a key
+    pairs with itself, at the two versions of one couple only."""
     pairs = couples.select("_task", "position", "best_position")
-    prefixed = pl.format(f"{{}}{SEP}{{}}{SEP}{{}}", "position", "_task", "key").alias("key")
-    later = rows.join(pairs, left_on=["_task", "_pos"], right_on=["_task", "position"])
-    later = later.with_columns(pl.col("_pos").alias("position"))
-    earlier = rows.join(pairs, left_on=["_task", "_pos"], right_on=["_task", "best_position"])
-    cols = [c for c in rows.columns if c not in ("run_id", "key", "_pos", "_task")]
+    later = frame.join(pairs, left_on=["_task", "run_id"], right_on=["_task", "position"])
+    later = later.with_columns(pl.col("run_id").alias("position"))
+    earlier = frame.join(pairs, left_on=["_task", "run_id"], right_on=["_task", "best_position"])
+    coded = (pl.col("position") * n_keys + pl.col("key")).alias("key")
+    cols = [c for c in frame.columns if c not in ("run_id", "key")]
     return pl.concat(
         [
-            later.select(pl.col("position").cast(pl.String).alias("run_id"), prefixed, *cols),
-            earlier.select(pl.lit(REF).alias("run_id"), prefixed, *cols),
+            later.select(pl.col("position").cast(pl.String).alias("run_id"), coded, *cols),
+            earlier.select(pl.lit(REF).alias("run_id"), coded, *cols),
         ],
         how="vertical_relaxed",
     )
@@ -176,6 +175,7 @@ _FLIP_SCHEMA: dict[str, Any] = {
 
 def flips(
     frame: pl.DataFrame,
+    keys: pl.DataFrame,
     found: pl.DataFrame,
     tasks: list[str],
     metric: str,
@@ -188,28 +188,31 @@ def flips(
     true when an epoch (or a pooled run) of the key errored there."""
     points = found.filter("regressed").select(*tasks, "position", "best_position")
     if points.is_empty():
-        schema = {t: frame.schema[t] for t in tasks} | _FLIP_SCHEMA
+        schema = {t: keys.schema[t] for t in tasks} | _FLIP_SCHEMA
         return pl.DataFrame(schema=schema)
-    codes = frame.select(*tasks, "_task").unique("_task")
-    couples = points.join(codes, on=tasks, nulls_equal=True)
+    couples = points.join(keys.select(*tasks, "_task").unique("_task"), on=tasks, nulls_equal=True)
+    n_keys = keys.height
     got = flip_scores(
-        stacked(frame, couples),
+        stacked(frame, couples, n_keys),
         candidates=[str(p) for p in couples["position"].unique().sort().to_list()],
         parent=REF,
         metrics=[metric],
-        by=tasks,
+        by=["_task"],
         directions={metric: direction},  # type: ignore[dict-item]
         errors=options["errors"],
         reducer=options["reducer"],
     )
-    got = got.with_columns(
-        pl.col("candidate").cast(pl.Int64).alias("position"),
-        pl.col("key").str.splitn(SEP, 3).struct.field("field_2").alias("key"),
-    ).join(couples, on=[*tasks, "position"], nulls_equal=True)
-    got = _errored(got, frame)
-    out = labelled(got, versions)
-    return out.select(
-        *tasks, "version", "best_version", "key", "change",
+    got = (
+        got.with_columns(
+            pl.col("candidate").cast(pl.Int64).alias("position"),
+            (pl.col("key") % n_keys).alias("key"),
+        )
+        .join(couples, on=["_task", "position"])
+        .join(keys.select("key", "_key"), on="key")
+    )
+    got = labelled(_errored(got, frame), versions)
+    return got.select(
+        *tasks, "version", "best_version", pl.col("_key").alias("key"), "change",
         pl.col("candidate_value").alias("value"), pl.col("parent_value").alias("best_value"),
         "diff", "errored", "best_errored", "errors", note=_flip_note(),
     ).sort(*tasks, "version", nulls_last=True, maintain_order=True)  # fmt: skip
@@ -223,16 +226,15 @@ def _errored(got: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
         )
     flags = (
         frame.filter(pl.col("errored").fill_null(False))
-        .select("_pos", "_task", "key")
+        .select("run_id", "key")
         .unique()
         .with_columns(_e=pl.lit(True))
     )
     got = got.join(
-        flags.rename({"_pos": "position", "_e": "errored"}), on=["position", "_task", "key"],
-        how="left",
+        flags.rename({"run_id": "position", "_e": "errored"}), on=["position", "key"], how="left"
     ).join(
-        flags.rename({"_pos": "best_position", "_e": "best_errored"}),
-        on=["best_position", "_task", "key"], how="left",
+        flags.rename({"run_id": "best_position", "_e": "best_errored"}),
+        on=["best_position", "key"], how="left",
     )  # fmt: skip
     return got.with_columns(pl.col("errored", "best_errored").fill_null(False))
 

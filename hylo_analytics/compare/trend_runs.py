@@ -104,9 +104,9 @@ def trend_runs(
     numeric = meta["_version"].cast(pl.Float64, strict=False)
     by_number = meta.height > 0 and numeric.is_finite().fill_null(False).all() and path is not None
     meta = meta.with_columns(numeric.alias("_step"))
-    scores = scores.join(
-        meta.select("run_id", "benchmark_id", "split", "_version", "_step"), on="run_id"
-    )
+    # a run's fields as categories: a million rows hold codes, not copies of the text
+    fields = pl.col("benchmark_id", "split", "_version").cast(pl.Categorical)
+    scores = scores.join(meta.select("run_id", fields, "_step"), on="run_id")
     return trend_scores(
         scores,
         version="_version",

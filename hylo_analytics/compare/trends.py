@@ -71,7 +71,7 @@ __all__ = ["FAMILIES", "Trend", "TrendFamily", "trend_scores"]
 TrendFamily = Literal["tasks", "scan"]
 FAMILIES: tuple[str, ...] = ("tasks", "scan")
 _ENGINE_FAMILY = {"tasks": "comparison", "scan": "level"}
-_KEEP = ("skip_reason", "errored", "_policy", "errors_policy", "source_format", "epoch")
+_KEEP = ("epoch", "skip_reason", "errored", "_policy", "errors_policy", "source_format", "source")
 
 
 @dataclass(frozen=True)
@@ -180,19 +180,19 @@ def trend_scores(
     rule = rule or StatisticalRule()
     tasks = list(tasks)
     with _phases(progress) as step:
-        frame, versions, rule_name = _versioned(scores, version, order_by, tasks, metric,
-                                                order_label)  # fmt: skip
+        lay = _layout(scores, version, order_by, tasks, metric, order_label)
+        versions, rule_name = lay.versions, lay.rule_name
         direction = _direction(scores, metric, directions)
         options: dict[str, Any] = {"errors": errors, "reducer": reducer}
-        rates = _rates(frame, tasks, metric, versions, level, n_resamples, seed, options)
+        rates = _rates(lay, tasks, metric, level, n_resamples, seed, options)
         step()
         couples = _couples(rates, tasks, direction)
-        tests = _tests(frame, couples, tasks, metric, direction, rule, family, level,
+        tests = _tests(lay, couples, tasks, metric, direction, rule, family, level,
                        n_resamples, seed, options)  # fmt: skip
         step()
         tests = labelled(tests, versions)
         found = regressions(tests, rates, tasks)
-        keys = flips(frame, found, tasks, metric, direction, options, versions)
+        keys = flips(lay.frame, lay.keys, found, tasks, metric, direction, options, versions)
         step()
     policy = str(tests["errors"][0]) if tests.height else str(rates["errors"][0])
     return Trend(
@@ -228,69 +228,97 @@ def _phases(progress: bool | None) -> Iterator[Any]:
         bar.close()
 
 
-def _versioned(
+@dataclass(frozen=True)
+class _Layout:
+    """The rows as the engine reads them, and what maps their codes back to names.
+
+    ``frame``: one row per score with ``run_id`` set to its version's position (the runs of
+    a version pooled), ``key`` to a code of the (task, key) pair (``keys``), ``_task`` the
+    task's code (``tasks``), and the engine's columns; integers, not names, so the million
+    rows of 2,000 versions stay small and pair fast.
+    """
+
+    frame: pl.DataFrame
+    versions: list[str]
+    rule_name: str
+    tasks: pl.DataFrame  # _task and the task columns
+    keys: pl.DataFrame  # key (the code), _task and the original key as _key
+    n_runs: pl.DataFrame  # _pos, n_runs
+
+
+def _layout(
     scores: pl.DataFrame,
     version: str,
     order_by: str | None,
     tasks: list[str],
     metric: str,
     named: str | None,
-) -> tuple[pl.DataFrame, list[str], str]:
-    """The rows of ``metric`` with ``_pos`` (the version's position), ``_label``, ``_task``
-    (the task's code) and ``run_id`` set to the position (the runs of a version pooled);
-    the version labels in order and the name of the order's rule."""
+) -> _Layout:
+    """The rows of ``metric`` laid out for the engine (see :class:`_Layout`)."""
     needed = ["run_id", "key", "metric", "value", version, *tasks]
     needed += [order_by] if order_by else []
     missing = [c for c in dict.fromkeys(needed) if c not in scores.columns]
     if missing:
         raise InputError(f"trend: the scores lack column(s) {missing}; they have {scores.columns}")
-    rows = scores.filter(pl.col("metric").cast(pl.String) == metric)
-    if rows.is_empty():
+    # lazily: each frame below is one pass over the rows, never a copy of them all
+    rows = scores.lazy().filter(pl.col("metric").cast(pl.String) == metric)
+    # one row per (run, version): the order is decided on these, never on the score rows
+    units = rows.select("run_id", version, *([order_by] if order_by else [])).unique().collect()
+    if units.is_empty():
         held = sorted(scores["metric"].cast(pl.String).unique().drop_nulls().to_list())
         raise SelectionError(f"trend: no scores of {metric!r}; the scores hold {held}")
-    label = pl.col(version).cast(pl.String)
-    lacking = rows.filter(label.is_null())
+    units = units.with_columns(_label=pl.col(version).cast(pl.String))
+    lacking = units.filter(pl.col("_label").is_null())
     if lacking.height:
-        runs = lacking["run_id"].unique().sort().to_list()
+        runs = lacking["run_id"].cast(pl.String).unique().sort().to_list()
         raise SelectionError(
             f"trend: {len(runs)} run(s) have no {named or version!r} to order by, e.g. "
-            f"{runs[:3]}; "
-            "select runs that have one (--run) or order by another field"
+            f"{runs[:3]}; select runs that have one (--run) or order by another field"
         )
-    versions, rule_name = _order(rows, version, order_by)
+    versions, rule_name = _order(units, order_by)
     if len(versions) < 2:
         raise SelectionError(
             f"trend: the runs hold {len(versions)} version(s) of {named or version!r}; a trend "
             "needs two"
         )
-    positions = pl.DataFrame(
-        {"_label": versions, "_pos": range(len(versions))},
-        schema={"_label": pl.String, "_pos": pl.Int64},
-    )
-    task_codes = rows.select(tasks).unique().sort(tasks, nulls_last=True).with_row_index("_task")
-    keep = [c for c in _KEEP if c in rows.columns]
-    out = (
-        rows.select("run_id", "key", "metric", "value", *tasks, *keep, _label=label)
-        .join(positions, on="_label")
-        .join(task_codes, on=tasks, nulls_equal=True)
-        .with_columns(
-            pl.col("run_id").cast(pl.String).alias("_run"),
-            pl.col("_pos").cast(pl.String).alias("run_id"),
-            pl.col("metric").cast(pl.String),
+    at = {v: i for i, v in enumerate(versions)}
+    units = units.with_columns(
+        _pos=pl.col("_label").replace_strict(at, return_dtype=pl.Int64)
+    ).unique(["run_id", version])
+    task_codes = (
+        rows.select(tasks).unique().sort(tasks, nulls_last=True).with_row_index("_task")
+        .with_columns(pl.col("_task").cast(pl.Int64)).collect()
+    )  # fmt: skip
+    keys = (
+        rows.select(*tasks, "key").unique().join(task_codes.lazy(), on=tasks, nulls_equal=True)
+        .sort("_task", "key").with_row_index("_k")
+        .select(pl.col("_k").cast(pl.Int64), *tasks, "_task", pl.col("key").alias("_key"))
+        .collect()
+    )  # fmt: skip
+    keep = [c for c in _KEEP if c in scores.columns]
+    frame = (
+        rows.select("run_id", version, *tasks, "key", "value", *keep)
+        .join(units.lazy().select("run_id", version, "_pos"), on=["run_id", version],
+              nulls_equal=True)
+        .join(keys.lazy().rename({"_key": "key"}), on=[*tasks, "key"], nulls_equal=True)
+        .select(
+            pl.col("_pos").alias("run_id"), pl.col("_k").alias("key"), "_task",
+            pl.lit(metric, pl.String).alias("metric"), pl.col("value").cast(pl.Float64), *keep,
         )
-    )
-    return out, versions, rule_name
+        .collect()
+    )  # fmt: skip
+    n_runs = units.group_by("_pos").agg(n_runs=pl.col("run_id").n_unique().cast(pl.Int64))
+    return _Layout(frame, versions, rule_name, task_codes, keys.rename({"_k": "key"}), n_runs)
 
 
-def _order(rows: pl.DataFrame, version: str, order_by: str | None) -> tuple[list[str], str]:
-    """The distinct version labels in order, and the rule that ordered them."""
-    label = pl.col(version).cast(pl.String)
+def _order(units: pl.DataFrame, order_by: str | None) -> tuple[list[str], str]:
+    """The distinct version labels (``_label`` of ``units``) in order, and the rule's name."""
     if order_by is None:
-        found = rows.select(label.unique())[version].to_list()
+        found = units["_label"].unique().to_list()
         return [str(v) for v in natural_sorted(found)], "natural version order"
-    if not rows.schema[order_by].is_numeric():
+    if not units.schema[order_by].is_numeric():
         raise InputError(f"trend: order_by {order_by!r} must be a numeric column")
-    steps = rows.group_by(label.alias("_label")).agg(
+    steps = units.group_by("_label").agg(
         pl.col(order_by).min().alias("lo"), pl.col(order_by).max().alias("hi")
     )
     clash = steps.filter(pl.col("lo") != pl.col("hi"))
@@ -319,33 +347,36 @@ def _direction(
 
 
 def _rates(
-    frame: pl.DataFrame,
+    lay: _Layout,
     tasks: list[str],
     metric: str,
-    versions: list[str],
     level: float,
     n_resamples: int,
     seed: Seed,
     options: Mapping[str, Any],
 ) -> pl.DataFrame:
-    """Each (task, version)'s rate and interval, aggregate's, with its runs counted."""
+    """Each (task, version)'s rate and interval, aggregate's, with its runs counted.
+
+    A version whose keys have one row each (one run, one epoch) needs no reduction: the
+    mean of one value is the value, and aggregate's reduction pass is most of its cost."""
+    pooled = lay.frame.select(pl.struct("run_id", "key").n_unique()).item() < lay.frame.height
     agg = aggregate_scores(
-        frame.drop("_run", "_label"),
-        by=[*tasks, "_task", "_pos"],
+        lay.frame,
+        by=["_task", "run_id"],
         metrics=[metric],
         statistics=["mean"],
         level=level,
         n_resamples=n_resamples,
         seed=seed,
         errors=options["errors"],
-        reducer=options["reducer"],
-    )
-    runs = frame.group_by("_pos").agg(n_runs=pl.col("_run").n_unique().cast(pl.Int64))
-    labels = pl.DataFrame({"_pos": range(len(versions)), "version": versions},
+        reducer=options["reducer"] if pooled else None,
+    ).rename({"run_id": "_pos"})
+    labels = pl.DataFrame({"_pos": range(len(lay.versions)), "version": lay.versions},
                           schema={"_pos": pl.Int64, "version": pl.String})  # fmt: skip
     return (
         agg.join(labels, on="_pos")
-        .join(runs, on="_pos")
+        .join(lay.n_runs, on="_pos")
+        .join(lay.tasks, on="_task")
         .select(
             *tasks,
             "version",
@@ -386,7 +417,7 @@ def _couples(rates: pl.DataFrame, tasks: list[str], direction: str) -> pl.DataFr
 
 
 def _tests(
-    frame: pl.DataFrame,
+    lay: _Layout,
     couples: pl.DataFrame,
     tasks: list[str],
     metric: str,
@@ -403,11 +434,11 @@ def _tests(
         return _no_tests(tasks)
     cands = [str(p) for p in couples["position"].unique().sort().to_list()]
     out = compare_scores(
-        stacked(frame, couples),
+        stacked(lay.frame, couples, lay.keys.height),
         candidates=cands,
         parent=REF,
         metrics=[metric],
-        by=tasks,
+        by=["_task"],
         directions={metric: direction},  # type: ignore[dict-item]
         rule=rule,
         family=_ENGINE_FAMILY[family],  # type: ignore[arg-type]
@@ -420,7 +451,7 @@ def _tests(
     worse = "p_worse" if rule.adjust == "none" else f"p_worse_{rule.adjust}"
     return (
         out.with_columns(pl.col("candidate").cast(pl.Int64).alias("position"))
-        .join(couples, on=[*tasks, "position"], nulls_equal=True)
+        .join(couples, on=["_task", "position"])
         .select(
             *tasks,
             "_task",
