@@ -3,6 +3,7 @@
     python benchmarks/bench_trends.py --store DIR            # e.g. bench_scale's 1M store
     python benchmarks/bench_trends.py --make 2000 --workdir DIR   # writes a 2,000-run store
     python benchmarks/bench_trends.py --store DIR --family scan
+    python benchmarks/bench_trends.py --store DIR --versions 10 100 1000 2000  # per N
     python benchmarks/bench_trends.py --false-alarms         # flat trends: how often flagged
 
 Issue 39's goal: a trend over 2,000 versions in <= 5 s on the 1M store (2,000 runs of one
@@ -52,26 +53,25 @@ def _child(side: str, store: str, out: str, family: str) -> None:
     if side == "floor":
         import duckdb
         import numpy  # noqa: F401
-
         from _floor import check
 
         with duckdb.connect() as con:  # the store's shape, checked apart: not the answer's cost
             check(con, Path(store))
         reset_peak()
         t = time.perf_counter()
-        answer = floor(Path(store), family)
+        answer = floor(Path(store), family, _ids(out))
     else:
         import scipy.stats  # noqa: F401  (imported on first use: not the question's cost)
         import tqdm.std  # noqa: F401
 
         import hylo_analytics as ha
         import hylo_analytics.aggregate
-        import hylo_analytics.compare  # noqa: F401
+        import hylo_analytics.compare
 
         opened = ha.open_store(store)
         reset_peak()
         t = time.perf_counter()
-        trend = opened.trend(family=family, progress=False)  # type: ignore[arg-type]
+        trend = opened.trend(_ids(out), family=family, progress=False)  # type: ignore[arg-type]
         answer = _answers(trend)
     seconds, rss = time.perf_counter() - t, peak_rss_mb()
     for name, frame in answer.items():
@@ -83,8 +83,16 @@ def _answers(trend: Any) -> dict[str, Any]:
     """The figures both sides give, under one set of names."""
     return {
         "rates": trend.rates.select("task_id", "position", "n", "rate", "ci_low", "ci_high"),
-        "tests": trend.tests.select("task_id", "position", "best_position", "n_pairs", "wins",
-                                    "losses", "p_worse", "p_adjusted"),  # fmt: skip
+        "tests": trend.tests.select(
+            "task_id",
+            "position",
+            "best_position",
+            "n_pairs",
+            "wins",
+            "losses",
+            "p_worse",
+            "p_adjusted",
+        ),
         "points": trend.regressions.select("task_id", "position"),
     }
 
@@ -93,14 +101,20 @@ def _version_key(v: str) -> tuple[Any, ...]:
     """Natural version order, written out for the floor's labels (digits as numbers; a
     pre-release word before the release, as ``2.3.0-rc1 < 2.3.0``)."""
     pre = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 4}
-    key: list[tuple[int, int, str]] = []
-    for tok in re.findall(r"\d+|[a-z]+", v.lower()):
-        key.append((2, int(tok), "") if tok.isdigit() else (0, pre[tok], tok) if tok in pre
-                   else (3, 0, tok))  # fmt: skip
+    key = [
+        (2, int(tok), "") if tok.isdigit() else (0, pre[tok], tok) if tok in pre else (3, 0, tok)
+        for tok in re.findall(r"\d+|[a-z]+", v.lower())
+    ]
     return (*key, (1, 0, ""))
 
 
-def floor(store: Path, family: str) -> dict[str, Any]:
+def _ids(out: str | Path) -> list[str] | None:
+    """The runs measured (``--versions``), handed to the children in a file: None is all."""
+    path = Path(out) / "ids.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def floor(store: Path, family: str, ids: list[str] | None = None) -> dict[str, Any]:
     """The trend in DuckDB + numpy (see the module docstring)."""
     import duckdb
     import numpy as np
@@ -114,11 +128,13 @@ def floor(store: Path, family: str) -> dict[str, Any]:
         "and coalesce(s.valid, true) then s.value end as v",
         "metric = 'success'",
     )  # fmt: skip
-    runs = current(store, "runs", "s.run_id, s.agent_version")
+    where = "true" if ids is None else "list_contains($ids, run_id)"
+    runs = current(store, "runs", "s.run_id, s.agent_version", where)
     with duckdb.connect() as con:
         rows = con.sql(
             f"select r.agent_version, s.task_id, s.key, s.v from ({scores}) as s "
-            f"join ({runs}) as r using (run_id)"
+            f"join ({runs}) as r using (run_id)",
+            params={} if ids is None else {"ids": ids},
         ).pl()
     versions = sorted(rows["agent_version"].unique().to_list(), key=_version_key)
     tasks = sorted(rows["task_id"].unique().to_list())
@@ -130,7 +146,7 @@ def floor(store: Path, family: str) -> dict[str, Any]:
         t=pl.col("task_id").replace_strict({t: i for i, t in enumerate(tasks)},
                                            return_dtype=pl.Int64),
     )  # fmt: skip
-    n_t, n_p, n_k = len(tasks), len(versions), int(kidx["k"].max()) + 1  # type: ignore[operator]
+    n_t, n_p, n_k = len(tasks), len(versions), int(kidx["k"].max()) + 1
     vals = np.full((n_t, n_k, n_p), np.nan)
     vals[rows["t"].to_numpy(), rows["k"].to_numpy(), rows["p"].to_numpy()] = (
         rows["v"].cast(pl.Float64).fill_null(np.nan).to_numpy()
@@ -269,18 +285,24 @@ def _run(side: str, store: Path, out: Path, family: str) -> dict[str, Any]:
     return result
 
 
-def measure(store: Path, family: str) -> int:
-    """Both sides, the ratio and the cross-check; 1 on a disagreement or a missed goal."""
+def measure(store: Path, family: str, versions: int | None = None) -> int:
+    """Both sides, the ratio and the cross-check; 1 on a disagreement or a missed goal.
+
+    ``versions``: the trend of the first that many runs (by run id) only."""
     import os
+
+    from _floor import run_ids
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
+        if versions is not None:
+            (out / "ids.json").write_text(json.dumps(run_ids(store)[:versions]))
         hylo, base = _run("hylo", store, out, family), _run("floor", store, out, family)
         bad = disagreement(out)
     load = os.getloadavg()[0]
     met = hylo["seconds"] <= 5
     print(
-        f"trend ({family}) of {store}: hylo {hylo['seconds']:.2f} s, peak RSS "
+        f"trend ({family}) of {versions or 'every'} run(s) of {store}: hylo {hylo['seconds']:.2f} s, peak RSS "
         f"{hylo['rss_mb']:,.0f} MiB | floor (DuckDB + numpy) {base['seconds']:.2f} s, "
         f"{base['rss_mb']:,.0f} MiB | ratio {hylo['seconds'] / base['seconds']:.1f}x | "
         f"goal <= 5 s: {'met' if met else 'MISSED'} | load {load:.1f}"
@@ -290,14 +312,15 @@ def measure(store: Path, family: str) -> int:
 
 
 def false_alarms(reps: int, versions: int, tasks: int, keys: int) -> None:
-    """Flat trends through trend_scores: the share of tasks given a regression point."""
+    """Flat trends through trend_scores: the share of tasks given a regression point, and of
+    trends with any (the family-wise error rate over the trend)."""
     import numpy as np
     import polars as pl
 
     from hylo_analytics.compare import trend_scores
 
     rng = np.random.default_rng(0)
-    flagged = {"tasks": 0, "scan": 0}
+    flagged = {"tasks": [0, 0], "scan": [0, 0]}
     for _ in range(reps):
         p = rng.uniform(0.2, 0.95, size=(tasks, keys))  # each key's own difficulty, shared
         v = rng.uniform(size=(versions, tasks, keys)) < p[None]
@@ -308,15 +331,15 @@ def false_alarms(reps: int, versions: int, tasks: int, keys: int) -> None:
             "task_id": task.ravel().astype(str), "key": (task * keys + key).ravel().astype(str),
             "metric": "success", "value": v.ravel().astype(float),
         })  # fmt: skip
-        for family in flagged:
-            got = trend_scores(frame, family=family)  # type: ignore[arg-type]
-            flagged[family] += int(got.regressions["regressed"].sum())
-    total = reps * tasks
-    for family, n in flagged.items():
+        for family, counts in flagged.items():
+            got = int(trend_scores(frame, family=family).regressions["regressed"].sum())  # type: ignore[arg-type]
+            counts[0] += got
+            counts[1] += got > 0
+    for family, (n, any_) in flagged.items():
         print(
             f"flat trends, {versions} versions x {tasks} tasks x {keys} keys, {reps} "
-            f"replicates: family={family}: {n} of {total} tasks given a regression point "
-            f"({n / total:.1%})"
+            f"replicates, family={family}: {n} of {reps * tasks} tasks given a regression "
+            f"point ({n / (reps * tasks):.1%}); {any_} of {reps} trends with any ({any_ / reps:.0%})"
         )
 
 
@@ -326,6 +349,8 @@ def main() -> None:
     ap.add_argument("--make", type=int, metavar="RUNS", help="write a store of RUNS runs first")
     ap.add_argument("--workdir", type=Path, help="--make: where the logs and store go")
     ap.add_argument("--family", choices=("tasks", "scan"), default="tasks")
+    ap.add_argument("--versions", type=int, nargs="*", metavar="N",
+                    help="measure the trend of the first N runs (one version each), per N")  # fmt: skip
     ap.add_argument("--false-alarms", action="store_true", help="simulate flat trends")
     ap.add_argument("--reps", type=int, default=20, help="--false-alarms: replicates")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
@@ -334,7 +359,8 @@ def main() -> None:
         _child(*args.child)
         return
     if args.false_alarms:
-        false_alarms(args.reps, versions=200, tasks=10, keys=50)
+        for versions in (10, 200):
+            false_alarms(args.reps, versions=versions, tasks=10, keys=50)
         return
     store = args.store
     if args.make:
@@ -348,7 +374,8 @@ def main() -> None:
         ha.open_store(store).ingest(logs, progress=False)
     if store is None:
         ap.error("give --store DIR or --make RUNS --workdir DIR")
-    raise SystemExit(measure(store, args.family))
+    sizes = args.versions or [None]
+    raise SystemExit(max(measure(store, args.family, n) for n in sizes))
 
 
 if __name__ == "__main__":

@@ -85,12 +85,12 @@ def trend_section(frames: Mapping[str, pl.DataFrame]) -> str:
     meta = frames["trend_meta"].row(0, named=True)
     reg, flips = frames["trend_regressions"], frames["trend_flips"]
     over = (
-        "each version's tasks adjusted together: at one version, the chance of calling any "
-        "task regressed when none is stays below alpha; over many versions it is a "
-        "screening, and some version may be flagged by chance"
+        "each version's tasks adjusted together (Holm): a screening over many versions, "
+        "where some task of a flat trend gets a regression point by chance (in every "
+        "200-version simulated trend)"
         if meta["family"] == "tasks"
-        else f"every one of the {meta['n_tests']:,} tests of the trend adjusted together: "
-        "strict family-wise control over the whole scan"
+        else f"every one of the {meta['n_tests']:,} tests of the trend adjusted together "
+        "(Holm over the whole scan)"
     )
     parts = [
         "<h2>Trend over versions</h2>",
@@ -98,7 +98,9 @@ def trend_section(frames: Mapping[str, pl.DataFrame]) -> str:
         '<p class="note">Each version is compared with the best earlier version of each task '
         "(its highest rate before it; ties go to the earliest), keys paired as in the "
         f"comparison above; {text(over)}. The best earlier version is chosen by its observed "
-        "rate, which flatters it (docs/statistics.md).</p>",
+        "rate, which flatters it: even over the whole scan, 12 % of 10-version and 38 % of "
+        "200-version flat simulated trends get a false regression point (docs/statistics.md)."
+        "</p>",
         _svg(charts.trend(_trend(frames))),
         _table(
             [
