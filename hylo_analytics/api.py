@@ -4,9 +4,9 @@
 SQL), so every stage can depend on it without an import cycle. :class:`Store` holds one (as
 :attr:`Store.parquet`, for power users and tests) and exposes only the verbs a user reaches for
 (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``, ``flips``,
-``rank``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the explicit
-keywords of the stage function it calls; it sits above all of them and nothing in the package
-imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
+``rank``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
+explicit keywords of the stage function it calls; it sits above all of them and nothing in the
+package imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
     from hylo_analytics.compare.ranking import Ranking, StrengthCI
+    from hylo_analytics.compare.trends import Trend, TrendFamily
     from hylo_analytics.compare.verdicts import Rule
     from hylo_analytics.ingest import IngestReport
     from hylo_analytics.metrics import Direction, MetricRegistry
@@ -450,6 +451,39 @@ class Store:
             source=source, force=force, reducer=reducer, alternative=alternative, mid_p=mid_p,
             directions=directions, n_resamples=n_resamples, level=level, seed=seed, rule=rule,
             errors=errors, errors_as_failures=errors_as_failures,
+        )  # fmt: skip
+
+    def trend(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        order: str = "agent_version",
+        metric: str = "success",
+        source: str | None = None,
+        force: bool = False,
+        family: TrendFamily = "tasks",
+        rule: Rule | None = None,
+        directions: Mapping[str, Direction] | None = None,
+        errors: Errors | None = None,
+        reducer: Reducer = "mean",
+        level: float = DEFAULT_LEVEL,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: int = 0,
+        progress: bool | None = None,
+    ) -> Trend:
+        """Runs ordered by ``order`` (``agent_version`` in natural version order, or a run
+        field such as ``metadata.training_step``): each task's rate per version, and the
+        first version significantly worse than the best earlier one (Holm over each
+        version's tasks; ``family="scan"``: over every test), with the keys that flipped.
+
+        See :func:`hylo_analytics.compare.trend_runs` and ``trend_scores`` for the keywords.
+        """
+        from hylo_analytics.compare import trend_runs
+
+        return trend_runs(
+            self.parquet, runs, order=order, metric=metric, source=source, force=force,
+            family=family, rule=rule, directions=directions, errors=errors, reducer=reducer,
+            level=level, n_resamples=n_resamples, seed=seed, progress=progress,
         )  # fmt: skip
 
     def declare_parent(

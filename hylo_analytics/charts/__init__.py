@@ -22,6 +22,7 @@ from hylo_analytics.charts.runs import (
     summarize_distribution,
 )
 from hylo_analytics.charts.summaries import iqm_intervals, performance_profiles
+from hylo_analytics.charts.trends import trend
 
 use_safe_renderer()  # notebook outputs escape the spec as saved files do
 
@@ -40,5 +41,6 @@ __all__ = [
     "strength_intervals",
     "success_rate_by_task",
     "summarize_distribution",
+    "trend",
     "win_loss_bars",
 ]

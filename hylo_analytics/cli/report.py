@@ -57,6 +57,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "token, secret, password, authorization, credentials) are always left out",
     )
     p.add_argument(
+        "--trend",
+        nargs="?",
+        const="agent_version",
+        default=None,
+        metavar="ORDER",
+        help="add a 'Trend over versions' section: every run of the candidate's agent on its "
+        "suite, ordered by ORDER (default agent_version; e.g. metadata.training_step), each "
+        "task's regression point as 'hylo-analytics trend' finds it (Holm over each "
+        "version's tasks, --alpha and --errors as above)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         type=Path,
@@ -72,14 +83,24 @@ def run(args: argparse.Namespace) -> int:
 
     verdict = verdict_options(args)
     check_directions(verdict["directions"], [args.metric])
+    store = store_from(args).parquet
+    trend = None
+    if args.trend is not None:
+        from hylo_analytics.report.trend import agent_trend
+
+        trend = agent_trend(
+            store, args.candidate, order=args.trend, metric=args.metric, force=args.force,
+            rule=verdict["rule"], directions=verdict["directions"], errors=verdict["errors"],
+        )  # fmt: skip
     path = write_report(
-        store_from(args).parquet,
+        store,
         args.candidate,
         args.parent,
         args.output,
         metric=args.metric,
         force=args.force,
         redact=args.redact,
+        trend=trend,
         **verdict,
     )
     say(f"wrote {path}")

@@ -13,7 +13,9 @@
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
-- :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches.
+- :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches;
+- :func:`trend_scores` / :func:`trend_runs` (``Store.trend``): runs ordered by version, each
+  task's rate per version and its regression point (:class:`Trend`).
 """
 
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
@@ -25,6 +27,8 @@ from hylo_analytics.compare.pooled_runs import pooled_compare_runs
 from hylo_analytics.compare.ranking import Ranking, rank_policies, rank_runs
 from hylo_analytics.compare.runs import ComparabilityError, compare_runs
 from hylo_analytics.compare.sequential import SequentialMonitor, sequential_compare
+from hylo_analytics.compare.trend_runs import trend_runs
+from hylo_analytics.compare.trends import Trend, trend_scores
 from hylo_analytics.compare.verdicts import (
     VERDICTS,
     RelativeNoiseRule,
@@ -43,6 +47,7 @@ __all__ = [
     "RunPlan",
     "SequentialMonitor",
     "StatisticalRule",
+    "Trend",
     "add_verdicts",
     "compare_runs",
     "compare_scores",
@@ -55,4 +60,6 @@ __all__ = [
     "rank_policies",
     "rank_runs",
     "sequential_compare",
+    "trend_runs",
+    "trend_scores",
 ]

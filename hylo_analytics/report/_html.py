@@ -446,8 +446,11 @@ def _latency_chart(latency: pl.DataFrame) -> str:
     )
 
 
-def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) -> str:
-    """One self-contained HTML page from :func:`report_frames`' output."""
+def render_report(
+    frames: dict[str, pl.DataFrame], *, title: str | None = None, sections: str = ""
+) -> str:
+    """One self-contained HTML page from :func:`report_frames`' output; ``sections``: HTML
+    of further sections, at the end (the trend's, :mod:`hylo_analytics.report.trend`)."""
     h = frames["headline"].row(0, named=True)
     tasks, runs = frames["tasks"], frames["runs"]
     pair = runs.filter(pl.col("role").is_not_null())
@@ -521,6 +524,7 @@ def render_report(frames: dict[str, pl.DataFrame], *, title: str | None = None) 
         _svg(charts.coverage_breakdown(frames["coverage"].with_columns(run=pl.col("label")))),
         _latency_chart(latency_order),
         _flips_section(frames.get("flips")),
+        sections,
     ]
     body = "\n".join(parts)
     return (

@@ -28,6 +28,7 @@ from hylo_analytics._text import did_you_mean
 from hylo_analytics.aggregate import aggregate_scores
 from hylo_analytics.compare import RelativeNoiseRule, StatisticalRule, compare_runs, flip_runs
 from hylo_analytics.compare.engine import Family
+from hylo_analytics.compare.trends import Trend
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.report._html import render_report, report_fragment, summary_sentence
@@ -424,7 +425,9 @@ class ComparisonReport:
 
     def to_html(self, *, title: str | None = None) -> str:
         """The full self-contained page (charts inlined as SVG)."""
-        return render_report(dict(self.frames), title=title)
+        from hylo_analytics.report.trend import trend_section
+
+        return render_report(dict(self.frames), title=title, sections=trend_section(self.frames))
 
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_html` to ``path`` (parent folders are created)."""
@@ -441,6 +444,7 @@ def build_report(
     *,
     metric: str = "success",
     redact: bool = False,
+    trend: Trend | None = None,
     **options: Any,
 ) -> ComparisonReport:
     """Compare ``candidate`` with ``parent`` in ``store`` and keep the frames for display.
@@ -449,12 +453,16 @@ def build_report(
     Values under secret-looking keys in any JSON text shown are always replaced by
     ``[redacted]``; ``redact=True`` (for a page to share) also turns absolute paths into
     paths relative to the run's folder or file names and removes the home folder and host
-    name (:class:`hylo_analytics._redact.Redactor`).
+    name (:class:`hylo_analytics._redact.Redactor`). ``trend``: a trend whose section the
+    page adds (:func:`hylo_analytics.report.trend.agent_trend` is the candidate's agent's).
     """
+    from hylo_analytics.report.trend import trend_frames
     from hylo_analytics.store import as_parquet
 
     store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     frames = report_frames(store, candidate, parent, metric=metric, **options)
+    if trend is not None:
+        frames = {**frames, **trend_frames(trend)}
     return ComparisonReport(redact_frames(frames, store, redact=redact))
 
 
@@ -483,9 +491,12 @@ def write_report(
     *,
     metric: str = "success",
     redact: bool = False,
+    trend: Trend | None = None,
     **options: Any,
 ) -> Path:
-    """Compute the frames, render the page and write it to ``path`` (``redact``: as
-    :func:`build_report`)."""
-    report = build_report(store, candidate, parent, metric=metric, redact=redact, **options)
+    """Compute the frames, render the page and write it to ``path`` (``redact``, ``trend``:
+    as :func:`build_report`)."""
+    report = build_report(
+        store, candidate, parent, metric=metric, redact=redact, trend=trend, **options
+    )
     return report.save(path)
