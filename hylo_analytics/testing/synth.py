@@ -44,6 +44,9 @@ class SynthConfig:
     seed: int = 0
     benchmark_id: str = "hylo-sim/tabletop"
     split: str = "heldout"
+    # None: one agent (octo-ft) at a new version per run; else runs dealt round-robin to this
+    # many agents (policy-0000, ...), each agent's runs its seeds at versions 1.0, 2.0, ...
+    agents: int | None = None
 
 
 def _task_ids(n: int) -> list[str]:
@@ -54,7 +57,9 @@ def _task_ids(n: int) -> list[str]:
     ]
 
 
-def _agents(n: int) -> list[tuple[str, str]]:
+def _agents(n: int, agents: int | None = None) -> list[tuple[str, str]]:
+    if agents is not None:
+        return [(f"policy-{i % agents:04d}", f"{i // agents + 1}.0") for i in range(n)]
     base = [("octo-ft", "1.0.0"), ("octo-ft", "1.1.0"), ("octo-ft", "1.2.0-rc1")]
     return [base[i] if i < len(base) else ("octo-ft", f"2.{i}.0") for i in range(n)]
 
@@ -73,11 +78,14 @@ def write_dataset(out: str | os.PathLike[str], cfg: SynthConfig = SynthConfig())
         + hashlib.sha256(json.dumps([cfg.benchmark_id, tasks, seeds]).encode()).hexdigest()
     )
     written = []
-    for r, (name, version) in enumerate(_agents(cfg.runs)):
+    for r, (name, version) in enumerate(_agents(cfg.runs, cfg.agents)):
         arng = np.random.default_rng([cfg.seed, r])
         # later versions improve on most tasks and regress on the last one
         delta = np.where(np.arange(n_t) == n_t - 1, -0.15, 0.12) * min(r, 2)
-        skill = np.clip(base_skill + delta + arng.normal(0, 0.03, n_t), 0.02, 0.98)
+        noise = arng.normal(0, 0.03, n_t)
+        if cfg.agents is not None:  # each agent its own skill, shared by its runs (seeds)
+            noise = noise + np.random.default_rng([cfg.seed, 7919, r % cfg.agents]).normal(0, 0.08)
+        skill = np.clip(base_skill + delta + noise, 0.02, 0.98)
         u = 0.5 * shared + 0.5 * arng.uniform(size=(n_t, n_s))
         success = u < skill[:, None]
         errored = arng.uniform(size=(n_t, n_s)) < cfg.error_rate
