@@ -160,13 +160,13 @@ def _run_labels(runs: pl.DataFrame) -> pl.DataFrame:
 
 def _grid(cells: pl.DataFrame, runs: list[str], keys: list[str], axis: str) -> alt.Chart:
     n_runs, n_keys = len(runs), len(keys)
-    width = max(10, min(40, 720 // max(n_runs, 1)))
+    width = max(10, min(100, 720 // max(n_runs, 1)))  # 3 runs: 300 px, the legend's width
     height = max(9, min(22, 900 // max(n_keys, 1)))
     color = alt.Color(
         "outcome:N",
         title="outcome",
         scale=alt.Scale(domain=list(OUTCOME_COLORS), range=list(OUTCOME_COLORS.values())),
-        legend=alt.Legend(orient="top", titleLimit=0),
+        legend=alt.Legend(orient="top", titleLimit=0, columns=3),
     )
     chart: alt.Chart = (
         alt.Chart(_data(_cut(cells)))
@@ -177,7 +177,9 @@ def _grid(cells: pl.DataFrame, runs: list[str], keys: list[str], axis: str) -> a
                 sort=runs,
                 title=f"{axis}, in order (latest at the right)",
                 axis=alt.Axis(
-                    labelAngle=-90, labelFontSize=9 if n_runs > 20 else 11, labelLimit=160
+                    labelAngle=0 if n_runs <= 8 else -90,
+                    labelFontSize=9 if n_runs > 20 else 11,
+                    labelLimit=160,
                 ),
             ),
             y=alt.Y(
@@ -229,7 +231,7 @@ def _bars(keys: pl.DataFrame, order: list[str]) -> alt.Chart:
                 "change:N",
                 title="latest run",
                 scale=alt.Scale(domain=list(_CHANGE_COLORS), range=list(_CHANGE_COLORS.values())),
-                legend=alt.Legend(orient="top", titleLimit=0),
+                legend=alt.Legend(orient="top", titleLimit=0, columns=2),
             ),
             tooltip=[
                 alt.Tooltip("key:N"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hylo_analytics.cli._common import (
     add_errors_arg,
@@ -15,6 +15,7 @@ from hylo_analytics.cli._common import (
     say,
     store_from,
 )
+from hylo_analytics.errors import InputError
 
 if TYPE_CHECKING:
     from hylo_analytics.compare import FlipMatrix
@@ -101,14 +102,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :meth:`Store.flip_matrix <hylo_analytics.api.Store.flip_matrix>`
+    the flags say."""
+    return {
+        "runs": args.run,
+        "metric": args.metric,
+        "order": args.order,
+        "errors": args.errors,
+        "source": args.source,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
     from hylo_analytics import charts
 
-    matrix = store_from(args).flip_matrix(
-        args.run, metric=args.metric, order=args.order, errors=args.errors, source=args.source
-    )
+    opts = options(args)
+    matrix = store_from(args).flip_matrix(opts.pop("runs"), **opts)
     tables = {
         "keys": matrix.keys,
         "runs": matrix.runs,
@@ -118,8 +130,6 @@ def run(args: argparse.Namespace) -> int:
     shown = tables[args.show]
     if args.only is not None:
         if args.show != "keys":
-            from hylo_analytics.errors import InputError
-
             raise InputError(f"--only {args.only} filters keys; use it with --show keys")
         shown = shown.filter(pl.col(args.only.replace("-", "_")))
     if args.format == "table" and not args.wide and args.show in _TABLE_COLUMNS:
