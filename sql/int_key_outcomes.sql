@@ -11,7 +11,19 @@
 -- errored key of a 0/1 metric (declared binary, or declared nothing and every valid value of
 -- the run 0 or 1: int_paired's rule) is a valid 0, its outcome still 'error'.
 -- Grain: one row per (run_id, key, metric); null allowed in key.
-with scored as (
+with kinds as (
+    -- properties of each run's metric, grouped (2,000 runs: 2,000 rows) and joined back: a
+    -- window over the keys would hold every key's row at once (1M keys: 250 MB more)
+    select
+        run_id,
+        metric,
+        bool_and(value in (0, 1) or value is null) as zero_one,
+        bool_and((value >= 0 and value <= 1) or value is null) as in_unit_range
+    from int_key_scores
+    group by run_id, metric
+),
+
+scored as (
     select
         k.run_id,
         r.benchmark_id,
@@ -23,13 +35,11 @@ with scored as (
         k.value,
         k.errored,
         k.skip_reason,
-        -- properties of the run's metric (a window over its own rows, not a second scan)
-        bool_and(k.value in (0, 1) or k.value is null)
-            over (partition by k.run_id, k.metric) as zero_one,
-        bool_and((k.value >= 0 and k.value <= 1) or k.value is null)
-            over (partition by k.run_id, k.metric) as in_unit_range
+        d.zero_one
     from int_key_scores as k
     inner join stg_runs as r on r.run_id = k.run_id
+    inner join kinds as d on d.run_id = k.run_id and d.metric = k.metric
+    where d.in_unit_range
 ),
 
 filled as (
@@ -41,7 +51,6 @@ filled as (
             else value
         end as value_errors_as_failures
     from scored
-    where in_unit_range
 ),
 
 final as (

@@ -50,10 +50,11 @@ from typing import Any, Literal
 import polars as pl
 
 from hylo_analytics._harness import Errors, check_errors
+from hylo_analytics._sql import view_query
 from hylo_analytics._versions import version_ranks
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.resolution import preferred_query, run_filter, success_metric
-from hylo_analytics.store import ParquetStore, pinned
+from hylo_analytics.store import FEW_RUNS, ParquetStore, pinned
 
 __all__ = ["ORDERS", "OUTCOMES", "FlipMatrix", "flip_matrix"]
 
@@ -66,6 +67,7 @@ Order = Literal["version", "ingested", "given"]
 OUTCOME = pl.Enum(OUTCOMES)
 SUITE = ["benchmark_id", "split"]
 KEY_VIEW = "int_key_outcomes"
+KEY_SCORES = "int_key_scores"
 _ORDER_TEXT = {
     "version": "natural version order of agent_version, then ingested_at, then run_id",
     "ingested": "ingested_at, then run_id",
@@ -177,7 +179,11 @@ def flip_matrix(
 def _select(store: ParquetStore, runs: Sequence[str] | str) -> list[str]:
     from hylo_analytics.aggregate.summaries import select_runs
 
-    ids = select_runs(store, runs)
+    specs = [runs] if isinstance(runs, str) else list(runs)
+    known = frozenset(store.sql("select run_id from stg_runs")["run_id"].to_list())
+    # run ids only (2,000 of them): no query per name; else prefixes and selectors, a selector
+    # naming every run it matches
+    ids = list(dict.fromkeys(specs)) if known.issuperset(specs) else select_runs(store, specs)
     if not ids:
         raise SelectionError("flip_matrix: no runs given (runs=[]); pass None for every run")
     return ids
@@ -231,19 +237,32 @@ def _cells(
     policy: Errors | None,
     source: str | Sequence[str] | None,
 ) -> pl.DataFrame:
+    """The cells of ``int_key_outcomes``: the view itself (a filter of many runs is applied
+    at its end), the view over a few runs' keys only, or with ``source`` the resolution's rule over that
+    source's rows (:func:`~hylo_analytics.resolution.preferred_query`)."""
     runs = run_filter(store, ids)
-    params: dict[str, Any] = {"metrics": [metric]}
+    params: dict[str, Any] = {"metric": metric}
+    where = ["metric = $metric"]
+    if source is None and runs is not None and len(runs) < FEW_RUNS:
+        # a few runs: their keys alone, read once (the view's per-run grouping then reads
+        # them, not the store's every run)
+        few = f"select * from main.{KEY_SCORES} where list_contains($runs, run_id)"
+        relation = f"({view_query(KEY_VIEW, {KEY_SCORES: few})})"
+    elif source is None:
+        relation = KEY_VIEW
+        if runs is not None:
+            where.append("list_contains($runs, run_id)")
+    else:
+        query = preferred_query(KEY_VIEW, runs=runs is not None, metrics=True, sources=True)
+        relation = f"({query})"
+        params["metrics"] = [metric]
+        params["sources"] = [source] if isinstance(source, str) else list(source)
     if runs is not None:
         params["runs"] = runs
-    if source is not None:
-        params["sources"] = [source] if isinstance(source, str) else list(source)
-    query = preferred_query(
-        KEY_VIEW, runs=runs is not None, metrics=True, sources=source is not None
-    )
     got = store.sql(
         f"select run_id, key, task_id, outcome, {_VALUE[policy]} as value, skip_reason "
-        f"from ({query}) where metric = $metric",
-        {**params, "metric": metric},
+        f"from {relation} where {' and '.join(where)}",
+        params,
     )
     return got.with_columns(pl.col("outcome").cast(OUTCOME))
 
@@ -280,14 +299,24 @@ def _positions(meta: pl.DataFrame) -> pl.DataFrame:
 
 
 def _complete(cells: pl.DataFrame, meta: pl.DataFrame) -> pl.DataFrame:
-    """Every (run, key of its suite), a key a run lacks as ``missing``, in matrix order."""
-    place = meta.select("run_id", *SUITE, "position", "suite_position")
-    have = cells.join(place, on="run_id")
-    suite_keys = have.select(*SUITE, "key", "task_id").unique([*SUITE, "key"])
-    n_keys = suite_keys.group_by(SUITE).len("n_keys")
+    """Every (run, key of its suite), a key a run lacks as ``missing``, in matrix order.
+
+    Each run's fields are looked up by run id (no join: a join copies the million cells)."""
+    have = cells.with_columns(
+        pl.col("run_id").replace_strict(_by_run(meta, c), return_dtype=meta.schema[c]).alias(c)
+        for c in (*SUITE, "position")
+    )
+    keys = have["key"].unique()
     n_runs = meta.group_by(SUITE).len("n_runs")
-    expected = n_keys.join(n_runs, on=SUITE, nulls_equal=True)
-    if have.height < int((expected["n_keys"] * expected["n_runs"]).sum()):
+    if n_runs.height == 1:  # one suite (the usual case): its keys without hashing every cell
+        expected = keys.len() * meta.height
+    else:
+        n_keys = have.group_by(SUITE).agg(n_keys=pl.col("key").n_unique())
+        both = n_keys.join(n_runs, on=SUITE, nulls_equal=True)
+        expected = int((both["n_keys"] * both["n_runs"]).sum())
+    if have.height < expected:
+        suite_keys = have.select(*SUITE, "key", "task_id").unique([*SUITE, "key"])
+        place = meta.select("run_id", *SUITE, "position")
         grid = place.join(suite_keys, on=SUITE, nulls_equal=True)
         missing = grid.join(have, on=["run_id", "key"], how="anti").with_columns(
             outcome=pl.lit("missing", OUTCOME),
@@ -296,7 +325,18 @@ def _complete(cells: pl.DataFrame, meta: pl.DataFrame) -> pl.DataFrame:
         )
         have = pl.concat([have, missing.select(have.columns)])
     cols = [*SUITE, "run_id", "position", "key", "task_id", "outcome", "value", "skip_reason"]
-    return have.select(cols).sort([*SUITE, "key", "position"])
+    # sorted on integers (a suite's index, a key's rank among the keys, the position): a sort
+    # on the strings themselves costs twice the memory at a million cells
+    suites = meta.select(SUITE).unique().sort(SUITE, nulls_last=False).with_row_index("_suite")
+    suite_of = _by_run(meta.join(suites, on=SUITE, nulls_equal=True), "_suite")
+    ranked = pl.Enum(sorted(keys.drop_nulls().to_list()))
+    return have.select(cols).sort(
+        pl.col("run_id").replace_strict(suite_of), pl.col("key").cast(ranked), "position"
+    )
+
+
+def _by_run(meta: pl.DataFrame, column: str) -> dict[str, Any]:
+    return dict(zip(meta["run_id"].to_list(), meta[column].to_list(), strict=True))
 
 
 def _counts() -> list[pl.Expr]:
@@ -318,23 +358,20 @@ def _counts() -> list[pl.Expr]:
 
 def _keys(outcomes: pl.DataFrame, meta: pl.DataFrame) -> pl.DataFrame:
     """One row per (suite, key): counts, difficulty, the latest flips (module docstring)."""
-    last = meta.group_by(SUITE).agg(_last=pl.col("position").max())
-    prev = meta.filter(pl.col("suite_position") == pl.col("n_suite_runs") - 2)
-    at = (
-        outcomes.join(last, on=SUITE, nulls_equal=True)
-        .join(prev.select(*SUITE, _prev="position"), on=SUITE, how="left", nulls_equal=True)
-        .join(meta.select("run_id", _errors=pl.col("errors").cast(pl.Categorical)), on="run_id")
-    )
+    ends = meta.filter(pl.col("suite_position") >= pl.col("n_suite_runs") - 2)
+    last = ends.filter(pl.col("suite_position") == pl.col("n_suite_runs") - 1)["position"]
+    prev = ends.filter(pl.col("suite_position") == pl.col("n_suite_runs") - 2)["position"]
     o, pos = pl.col("outcome"), pl.col("position")
-    applied = pl.col("_errors").filter(o != "missing")
-    latest = o.filter(pos == pl.col("_last")).first()
-    previous = o.filter(pos == pl.col("_prev")).first()
-    earlier = (o == "success") & (pos < pl.col("_last"))
-    keys = at.group_by([*SUITE, "key"]).agg(
+    is_last, is_prev = pos.is_in(last.implode()), pos.is_in(prev.implode())
+    applied = pl.col("run_id").replace_strict(_by_run(meta, "errors")).filter(o != "missing")
+    latest = o.filter(is_last).first()
+    previous = o.filter(is_prev).first()
+    earlier = (o == "success") & ~is_last
+    keys = outcomes.group_by([*SUITE, "key"]).agg(
         pl.col("task_id").first(),
         pl.len().alias("n_runs"),
         pl.when(applied.n_unique() == 1)
-        .then(applied.first().cast(pl.String))
+        .then(applied.first())
         .otherwise(pl.lit("mixed"))
         .alias("errors"),
         *_counts(),

@@ -260,3 +260,26 @@ def test_2000_runs_agree_with_numpy(many: tuple[ha.Store, np.ndarray]) -> None:
     runs_broken = (solved[:-1] & valid[1:] & ~solved[1:]).sum(axis=1)
     assert fm.runs["n_broken"].to_list() == [0, *runs_broken.tolist()]
     assert fm.runs["is_latest"].to_list() == [False] * (n_runs - 1) + [True]
+
+
+def test_each_read_path_gives_the_same_cells(
+    store: ha.Store, many: tuple[ha.Store, np.ndarray]
+) -> None:
+    """A few runs (their keys alone), many runs (the view, filtered at its end), every run
+    (the view) and one source (the rule over that source) read the same cells."""
+    whole = store.flip_matrix()
+    one_source = store.flip_matrix(source="evallog")
+    assert_frame_equal(one_source.keys, whole.keys)
+    few = store.flip_matrix(["r-a", "r-b"])
+    both = whole.outcomes.filter(pl.col("run_id").is_in(["r-a", "r-b"]))
+    assert_frame_equal(
+        few.outcomes.drop("position").sort("run_id", "key"),
+        both.drop("position").sort("run_id", "key"),
+    )
+    big, values = many
+    ids = big.flip_matrix().runs["run_id"].to_list()
+    for n in (10, 100):  # under and over hylo_analytics.store.FEW_RUNS (64)
+        part = big.flip_matrix(ids[:n])
+        keys = part.keys.sort(pl.col("key").str.split("#").list.last().cast(pl.Int64))
+        assert keys["n_success"].to_list() == (values[:n] == 1).sum(axis=0).tolist()
+        assert part.runs["run_id"].to_list() == ids[:n]
