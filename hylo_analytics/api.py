@@ -7,6 +7,7 @@ SQL), so every stage can depend on it without an import cycle. :class:`Store` ho
 ``rank``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
 explicit keywords of the stage function it calls; it sits above all of them and nothing in the
 package imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
+    from hylo_analytics.compare.item_matrix import FlipMatrix, Order
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
     from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
+    from hylo_analytics.compare.item_matrix import FlipMatrix, Order
     from hylo_analytics.compare.ranking import Ranking, StrengthCI
     from hylo_analytics.compare.trends import Trend, TrendFamily
     from hylo_analytics.compare.verdicts import Rule
@@ -417,6 +419,26 @@ class Store:
             self.parquet, candidates, parent, metrics=metrics, source=source, force=force,
             reducer=reducer, pair_on_epoch=pair_on_epoch, directions=directions, errors=errors,
         )  # fmt: skip
+
+    def flip_matrix(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        metric: str = "success",
+        order: Order = "version",
+        errors: Errors | None = None,
+        source: str | Sequence[str] | None = None,
+    ) -> FlipMatrix:
+        """Each key's outcome in each of ``runs`` (default every run; a selector names every
+        run it matches), in an explicit order of the runs (``"version"``: natural version
+        order; ``"ingested"``; ``"given"``): per key its solve rate and whether it always
+        fails or broke in the latest run, per run its counts and flips. See
+        :func:`hylo_analytics.compare.flip_matrix`."""
+        from hylo_analytics.compare import flip_matrix
+
+        return flip_matrix(
+            self.parquet, runs, metric=metric, order=order, errors=errors, source=source
+        )
 
     def pooled_compare(
         self,

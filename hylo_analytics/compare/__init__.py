@@ -10,6 +10,8 @@
   inconclusive`` by :class:`StatisticalRule` or :class:`RelativeNoiseRule`;
 - :func:`flip_scores` / :func:`flip_runs` (``Store.flips``): the keys that flipped, one row
   each, paired as the comparison pairs them;
+- :func:`flip_matrix` (``Store.flip_matrix``): each key's outcome in each of a set of runs
+  (:class:`FlipMatrix`): difficulty, keys that always fail, keys newly broken in the latest;
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
@@ -20,6 +22,7 @@
 
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
+from hylo_analytics.compare.item_matrix import OUTCOMES, FlipMatrix, flip_matrix
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
 from hylo_analytics.compare.pooled import pooled_compare
@@ -39,8 +42,10 @@ from hylo_analytics.compare.verdicts import (
 __all__ = [
     "CHANGES",
     "COLUMNS",
+    "OUTCOMES",
     "VERDICTS",
     "ComparabilityError",
+    "FlipMatrix",
     "PairedComparison",
     "Ranking",
     "RelativeNoiseRule",
@@ -51,6 +56,7 @@ __all__ = [
     "add_verdicts",
     "compare_runs",
     "compare_scores",
+    "flip_matrix",
     "flip_runs",
     "flip_scores",
     "paired_compare",

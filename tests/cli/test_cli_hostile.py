@@ -213,3 +213,19 @@ def test_a_selector_names_hostile_runs_inertly(
             f"--parent={PARENT}"]  # fmt: skip
     code, _, err = _run(argv, capsys)
     assert code == 2 and "matches only the parent run" in err and printable(PARENT) in err
+
+
+@pytest.mark.parametrize(("show", "fmt"), [("runs", "table"), ("runs", "csv"),
+                                           ("suites", "table"), ("keys", "table")])  # fmt: skip
+def test_flip_matrix_prints_names_escaped(
+    hostile_store: Path, show: str, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["flip-matrix", "--store", str(hostile_store), "--show", show, "--format", fmt,
+            "--wide"]  # fmt: skip
+    code, out, err = _run(argv, capsys)  # stderr names the latest run: escaped too
+    assert code == 0
+    assert printable(CAND) in err  # the latest run (1.1.0 after 1.0.0)
+    if show == "runs":
+        assert printable(CAND) in out and printable(PARENT) in out
+    if fmt == "csv":
+        assert all(not cell.startswith("=") for row in csv.reader(io.StringIO(out)) for cell in row)
