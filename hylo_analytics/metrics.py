@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import polars as pl
@@ -51,6 +52,7 @@ __all__ = [
     "AGGREGATORS",
     "BENCHMARK_SPEC_SCHEMA_VERSION",
     "BUILTIN_METRICS",
+    "CONVENTION_DIRECTIONS",
     "EVALUATION_PROTOCOL_SCHEMA_VERSION",
     "METRIC_SPEC_SCHEMA_VERSION",
     "SPEC_STATISTICS",
@@ -65,6 +67,7 @@ __all__ = [
     "default_registry",
     "get_metric",
     "load_metric_specs",
+    "metric_bounds",
     "normalize_expr",
     "resolve_directions",
 ]
@@ -243,7 +246,33 @@ def normalize_expr(spec: MetricSpec, col: str = "value") -> pl.Expr | None:
     return (x - lo) / (hi - lo) if kind == "minmax" else (hi - x) / (hi - lo)
 
 
-DirectionSource = Literal["argument", "scores", "registry"]
+DirectionSource = Literal["argument", "scores", "registry", "convention"]
+
+#: Inspect's built-in scorers (and the score it names ``accuracy``): higher is better by
+#: Inspect's own convention (a CORRECT answer scores 1, its metrics are accuracy and mean).
+#: Directions only: their kinds follow their values (``match`` is 0/1, ``f1`` and the
+#: model-graded scorers' partial credit are not), so they are not registered as specs.
+_INSPECT_SCORERS = ("match", "includes", "pattern", "answer", "choice", "exact", "f1",
+                    "model_graded_qa", "model_graded_fact", "accuracy")  # fmt: skip
+CONVENTION_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
+    dict.fromkeys(_INSPECT_SCORERS, "maximize")
+)
+
+
+def metric_bounds(
+    metric: str, registry: MetricRegistry | None = None
+) -> tuple[float, float] | None:
+    """The range a metric's values are declared to lie in, or None: ``(0, 1)`` for a metric
+    the registry declares binary, ``(lo, hi)`` of a declared ``minmax`` normalizer. What a
+    dropped value could have been is this range, not the values that happened to be seen."""
+    reg = registry or _DEFAULT
+    if metric not in reg:
+        return None
+    spec = reg.get(metric)
+    if spec.kind == "binary":
+        return (0.0, 1.0)
+    parsed = parse_normalizer(spec.normalizer, spec.id)
+    return None if parsed is None else (min(parsed[1], parsed[2]), max(parsed[1], parsed[2]))
 
 
 def resolve_directions(
@@ -258,13 +287,16 @@ def resolve_directions(
     The one rule every comparison uses: an ``explicit`` direction (``directions=``,
     ``--direction``) first, then what the scores declare (a declarative scorer's
     ``goal``/``direction``, a derived output's ``direction``, stored in ``metadata``), then
-    the registry (aliases included). A metric in none of them is absent from the result: its
+    the registry (aliases included), then a harness's convention for its own scorers
+    (:data:`CONVENTION_DIRECTIONS`: Inspect's, higher is better). A metric in none of them is absent from the result: its
     direction is unknown, and no comparison may call it improved or regressed.
     """
     reg = (registry or default_registry()).directions()
     out: dict[str, tuple[Direction, DirectionSource]] = {}
+    tables = (("argument", explicit), ("scores", declared), ("registry", reg),
+              ("convention", CONVENTION_DIRECTIONS))  # fmt: skip
     for name in metrics:
-        for source, table in (("argument", explicit), ("scores", declared), ("registry", reg)):
+        for source, table in tables:
             d = (table or {}).get(name)
             if d is None:
                 continue

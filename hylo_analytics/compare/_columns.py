@@ -37,7 +37,9 @@ def _with_test(st: pl.DataFrame, alternative: Alternative) -> pl.DataFrame:
         better = worse = two
     unknown = pl.col("direction") == "unknown"
     has = up.is_not_null()
-    exact = pl.when("is_binary").then(pl.lit("exact mcnemar")).otherwise(pl.lit("sign"))
+    # a 0/1 metric whose pairs were all dropped is still tested as 0/1 pairs are
+    zero_one = pl.col("is_binary") | (pl.col("_zero_one") if "_zero_one" in st.columns else False)
+    exact = pl.when(zero_one).then(pl.lit("exact mcnemar")).otherwise(pl.lit("sign"))
     return st.with_columns(
         p_value=pl.when(has)
         .then(pl.when(unknown).then(two).otherwise(better))
@@ -47,7 +49,7 @@ def _with_test(st: pl.DataFrame, alternative: Alternative) -> pl.DataFrame:
         .otherwise("_mc_worse"),
         p_two_sided=pl.when(has).then(two).otherwise("_mc_two"),
         test=pl.when(has).then("test").otherwise(exact),
-    ).drop("_t_up", "_t_down", "_mc_worse", "_mc_two")
+    ).drop("_t_up", "_t_down", "_mc_worse", "_mc_two", "_zero_one", strict=False)
 
 
 def _with_tost(st: pl.DataFrame, rule: Rule) -> pl.DataFrame:

@@ -15,6 +15,7 @@ import polars as pl
 
 from hylo_analytics._lazy import LazyModule
 from hylo_analytics.compare._counts import PairedRows
+from hylo_analytics.metrics import metric_bounds
 from hylo_analytics.stats.significance import (
     Alternative,
     mcnemar_p,
@@ -111,6 +112,7 @@ def _aggregate(
     rng = fine.group_by("metric").agg(pl.col("lo").min(), pl.col("hi").max())
     st = st.join(rng, on="metric", how="left")
     metric = pl.col("metric").cast(pl.String)
+    st = _bounded(st, metric, rng["metric"].cast(pl.String).to_list())
     direction = metric.replace_strict(
         {m: dv[0] for m, dv in directions.items()}, default="unknown", return_dtype=pl.String
     )
@@ -152,6 +154,27 @@ def _aggregate(
         pl.Series("p_mcnemar", np.where(unknown | (not one_sided), two, better)),
         pl.Series("_mc_worse", np.where(unknown | (not one_sided), two, worse)),
         pl.Series("_mc_two", two),
+    )
+
+
+def _bounded(st: pl.DataFrame, metric: pl.Expr, present: list[str]) -> pl.DataFrame:
+    """``lo`` / ``hi`` as the range a dropped value could take: a declared range (a binary
+    metric's [0, 1], a minmax normalizer's), else [0, 1] for a metric seen only as 0 and 1
+    (one run's 1.0 against an errored parent: the parent's value was 0 or 1, not 1), else
+    the values seen; ``_zero_one`` where the metric is 0/1, so its test keeps its name when
+    no pair is left."""
+    declared = {m: b for m in present if (b := metric_bounds(m)) is not None}
+    binary = [m for m, b in declared.items() if b == (0.0, 1.0)]
+
+    def side(i: int) -> pl.Expr:
+        return metric.replace_strict({m: b[i] for m, b in declared.items()}, default=None,
+                                     return_dtype=pl.Float64)  # fmt: skip
+
+    seen_01 = pl.col("lo").is_in([0.0, 1.0]) & pl.col("hi").is_in([0.0, 1.0])
+    return st.with_columns(
+        lo=pl.coalesce(side(0), pl.when(seen_01).then(pl.lit(0.0)).otherwise("lo")),
+        hi=pl.coalesce(side(1), pl.when(seen_01).then(pl.lit(1.0)).otherwise("hi")),
+        _zero_one=metric.is_in(binary) | seen_01.fill_null(False),
     )
 
 

@@ -382,3 +382,52 @@ def test_the_old_interval_name_warns_and_gives_the_same_rows() -> None:
     with pytest.warns(DeprecationWarning, match="ci='bootstrap' is deprecated"):
         old = compare_scores(frame, candidates=["A", "B"], parent=PARENT, ci="bootstrap")  # type: ignore[arg-type]
     assert old.equals(new)
+
+
+def test_a_dropped_pair_of_a_zero_one_metric_spans_zero_to_one() -> None:
+    """Issue 40: the candidate 1.0, the parent's only key errored (left out): had it counted,
+    the parent's value was 0 or 1, so the difference lies in [0, 1], not [0, 0]; the test is
+    still named as a 0/1 metric's."""
+    scores = pl.DataFrame(
+        {
+            "run_id": ["c", "p"],
+            "key": ["k", "k"],
+            "metric": ["outcome", "outcome"],
+            "value": [1.0, None],
+            "skip_reason": [None, "errored"],
+        }
+    )
+    row = compare_scores(scores, candidates="c", parent="p").row(0, named=True)
+    assert (row["n_pairs"], row["n_dropped"]) == (0, 1)
+    assert (row["diff_if_drops_min"], row["diff_if_drops_max"]) == (0.0, 1.0)
+    assert "between 0.0 (worst for the candidate) and 1.0 (best)" in row["drop_note"]
+    assert row["test"] == "exact mcnemar"
+    # a numeric metric keeps the range it was seen in
+    steps = scores.with_columns(metric=pl.lit("latency"), value=pl.Series([3.0, None]))
+    more = pl.DataFrame({"run_id": ["c", "p"], "key": ["j", "j"], "metric": "latency",
+                         "value": [5.0, 9.0], "skip_reason": [None, None]})  # fmt: skip
+    row = compare_scores(pl.concat([steps, more]), candidates="c", parent="p").row(0, named=True)
+    assert row["test"] != "exact mcnemar" and row["diff_if_drops_max"] is not None
+
+
+@pytest.mark.parametrize("metric", ["match", "includes", "choice", "f1", "model_graded_qa",
+                                    "accuracy"])  # fmt: skip
+def test_inspect_scorers_are_higher_is_better_by_inspects_convention(metric: str) -> None:
+    """Issue 40: Inspect's built-in scorers get a direction (and so a verdict), named as the
+    harness's convention; an explicit direction still wins."""
+    from hylo_analytics.metrics import resolve_directions
+
+    assert resolve_directions([metric]) == {metric: ("maximize", "convention")}
+    assert resolve_directions([metric], explicit={metric: "minimize"})[metric][0] == "minimize"
+    keys = [f"k{i}" for i in range(40)]
+    scores = pl.DataFrame(
+        {
+            "run_id": ["c"] * 40 + ["p"] * 40,
+            "key": keys * 2,
+            "metric": metric,
+            "value": [1.0] * 40 + [1.0] * 20 + [0.0] * 20,
+        }
+    )
+    row = compare_scores(scores, candidates="c", parent="p").row(0, named=True)
+    assert (row["direction"], row["direction_source"], row["verdict"]) == (
+        "maximize", "convention", "improved")  # fmt: skip
