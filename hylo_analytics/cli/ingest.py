@@ -14,7 +14,14 @@ EvalLog, Inspect .eval/.json, inspect-robots, vla-eval results, WorldFoundry met
 and reported per file; a file no reader recognises is quarantined. Unchanged files are skipped; a changed EvalLog replaces
 its run. A file whose run_id is already stored from another file is quarantined, naming both,
 unless --replace is given. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
-every good file is still stored; --strict stops at the first bad item instead."""
+every good file is still stored; --strict stops at the first bad item instead.
+
+Exit status: 0 when every item was stored (or skipped unchanged); 3 when some were
+quarantined and the rest stored (the summary's last line says how many, and how to list
+them); 1 when --strict stopped at a bad item; 2 on an error (a missing path, a locked store)."""
+
+#: The exit status of an ingest that stored what it could and quarantined the rest.
+QUARANTINED = 3
 
 
 _LIST_LIMIT = 20
@@ -103,4 +110,13 @@ def run(args: argparse.Namespace) -> int:
             say(f"  {fmt or 'unknown (quarantined)'}: {path}")
         if len(shown) < len(report.file_formats):
             say(f"  ... and {len(report.file_formats) - len(shown)} more (--verbose lists all)")
-    return 1 if report.quarantined and args.strict else 0
+    if report.quarantined and args.strict:
+        return 1
+    if report.quarantined:
+        say(
+            f"{report.quarantined:,} item(s) quarantined, the rest stored (exit status "
+            f"{QUARANTINED}); list them: hylo-analytics sql --store {args.store} "
+            '"from stg_quarantine"'
+        )
+        return QUARANTINED
+    return 0

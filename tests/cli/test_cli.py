@@ -96,3 +96,22 @@ def test_demo_on_nothing_fails_loudly(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "empty").mkdir()
     assert main(["demo", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     assert "no run was ingested from" in capsys.readouterr().err
+
+
+def test_an_ingest_that_quarantined_exits_3_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: a partial ingest is not a clean one: exit status 3, and how to list what
+    was left out; a clean re-ingest of good files alone exits 0."""
+    from hylo_analytics.cli.ingest import QUARANTINED
+    from hylo_analytics.testing import SynthConfig, write_dataset
+
+    write_dataset(tmp_path / "logs", SynthConfig(runs=1, tasks=1, seeds=2, traces_per_run=0))
+    (tmp_path / "logs" / "broken.json").write_text("{not json")
+    store = str(tmp_path / "s")
+    assert main(["ingest", str(tmp_path / "logs"), "--store", store, "--quiet"]) == QUARANTINED
+    out = capsys.readouterr().out
+    assert "1 item(s) quarantined, the rest stored (exit status 3)" in out
+    assert '"from stg_quarantine"' in out
+    good = tmp_path / "logs" / next(p.name for p in (tmp_path / "logs").iterdir() if p.is_dir())
+    assert main(["ingest", str(good), "--store", str(tmp_path / "t"), "--quiet"]) == 0

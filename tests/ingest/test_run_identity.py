@@ -139,8 +139,9 @@ def test_cli_replace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     b.write_text(_log("R", 2))
     store = str(tmp_path / "store")
     assert main(["ingest", str(a), "--store", store, "--quiet"]) == 0
-    assert main(["ingest", str(b), "--store", store]) == 0
-    assert "already stored from" in capsys.readouterr().out
+    assert main(["ingest", str(b), "--store", store]) == 3  # quarantined: said, and its status
+    out = capsys.readouterr().out
+    assert "already stored from" in out and "1 item(s) quarantined" in out
     assert _state(ha.open_store(store)) == (15, str(a))
     assert main(["ingest", str(b), "--store", store, "--quiet", "--replace"]) == 0
     assert _state(ha.open_store(store)) == (2, str(b))
