@@ -181,3 +181,24 @@ def success_metric(store: ParquetStore, runs: Sequence[str]) -> str | None:
     if found.height != len(set(runs)) or len(metrics) != 1:
         return None
     return str(metrics.pop())
+
+
+@pinned
+def runs_without(
+    store: ParquetStore, metrics: Sequence[str], runs: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The runs (of ``runs``, default every run) with no resolved score of any of
+    ``metrics``, each with the metrics it has (``run_id``, ``metrics``): what a question on
+    ``metrics`` leaves out, so it can say so (an inspect-robots run names its success
+    ``success_at_end``)."""
+    where = "" if runs is None else "WHERE list_contains($runs, r.run_id)"
+    params: dict[str, Any] = {"metrics": list(metrics)}
+    if runs is not None:
+        params["runs"] = list(runs)
+    return store.sql(
+        "SELECT r.run_id, string_agg(DISTINCT s.metric, ', ' ORDER BY s.metric) AS metrics "
+        "FROM stg_runs AS r LEFT JOIN int_scores_preferred AS s ON s.run_id = r.run_id "
+        f"{where} GROUP BY r.run_id "
+        "HAVING count(*) FILTER (WHERE list_contains($metrics, s.metric)) = 0 ORDER BY r.run_id",
+        params,
+    )

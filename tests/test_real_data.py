@@ -402,3 +402,27 @@ def test_libero_spatial_flips_are_the_wins_and_losses(
     assert set(flips["change"]) <= {"fix", "regression"}
     for column in ("candidate_path", "parent_path"):
         assert all(Path(p).is_file() and Path(p).is_relative_to(real_dir) for p in flips[column])
+
+
+def test_runs_a_question_leaves_out_are_named(
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40: LIBERO and the two molmoact2 trials in one store. The trials name their
+    success success_at_end: rank and aggregate of success leave them out and say so, with
+    the metrics they do have."""
+    from hylo_analytics.cli import main
+
+    store = ha.open_store(tmp_path / "s")
+    store.ingest([real_dir / "vla-eval-harness", real_dir / "inspect-robots"], progress=False)
+    ranking = store.rank(n_resamples=100)
+    assert list(ranking.policies) == ["oft-joint", "pi05", "xvla"]
+    assert ranking.left_out["run_id"].str.starts_with("inspect-robots:molmoact2").all()
+    assert ranking.left_out.height == 2
+    assert set(ranking.left_out["reason"]) == {"no score of 'success'; its metrics: success_at_end"}
+    assert ranking.notes and "2 run(s) left out of the ranking" in ranking.notes[0]
+    argv = ["aggregate", "--store", str(store.root), "--by", "agent_name,split", "--metric",
+            "success", "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "2 run(s) have no score of success and are left out" in err
+    assert "(its metrics: success_at_end)" in err

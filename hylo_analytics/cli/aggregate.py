@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from hylo_analytics.cli._common import (
@@ -11,6 +12,7 @@ from hylo_analytics.cli._common import (
     add_interval_args,
     add_store_arg,
     emit,
+    say,
     store_from,
 )
 from hylo_analytics.cli._defaults import CI_METHODS, STATISTICS
@@ -165,6 +167,15 @@ def run(args: argparse.Namespace) -> int:
         held = store.sql("select distinct source from stg_scores where source is not null")
         _check_names("source", opts["source"], sorted(held["source"].to_list()))
     out = aggregate_scores(store.parquet, **opts)
+    if opts["metrics"]:  # a run with none of the metrics asked is left out: say which
+        from hylo_analytics.resolution import runs_without
+
+        gone = runs_without(store.parquet, opts["metrics"], opts["runs"])
+        if gone.height:
+            listed = "; ".join(f"{r} (its metrics: {m or 'none'})" for r, m in gone.head(3).rows())
+            more = f"; and {gone.height - 3:,} more" if gone.height > 3 else ""
+            say(f"{gone.height:,} run(s) have no score of {', '.join(opts['metrics'])} and are "
+                f"left out: {listed}{more}", file=sys.stderr)  # fmt: skip
     if args.format in ("table", "csv"):
         # Nested columns do not fit a table cell or CSV: show "reason: count; ...".
         reasons = pl.col("skip_breakdown").list.eval(

@@ -178,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         what = "pairs among " if args.show == "matrix" else ""
         say(f"showing {what}{left}; --top 0 for all, or --format csv/json -o FILE",
             file=sys.stderr)  # fmt: skip
+    for note in ranking.notes:
+        say(note, file=sys.stderr)
     groups = ranking.ranks["tie_group"]
     first = int((groups == 1).sum())
     say(

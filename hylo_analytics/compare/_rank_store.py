@@ -39,9 +39,10 @@ def store_values(
     policies: Sequence[str] | None,
     errors: Errors | None,
     reducer: Reducer | None,
-) -> tuple[PolicyValues, pl.DataFrame]:
+) -> tuple[PolicyValues, pl.DataFrame, pl.DataFrame]:
     """The ranking's values of ``runs`` (ids, prefixes or selectors naming every run they
-    match; None: every run) and the directions their scores declare."""
+    match; None: every run), the directions their scores declare, and the runs left out
+    (``run_id``, ``reason``: no policy field, or no score of the metric)."""
     from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.resolution import preferred_query, run_filter
 
@@ -70,7 +71,39 @@ def store_values(
     reader = _Reader(store, ids or [], source, None, {}, ())
     reader.filter = filt  # the same run filter as the values' (None: every run)
     declared = reader.declared([metric])
-    return values, declared
+    return values, declared, _left_out(store, meta, long, policy, metric)
+
+
+def _left_out(
+    store: ParquetStore, meta: _RunCodes, long: pl.DataFrame, policy: str, metric: str
+) -> pl.DataFrame:
+    """The selected runs the ranking cannot hold, each with why: a run never leaves a
+    ranking without a word (the real molmoact2 runs name their success ``success_at_end``)."""
+    scored = meta.runs.filter(pl.col("h").is_in(long["run"].unique().implode()))["run_id"]
+    silent = meta.runs.filter(~pl.col("run_id").is_in(scored.implode()))["run_id"].to_list()
+    from hylo_analytics.resolution import runs_without
+
+    held = runs_without(store, [metric], silent) if silent else None
+    unscored = pl.DataFrame({"run_id": silent}, schema={"run_id": pl.String})
+    if held is not None:
+        unscored = unscored.join(held, on="run_id", how="left")
+    else:
+        unscored = unscored.with_columns(metrics=pl.lit(None, pl.String))
+    return pl.concat(
+        [
+            pl.DataFrame({"run_id": meta.unnamed}, schema={"run_id": pl.String}).with_columns(
+                reason=pl.lit(f"no {policy}: it names no policy")
+            ),
+            unscored.select(
+                "run_id",
+                reason=pl.format(
+                    "no score of {}; its metrics: {}",
+                    pl.lit(repr(metric)),
+                    pl.col("metrics").fill_null("none"),
+                ),
+            ),
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -83,6 +116,7 @@ class _RunCodes:
     policies: list[str]
     strata: list[str]
     errors: str
+    unnamed: list[str]
 
 
 def _run_codes(
@@ -98,7 +132,9 @@ def _run_codes(
         f"SELECT {', '.join(cols)}, hash(run_id) AS h, "
         f"run_errors(errors_policy, source_format) AS _conv FROM stg_runs{where}",
         None if ids is None else {"runs": ids},
-    ).filter(pl.col(policy).is_not_null())
+    )
+    unnamed = meta.filter(pl.col(policy).is_null())["run_id"].to_list()
+    meta = meta.filter(pl.col(policy).is_not_null())
     stratum = pl.concat_str(
         [pl.col(c).cast(pl.String).fill_null("") for c in strata] or [pl.lit("")], separator=SEP
     )
@@ -116,7 +152,7 @@ def _run_codes(
     ).sort("h")
     if runs["h"].n_unique() != runs.height:
         raise SelectionError("rank: two run ids share a 64-bit hash; rank them with policies=")
-    return _RunCodes(runs, policies, suites, applied)
+    return _RunCodes(runs, policies, suites, applied, unnamed)
 
 
 def _failing_runs(

@@ -25,7 +25,7 @@ one query. Both lay the values out as a (keys x policies) matrix
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -84,6 +84,9 @@ class Ranking:
     - ``strengths``: per policy, the log-strength with its interval (``strength_method``
       names it), its games won and lost, and ``mean`` (the average over suites of its
       per-suite mean).
+
+    ``notes``: what the ranking left out, in words; ``left_out``: the selected runs it could
+    not hold (``run_id``, ``reason``).
     """
 
     matrix: pl.DataFrame
@@ -95,6 +98,10 @@ class Ranking:
     level: float
     n_resamples: int
     strength_ci: str = "sandwich"
+    notes: tuple[str, ...] = ()
+    left_out: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema={"run_id": pl.String, "reason": pl.String})
+    )
 
     def top(self, k: int) -> pl.DataFrame:
         """The policies that may be among the best ``k`` (``rank_best <= k``), best first,
@@ -156,6 +163,7 @@ class Ranking:
             f"Bradley-Terry log-strengths (sum 0, L2 penalty {self.penalty:g}) with {how}."
         )
         more = f"<p>First {shown} of {n:,} policies shown.</p>" if n > shown else ""
+        more += "".join(f"<p>{text(note)}</p>" for note in self.notes)
         heads = ["rank", "policy", "rank set", "tie group", "mean over suites",
                  "log-strength [interval]"]  # fmt: skip
         pair_heads = ["pair", "wins : losses", "difference [verdict's interval]",
@@ -282,12 +290,18 @@ def rank_runs(
     if reducer is not None and reducer not in _REDUCERS:
         raise InputError(f"reducer must be one of {tuple(_REDUCERS)} (never first/last), got "
                          f"{reducer!r}")  # fmt: skip
-    values, declared = store_values(
+    values, declared, left_out = store_values(
         store, runs, policy=policy, strata=strata, metric=metric, source=source,
         policies=policies, errors=policy_arg, reducer=reducer,
     )  # fmt: skip
-    return _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
-                    IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+    ranking = _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
+                       IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+    if left_out.is_empty():
+        return ranking
+    shown = ", ".join(f"{r} ({why})" for r, why in left_out.head(3).iter_rows())
+    more = f" and {left_out.height - 3:,} more" if left_out.height > 3 else ""
+    note = f"{left_out.height:,} run(s) left out of the ranking: {shown}{more}"
+    return replace(ranking, left_out=left_out, notes=(*ranking.notes, note))
 
 
 def _ranking(
