@@ -399,6 +399,17 @@ def test_libero_spatial_flips_are_the_wins_and_losses(
     assert joined["parent_wins"].to_list() == joined["regressions"].to_list()
     if errors == "exclude":
         assert (int(joined["fixes"].sum()), int(joined["regressions"].sum())) == (7, 9)
+        assert flips["errored_side"].is_null().all()
+    else:  # issue 40: the 29 "fixes" on pi05's timeouts say so, the 7 genuine ones do not
+        errored = flips.filter(pl.col("errored_side").is_not_null())
+        assert errored.height == 29 and set(errored["errored_side"]) == {"parent"}
+        assert set(errored["change"]) == {"fix"} and set(errored["parent_status"]) == {"error"}
+        assert set(errored["parent_reason"]) == {"harness error: timeout"}
+        assert (
+            errored["flip_note"].str.contains("counted as a failure under errors='failure'").all()
+        )
+        genuine = flips.filter(pl.col("errored_side").is_null())
+        assert (genuine["change"] == "fix").sum() == 7 and genuine["flip_note"].is_null().all()
     assert set(flips["change"]) <= {"fix", "regression"}
     for column in ("candidate_path", "parent_path"):
         assert all(Path(p).is_file() and Path(p).is_relative_to(real_dir) for p in flips[column])

@@ -338,8 +338,11 @@ _FLIP_OPTIONS = ("metrics", "source", "force", "reducer", "pair_on_epoch", "dire
 _FLIP_COLUMNS = (
     "key",
     "change",
+    "errored_side",
     "candidate_value",
     "parent_value",
+    "candidate_status",
+    "parent_status",
     "diff",
     "epochs",
     "sample_id",
@@ -358,6 +361,8 @@ def _append(text: str, args: argparse.Namespace) -> None:
 
 def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
     """``--flips``: Store.flips, as a frame (csv, json) or grouped by task (table)."""
+    import polars as pl
+
     flips = store.flips(args.candidate, args.parent, **{k: opts[k] for k in _FLIP_OPTIONS})
     if args.format != "table":
         emit(flips, args.format, args.output, wide=args.wide)
@@ -377,10 +382,17 @@ def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
     for (cand, metric, task), rows in groups:  # laying out a few groups, not computing
         counts = rows["change"].value_counts(sort=True).rows()
         first = rows.row(0, named=True)
+        errored = int(rows["errored_side"].is_not_null().sum())
+        said = (
+            f" ({errored} of them where a side errored: harness errors, not the policy's)"
+            if errored
+            else ""
+        )
         head = (
             f"\n{cand} vs {first['parent']}, {metric}, task {task} "
             f"(errors: {first['errors']}): "
             + ", ".join(f"{n} {c}" for c, n in counts)
+            + said
             + f"\n  files: candidate {first['candidate_path']}; parent {first['parent_path']}\n"
         )
         _append(head, args)
@@ -394,4 +406,14 @@ def _flips(store: Any, args: argparse.Namespace, opts: dict[str, Any]) -> int:
         )
     total = flips.group_by("change").len().sort("change").rows()
     _append("* " + ", ".join(f"{n} {c}" for c, n in total) + " in all\n", args)
+    errored = flips.filter(pl.col("errored_side").is_not_null())
+    if errored.height:
+        by_change = errored.group_by("change").len().sort("change").rows()
+        _append(
+            "* of which a side errored (a harness error, counted as a failure under errors="
+            f"'{errored['errors'][0]}'; --errors exclude drops them): "
+            + ", ".join(f"{n} {c}" for c, n in by_change)
+            + "\n",
+            args,
+        )
     return 0

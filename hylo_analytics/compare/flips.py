@@ -48,10 +48,16 @@ SELECT s.run_id, s.key,
        list(s.epoch ORDER BY s.epoch, s.episode_id) AS epochs,
        list(s.episode_id ORDER BY s.epoch, s.episode_id) AS episode_ids,
        min(json_extract_string(s.extra, '$.sample_id')) AS sample_id,
-       any_value(r.source_path) AS path
+       any_value(r.source_path) AS path,
+       string_agg(DISTINCT s.status, ',' ORDER BY s.status) AS status
 FROM samples AS s INNER JOIN runs AS r ON r.run_id = s.run_id
 WHERE s.run_id = $run AND list_contains($keys, s.key)
 GROUP BY s.run_id, s.key
+"""
+# each side's key as the resolution reads it before any errors policy: errored, and why
+_SIDES_SQL = """
+SELECT run_id, key, metric, errored, skip_reason AS reason FROM int_key_scores
+WHERE run_id = $run AND list_contains($keys, key) AND list_contains($metrics, metric)
 """
 
 
@@ -100,7 +106,62 @@ def flip_scores(
             found = rows.discordant(parent)
     found = found.rename({f"_k_{k}": k for k in pk if k not in by})
     found = found.drop([f"_k_{k}" for k in pk if k in by])
-    return _classified(found, parent, pk, by, directions, declared, policy)
+    out = _classified(found, parent, pk, by, directions, declared, policy)
+    if isinstance(scores, pl.DataFrame) and "errored" in scores.columns and pk == ["key"]:
+        return _with_sides(out, _frame_sides(scores, [*cands, parent]))
+    return out
+
+
+def _frame_sides(scores: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
+    """:func:`_store_sides` of a frame: per (run, key, metric), errored when a row of it
+    errored with no value, and its first skip reason."""
+    reason = pl.col("skip_reason") if "skip_reason" in scores.columns else pl.lit(None, pl.String)
+    return (
+        scores.lazy()
+        .filter(pl.col("run_id").is_in(runs))
+        .group_by("run_id", "key", pl.col("metric").cast(pl.String))
+        .agg(
+            errored=(pl.col("errored").fill_null(False) & pl.col("value").is_null()).any(),
+            reason=reason.cast(pl.String).drop_nulls().first(),
+        )
+        .collect()
+    )
+
+
+def _with_sides(flips: pl.DataFrame, sides: pl.DataFrame) -> pl.DataFrame:
+    """Each flip with both sides' ``errored`` and skip ``reason``, ``errored_side``
+    (candidate, parent, both or null) and a ``flip_note`` where a side errored: a harness
+    error counted as a failure (``errors='failure'``) is no fix and no regression of the
+    policy's, and is said so wherever flips are shown (issue 40)."""
+    sides = sides.with_columns(
+        pl.col("run_id", "metric").cast(pl.String), pl.col("key").cast(flips.schema["key"])
+    )
+    flips = flips.with_columns(pl.col("metric").cast(pl.String).alias("_m"))
+    cand = sides.select(candidate="run_id", key="key", _m="metric",
+                        candidate_errored="errored", candidate_reason="reason")  # fmt: skip
+    par = sides.select(parent="run_id", key="key", _m="metric",
+                       parent_errored="errored", parent_reason="reason")  # fmt: skip
+    out = flips.join(cand, on=["candidate", "key", "_m"], how="left", maintain_order="left")
+    out = out.join(par, on=["parent", "key", "_m"], how="left", maintain_order="left").drop("_m")
+    ce = pl.col("candidate_errored").fill_null(False)
+    pe = pl.col("parent_errored").fill_null(False)
+    side = (
+        pl.when(ce & pe).then(pl.lit("both")).when(ce).then(pl.lit("candidate"))
+        .when(pe).then(pl.lit("parent"))
+    )  # fmt: skip
+    why = pl.when(pe).then(pl.col("parent_reason")).otherwise(pl.col("candidate_reason"))
+    note = pl.format(
+        "the {} errored ({}): a harness error, counted as a failure under errors='{}', not "
+        "a {} of the policy's",
+        side,
+        why.fill_null("no reason given"),
+        pl.col("errors"),
+        pl.col("change"),
+    )
+    return out.with_columns(
+        candidate_errored=ce, parent_errored=pe, errored_side=side,
+        flip_note=pl.when(ce | pe).then(note),
+    )  # fmt: skip
 
 
 def _classified(
@@ -182,7 +243,20 @@ def flip_runs(
             declared=got.declared,
             **options,  # type: ignore[arg-type]
         )
+    flips = _with_sides(flips, _store_sides(store, flips, [*cands, parent]))
     return in_run_order(_linked(store, flips, [*cands, parent]), cands)
+
+
+def _store_sides(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
+    """Each flipped (run, key, metric) as the resolution holds it before the errors policy:
+    ``errored`` and the skip reason (one query a run: an equality reaches the scan)."""
+    keys = flips["key"].unique().to_list()
+    metrics = flips["metric"].cast(pl.String).unique().to_list()
+    found = [store.sql(_SIDES_SQL, {"run": r, "keys": keys, "metrics": metrics}) for r in runs]
+    found = [f for f in found if f.height]
+    schema = {"run_id": pl.String, "key": pl.String, "metric": pl.String,
+              "errored": pl.Boolean, "reason": pl.String}  # fmt: skip
+    return pl.concat(found) if found else pl.DataFrame(schema=schema)
 
 
 def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
@@ -201,6 +275,7 @@ def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.Dat
             "episode_ids": pl.List(pl.String),
             "sample_id": pl.String,
             "path": pl.String,
+            "status": pl.String,
         }
     )
     links = empty if links is None else links
@@ -211,12 +286,14 @@ def _linked(store: ParquetStore, flips: pl.DataFrame, runs: list[str]) -> pl.Dat
         pl.col("episode_ids").alias("candidate_episode_ids"),
         "sample_id",
         pl.col("path").alias("candidate_path"),
+        pl.col("status").alias("candidate_status"),
     )
     par = links.select(
         pl.col("run_id").alias("parent"),
         "key",
         pl.col("episode_ids").alias("parent_episode_ids"),
         pl.col("path").alias("parent_path"),
+        pl.col("status").alias("parent_status"),
     )
     return flips.join(cand, on=["candidate", "key"], how="left", maintain_order="left").join(
         par, on=["parent", "key"], how="left", maintain_order="left"

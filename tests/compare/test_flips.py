@@ -123,3 +123,29 @@ def test_each_flip_links_to_its_episodes_and_files(tmp_path: Path) -> None:
 def test_the_parent_cannot_be_a_candidate() -> None:
     with pytest.raises(ValueError, match="also listed"):
         flip_scores(DATA, candidates=["p"], parent="p")
+
+
+def test_a_flip_on_an_errored_side_says_so() -> None:
+    """Issue 40: an errored parent key counted as a failure makes a "fix" that is a harness
+    error: the flip carries both sides' errored flag and reason, and a note."""
+    scores = pl.DataFrame(
+        {
+            "run_id": ["c", "c", "p", "p"],
+            "key": ["k1", "k2", "k1", "k2"],
+            "metric": "success",
+            "value": [1.0, 1.0, None, 0.0],
+            "errored": [False, False, True, False],
+            "skip_reason": [None, None, "timeout", None],
+        }
+    )
+    flips = flip_scores(scores, candidates="c", parent="p", errors="failure").sort("key")
+    assert flips["change"].to_list() == ["fix", "fix"]
+    assert flips["errored_side"].to_list() == ["parent", None]
+    assert flips["parent_reason"].to_list() == ["timeout", None]
+    assert flips["flip_note"][0] == (
+        "the parent errored (timeout): a harness error, counted as a failure under "
+        "errors='failure', not a fix of the policy's"
+    )
+    assert flips["flip_note"][1] is None
+    dropped = flip_scores(scores, candidates="c", parent="p", errors="exclude")
+    assert dropped["key"].to_list() == ["k2"] and dropped["errored_side"].is_null().all()
