@@ -437,3 +437,18 @@ def test_runs_a_question_leaves_out_are_named(
     err = capsys.readouterr().err
     assert "2 run(s) have no score of success and are left out" in err
     assert "(its metrics: success_at_end)" in err
+
+
+@pytest.mark.parametrize("errors", [None, "exclude"])
+def test_a_verdict_resting_on_harness_errors_says_so(vla: ha.Store, errors: str | None) -> None:
+    """Issue 40: X-VLA "improves" on pi05 on libero_spatial (+5.4 points) only while pi05's
+    30 timeouts count as failures; left out, the difference is -0.43 points, inconclusive.
+    Each comparison says so under either policy, with the counts."""
+    xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
+    row = vla.compare(xvla, pi05, errors=errors).row(0, named=True)
+    assert (row["n_errored_candidate"], row["n_errored_parent"]) == (0, 30)
+    verdicts = {row["errors"]: row["verdict"], row["errors_other"]: row["verdict_other"]}
+    assert verdicts == {"failure": "improved", "exclude": "inconclusive"}
+    diffs = {row["errors"]: row["mean_diff"], row["errors_other"]: row["mean_diff_other"]}
+    assert diffs["failure"] == pytest.approx(0.054) and diffs["exclude"] == pytest.approx(-0.2 / 47)
+    assert row["errors_note"].startswith("the verdict rests on harness errors: 30 errored key(s)")

@@ -310,20 +310,25 @@ def run(args: argparse.Namespace) -> int:
         args.output,
         wide=args.wide,
     )
-    drops = result.filter(pl.col("level") == "overall", pl.col("drop_note").is_not_null())
-    shown = drops.height if table_rows(args.output) is None else min(drops.height, _NOTES)
+    # one line per overall row with a note: its dropped pairs, and (issue 40) whether its
+    # verdict rests on harness errors
+    noted = result.filter(
+        pl.col("level") == "overall",
+        pl.col("drop_note").is_not_null() | pl.col("errors_note").is_not_null(),
+    )
+    shown = noted.height if table_rows(args.output) is None else min(noted.height, _NOTES)
     notes = [opts["rule"].describe()]
-    notes += [
-        f"{r['candidate']} ({r['metric']}): {r['drop_note']}"
-        + (f" [{r['drop_reasons']}]" if r["drop_reasons"] else "")
-        for r in drops.head(shown)
-        .select("candidate", "metric", "drop_note", "drop_reasons")
-        .iter_rows(named=True)
-    ]
-    if shown < drops.height:
+    for r in noted.head(shown).iter_rows(named=True):
+        parts = []
+        if r["drop_note"]:
+            parts.append(r["drop_note"] + (f" [{r['drop_reasons']}]" if r["drop_reasons"] else ""))
+        if r["errors_note"]:
+            parts.append(r["errors_note"])
+        notes.append(f"{r['candidate']} ({r['metric']}): " + "; ".join(parts))
+    if shown < noted.height:
         notes.append(
-            f"{drops.height - shown:,} more overall rows dropped pairs (their drop_note and "
-            f"drop_reasons columns): {ALL_ROWS_HINT}"
+            f"{noted.height - shown:,} more overall rows dropped pairs or hold errored keys "
+            f"(their drop_note, drop_reasons and errors_note columns): {ALL_ROWS_HINT}"
         )
     text = "".join(f"* {n}\n" for n in notes)
     _append(text, args)

@@ -47,6 +47,9 @@ class PairedRows:
     has_reason: bool
     order: tuple[str, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: the rows carry ``_err``: the key abstained for a harness error (under ``exclude``)
+    #: or its value is such an abstention counted as a failure (under ``failure``)
+    has_errored: bool = False
 
     def _pairs(self) -> str:
         """Each candidate row with the parent's value of its pair key (left join)."""
@@ -58,14 +61,18 @@ class PairedRows:
         pk = ", ".join(_q(c) for c in self.pk)
         reason = "skip_reason" if self.has_reason else "cast(null as varchar)"
         c_reason = "c.skip_reason" if self.has_reason else reason
+        err = "coalesce(_err, false)" if self.has_errored else "false"
+        c_err = "coalesce(c._err, false)" if self.has_errored else "false"
         return f"""
         par as (
-            select {pk}, metric, value as pv, {reason} as parent_reason, true as m
+            select {pk}, metric, value as pv, {reason} as parent_reason, true as m,
+                {err} as p_err
             from {self.relation} where run_id = $parent
         ),
         pairs as (
             select c.run_id as candidate, c.metric{by}, c.value as v, {c_reason} as reason,
                 p.pv, p.parent_reason, coalesce(p.m, false) as matched,
+                {c_err} as c_err, coalesce(p.p_err, false) as p_err,
                 c.value is not null and p.pv is not null as ok, c.value - p.pv as d{order}
             from {self.relation} as c left join par as p on {on}
             where c.run_id <> $parent
@@ -84,12 +91,14 @@ class PairedRows:
         candidate value, parent value, matched, and for a dropped pair the reasons), ``n``.
 
         A 0/1 metric has a handful of patterns per group whatever its size, so the counts,
-        sums, tie blocks, ranges and drop reasons come from a small frame.
+        sums, tie blocks, ranges and drop reasons come from a small frame. ``c_err`` /
+        ``p_err``: the side's key is a harness error (see ``has_errored``), which is what the
+        other errors policy would count differently.
         """
         g = self._groups()
         return self._sql(
             f"""
-            select {g}, v, pv, matched,
+            select {g}, v, pv, matched, c_err, p_err,
                 case when not ok then reason end as reason,
                 case when not ok then parent_reason end as parent_reason,
                 count(*) as n
@@ -146,6 +155,8 @@ def frame_rows(
             frame: pl.DataFrame = con.sql(query, params=used).pl()
             return frame
 
-        yield PairedRows(run, "_scores", tuple(pk), tuple(by), has_reason, ("_row",))
+        errored = "_err" in frame.columns
+        yield PairedRows(run, "_scores", tuple(pk), tuple(by), has_reason, ("_row",),
+                         has_errored=errored)  # fmt: skip
     finally:
         con.close()

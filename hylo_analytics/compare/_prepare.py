@@ -103,6 +103,8 @@ def _apply_errors(frame: pl.DataFrame) -> pl.DataFrame:
         .with_columns(_bin=pl.lit(True))
     )
     out = frame.join(binary, on=["run_id", "metric"], how="left")
+    # a harness error: what the other errors policy counts differently (kept per row)
+    out = out.with_columns(_err=pl.col("value").is_null() & pl.col("errored"))
     fill = (
         pl.col("value").is_null()
         & pl.col("errored")
@@ -193,6 +195,8 @@ def _reduce(
         )
     value = getattr(pl.col("value"), reducer)()
     extra = [pl.col(b).first() for b in by if b not in pk]
+    if "_err" in frame.columns:  # a key is a harness error when every epoch of it is one
+        extra += [pl.col("_err").all(), pl.col("_err").any().alias("_err_any")]
     if has_reason:  # a key that abstained on every epoch keeps the first epoch's reason
         extra.append(pl.col("skip_reason").drop_nulls().first())
     # in order of first appearance: the rows' order is the order a bootstrap reads their

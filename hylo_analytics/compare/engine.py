@@ -62,6 +62,12 @@ from hylo_analytics.compare._columns import (
     _with_tost,
 )
 from hylo_analytics.compare._counts import PairedRows, frame_rows
+from hylo_analytics.compare._other_errors import (
+    errored_counts,
+    other_patterns,
+    other_policy,
+    with_other,
+)
 from hylo_analytics.compare._prepare import (
     Reducer,
     _errors_option,
@@ -222,8 +228,8 @@ def compare_scores(
         if errors == "failure":
             raise InputError("errors='failure' needs the scores frame (see Store.compare)")
         policy: str = errors or "exclude"
-        out = _compare(scores, cands, parent, declared, directions, alternative, mid_p,
-                       IntervalSpec(ci, level, n_resamples, seed), rule, family)  # fmt: skip
+        out, _ = _compare(scores, cands, parent, declared, directions, alternative, mid_p,
+                          IntervalSpec(ci, level, n_resamples, seed), rule, family, policy)  # fmt: skip
         dtypes: dict[str, pl.DataType] = {}
     else:
         pk = ["key", "epoch"] if pair_on_epoch else ["key"]
@@ -232,9 +238,25 @@ def compare_scores(
         )
         if declared is None and "metadata" in scores.columns:
             declared = declared_pairs(scores)
+        spec = IntervalSpec(ci, level, n_resamples, seed)
+        # a key some of whose epochs errored has no exact relabelling: pair a second time
+        partial = "_err_any" in reduced.columns and bool(
+            (reduced["_err_any"] & ~reduced["_err"]).any()
+        )
         with frame_rows(reduced, pk, list(by), has_reason) as rows:
-            out = _compare(rows, cands, parent, declared, directions, alternative, mid_p,
-                           IntervalSpec(ci, level, n_resamples, seed), rule, family)  # fmt: skip
+            out, counts = _compare(rows, cands, parent, declared, directions, alternative,
+                                   mid_p, spec, rule, family, policy, relabel=not partial)  # fmt: skip
+        if partial:
+            other, _, _, _ = prepare_scores(scores, cands, parent, metrics, list(by), pk,
+                                            reducer, other_policy(policy))  # type: ignore[arg-type]  # fmt: skip
+            with frame_rows(other, pk, list(by), has_reason) as rows:
+                alt, _ = _compare(rows, cands, parent, declared, directions, alternative,
+                                  mid_p, spec, rule, family, policy, relabel=False)  # fmt: skip
+            # the keys a policy counts differently: those with any errored epoch
+            anyway = reduced.with_columns(_err=pl.col("_err_any"))
+            with frame_rows(anyway, pk, list(by), has_reason) as rows:
+                counts = errored_counts(rows.patterns(parent), list(by))
+            out = with_other(out, counts, alt, list(by), policy)
     out = out.with_columns(
         pl.col("candidate").cast(pl.String),
         *(pl.col(c).cast(t) for c, t in dtypes.items() if c != "candidate"),
@@ -268,10 +290,40 @@ def _compare(
     spec: IntervalSpec,
     rule: Rule,
     family: Family,
-) -> pl.DataFrame:
-    """Every statistic of the comparison, from the counts of ``rows``' pairs."""
+    policy: str,
+    relabel: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every statistic of the comparison, from the counts of ``rows``' pairs, and each row's
+    errored keys; with ``relabel`` the rows also hold the verdict under the other errors
+    policy, from the same patterns relabelled (:mod:`hylo_analytics.compare._other_errors`)."""
     by = list(rows.by)
     pat = rows.patterns(parent)
+    args = (cands, parent, declared, directions, alternative, mid_p, spec, rule, family)
+    out = _statistics(rows, pat, *args)
+    counts = errored_counts(pat, by)
+    errored = bool(counts.select(pl.sum_horizontal("n_errored_candidate",
+                                                   "n_errored_parent").sum()).item())  # fmt: skip
+    if not relabel:
+        return out, counts
+    alt = _statistics(rows, other_patterns(pat, other_policy(policy)), *args) if errored else None
+    return with_other(out, counts, alt, by, policy), counts
+
+
+def _statistics(
+    rows: PairedRows,
+    pat: pl.DataFrame,
+    cands: list[str],
+    parent: str,
+    declared: pl.DataFrame | None,
+    directions: Mapping[str, Direction] | None,
+    alternative: Alternative,
+    mid_p: bool,
+    spec: IntervalSpec,
+    rule: Rule,
+    family: Family,
+) -> pl.DataFrame:
+    """The comparison's statistics from the pair patterns ``pat`` of ``rows``."""
+    by = list(rows.by)
     fine = _sums(pat, by)
     missing = set(cands) - set(fine["candidate"].cast(pl.String).to_list())
     if missing:

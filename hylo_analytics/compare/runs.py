@@ -12,7 +12,12 @@ from hylo_analytics._text import did_you_mean
 from hylo_analytics.compare._counts import PairedRows
 from hylo_analytics.compare.engine import compare_scores
 from hylo_analytics.errors import ComparabilityError, InputError, RunSelectionError, SelectionError
-from hylo_analytics.resolution import preferred_query, registered, run_filter, success_metric
+from hylo_analytics.resolution import (
+    preferred_query,
+    registered,
+    run_filter,
+    success_metric,
+)
 from hylo_analytics.store import ParquetStore, pinned
 
 __all__ = [
@@ -248,7 +253,10 @@ class _Reader:
         cols = list(
             dict.fromkeys(["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by])
         )
-        relation = self._query(metrics, f"(select {_listed(cols)} from {{scores}})")
+        err = (
+            ', (value is null and coalesce(errored, false)) as "_err"' if "errored" in have else ""
+        )
+        relation = self._query(metrics, f"(select {_listed(cols)}{err} from {{scores}})")
         store = self.store
 
         def run(query: str, params: Mapping[str, object]) -> pl.DataFrame:
@@ -257,8 +265,9 @@ class _Reader:
         # the resolved rows are stored by run, metric, key and epoch: the order a frame read
         # of them has, and so the order a bootstrap reads their differences in
         return PairedRows(
-            run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics)
-        )
+            run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics),
+            has_errored=bool(err),
+        )  # fmt: skip
 
     def scores(self, metrics: Sequence[str] | None, policy: Mapping[str, str]) -> pl.DataFrame:
         """The engine's columns as a frame: ids, value, skip reason, errored, each run's

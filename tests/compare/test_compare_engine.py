@@ -431,3 +431,46 @@ def test_inspect_scorers_are_higher_is_better_by_inspects_convention(metric: str
     row = compare_scores(scores, candidates="c", parent="p").row(0, named=True)
     assert (row["direction"], row["direction_source"], row["verdict"]) == (
         "maximize", "convention", "improved")  # fmt: skip
+
+
+def _errored_pair(epochs: int = 1) -> pl.DataFrame:
+    """A candidate solving 40 of 60 keys; the parent solving 30, and erroring on 15 more
+    (with ``epochs`` 2, one of a key's two epochs errors on 5 keys and the other does not)."""
+    rows = []
+    for k in range(60):
+        for e in range(epochs):
+            err = 30 <= k < 45 if e == 0 else (30 <= k < 35)
+            rows.append({"run_id": "c", "key": f"k{k}", "epoch": e, "metric": "success",
+                         "value": float(k < 40), "errored": False})  # fmt: skip
+            rows.append({"run_id": "p", "key": f"k{k}", "epoch": e, "metric": "success",
+                         "value": None if err else float(k < 30), "errored": err})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+@pytest.mark.parametrize("errors", ["failure", "exclude"])
+def test_the_verdict_under_the_other_errors_policy_is_computed(epochs: int, errors: str) -> None:
+    """Issue 40: each row carries its sides' errored keys and the verdict, difference and p
+    under the other policy, equal to comparing under it (the patterns relabelled; a key with
+    only some epochs errored is paired a second time)."""
+    scores = _errored_pair(epochs)
+    other = "exclude" if errors == "failure" else "failure"
+    got = compare_scores(scores, candidates="c", parent="p", errors=errors).row(0, named=True)
+    want = compare_scores(scores, candidates="c", parent="p", errors=other).row(0, named=True)
+    # keys with an errored epoch: 30-44 (with two epochs, 35-44 have a valid one too)
+    assert got["n_errored_parent"] == 15 and got["n_errored_candidate"] == 0
+    assert got["errors_other"] == other
+    assert got["verdict_other"] == want["verdict"]
+    assert got["mean_diff_other"] == pytest.approx(want["mean_diff"], abs=1e-12)
+    assert got["p_verdict_other"] == pytest.approx(want["p_verdict"], rel=1e-9)
+    assert want["verdict_other"] == got["verdict"]  # and back
+    if got["verdict"] != got["verdict_other"]:
+        assert got["errors_note"].startswith("the verdict rests on harness errors")
+    else:
+        assert "the verdict is the same under" in got["errors_note"]
+
+
+def test_no_errored_key_no_note() -> None:
+    scores = _errored_pair().with_columns(errored=pl.lit(False), value=pl.col("value").fill_null(0))
+    row = compare_scores(scores, candidates="c", parent="p").row(0, named=True)
+    assert (row["n_errored_parent"], row["errors_note"], row["verdict_other"]) == (0, None, None)
