@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
-import vl_convert as vlc
 
 from hylo_analytics import charts
 from hylo_analytics._html import attr, text
-from hylo_analytics._text import printable_spec
 from hylo_analytics.compare.engine import test_label
+from hylo_analytics.report._parts import _pct, _svg, _table
+from hylo_analytics.report._runs import runs_section
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -60,33 +60,13 @@ code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 
 """
 
 
-def _pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "\u2013"
-    return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}%"
-
-
 def _p(x: float | None) -> str:
     return "\u2013" if x is None else (f"{x:.3f}" if x >= 0.001 else f"{x:.1e}")
-
-
-def _svg(chart: Any) -> str:
-    svg: str = vlc.vegalite_to_svg(printable_spec(chart.to_dict()))
-    return f'<div class="chart">{svg}</div>'
 
 
 def _badge(verdict: str | None) -> str:
     v = text(verdict or "")
     return f'<span class="verdict {v}">{v}</span>'
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{text(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
-    )
 
 
 def summary_sentence(headline: dict[str, Any]) -> str:
@@ -406,8 +386,6 @@ def render_report(
 ) -> str:
     """One self-contained HTML page from :func:`report_frames`' output; ``sections``: HTML
     of further sections, at the end (the trend's, :mod:`hylo_analytics.report.trend`)."""
-    from hylo_analytics.report._runs import runs_section  # it draws with this module's parts
-
     h = frames["headline"].row(0, named=True)
     tasks, runs = frames["tasks"], frames["runs"]
     pair = runs.filter(pl.col("role").is_not_null())

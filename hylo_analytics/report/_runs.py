@@ -17,7 +17,7 @@ import polars as pl
 from hylo_analytics import charts
 from hylo_analytics._html import text
 from hylo_analytics.charts.runs import pareto_front
-from hylo_analytics.report._html import _pct, _svg, _table
+from hylo_analytics.report._parts import _pct, _svg, _table
 
 __all__ = ["BEST", "FRONT", "MAX_RUNS", "NEAR", "runs_section", "shown_runs"]
 

@@ -1,5 +1,8 @@
-"""The runs page: every run, a page at a time, with the parent / candidate picker (to a
-comparison, or to the pooled comparison of the two runs' agents) and links to the ranking."""
+"""The runs page: every run, a page at a time, with the parent / candidate picker.
+
+The picks go to a comparison, or to the pooled comparison of the two runs' agents; the page
+links to the ranking.
+"""
 
 from __future__ import annotations
 
