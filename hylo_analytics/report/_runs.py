@@ -55,7 +55,7 @@ def shown_runs(runs: pl.DataFrame, *, limit: int = MAX_RUNS) -> pl.DataFrame:
         pl.col("role") == "candidate",
         pl.col("role") == "parent",
         pl.any_horizontal(
-            *((pl.col("_pos") - p).abs() <= NEAR for p in pair), pl.lit(False)
+            *((pl.col("_pos").cast(pl.Int64) - p).abs() <= NEAR for p in pair), pl.lit(False)
         ),  # a role is one of two rows: two expressions, not a loop over runs
         scored & (best <= BEST),
         scored & (worst <= BEST),

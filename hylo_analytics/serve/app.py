@@ -526,11 +526,15 @@ def _pooled_forest(frame: pl.DataFrame, candidate: str, parent: str) -> str:
     """The pooled comparison's suites and its pooled row as a forest plot (SVG)."""
     from hylo_analytics import charts
 
-    rows = frame.with_columns(
-        task_id=pl.when(pl.col("level") == "pooled")
-        .then(pl.lit("pooled over the suites"))
-        .otherwise(pl.col("suite").cast(pl.String)),
-    ).drop("level")
+    rows = (
+        frame.with_columns(
+            task_id=pl.when(pl.col("level") == "pooled")
+            .then(pl.lit("pooled over the suites"))
+            .otherwise(pl.col("suite").cast(pl.String)),
+        )
+        .drop("level")
+        .rename({"mean_diff": "diff", "p_verdict": "p_adjusted"})
+    )
     title = f"{candidate} \u2212 {parent}, per suite and pooled"
     return _draw(charts.paired_forest(rows, title=title))
 
