@@ -143,6 +143,20 @@ def real_dir() -> Path:
     return require_real_data()
 
 
+@pytest.fixture(scope="session")
+def many_runs_store(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
+    """2,000 runs of one agent (versions 1.0.0, 1.1.0, 1.2.0-rc1, 2.3.0 ... 2.1999.0) of 6
+    keys each (2 tasks x 3 seeds, no traces): the report and the pages at N = 2,000 (about
+    3 s to write and ingest; treat as read-only)."""
+    from hylo_analytics.testing import SynthConfig, write_dataset
+
+    root = tmp_path_factory.mktemp("many-runs")
+    write_dataset(root / "logs", SynthConfig(runs=2000, tasks=2, seeds=3, traces_per_run=0))
+    store = ha.open_store(root / "store")
+    store.ingest(root / "logs", progress=False)
+    return store
+
+
 @pytest.fixture(scope="module")
 def served_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private store folder (ingested and scored once per module) for a server to read

@@ -222,6 +222,31 @@ def test_metric_trend_keeps_version_order() -> None:
     assert len(_values(spec)) == 3
 
 
+def test_metric_trend_of_many_runs_slants_and_colours_its_series() -> None:
+    n = 21
+    frame = pl.DataFrame(
+        {
+            "run": [f"octo 2.{i}.0" for i in range(n)],
+            "value": [0.5] * n,
+            "ci_low": [0.4] * n,
+            "ci_high": [0.6] * n,
+            "role": ["parent", "candidate", *["other run"] * (n - 2)],
+        }
+    )
+    colors = {"parent": "#0072B2", "candidate": "#E69F00", "other run": "#9E9E9E"}
+    spec = charts.metric_trend(
+        frame, x="run", series="role", series_colors=colors, subtitle="21 of 2,000 runs"
+    ).to_dict()
+    _bars, _line, points = _layers(spec)
+    assert points["encoding"]["x"]["axis"]["labelAngle"] == -40  # 21 labels side by side
+    assert points["encoding"]["color"]["scale"] == {
+        "domain": list(colors),
+        "range": list(colors.values()),
+    }
+    assert spec["title"]["subtitle"] == "bars: 95% CI · 21 of 2,000 runs"
+    assert spec["width"] == 30 * n
+
+
 @pytest.mark.parametrize(
     ("cost", "success", "expected"),
     [
@@ -245,7 +270,22 @@ def test_cost_vs_success_marks_the_front(per_run: pl.DataFrame) -> None:
     front = rows.filter(pl.col("on_front")).sort("cost").to_dicts()
     assert _values(spec, front_line) == front
     assert points["encoding"]["color"]["field"] == "front"
-    assert labels["encoding"]["text"]["field"] == "run"
+    assert labels["encoding"]["text"]["field"] == "label"
+    assert rows["label"].to_list() == rows["run"].to_list()  # each point named by its run
+
+
+def test_cost_vs_success_draws_a_given_front_and_labels(per_run: pl.DataFrame) -> None:
+    """A few runs drawn from many carry the front of them all and label only some."""
+    given = per_run.with_columns(
+        on_front=pl.Series([True, False, False]), label=pl.Series(["a", "", ""])
+    )
+    spec = charts.cost_vs_success(given, subtitle="3 of 2,000 runs").to_dict()
+    front_line, _bars, points, _labels = _layers(spec)
+    rows = pl.DataFrame(_values(spec, points))
+    assert rows["on_front"].to_list() == [True, False, False]  # not recomputed
+    assert rows["label"].to_list() == ["a", "", ""]
+    assert [r["run"] for r in _values(spec, front_line)] == [per_run["run"][0]]
+    assert spec["title"]["subtitle"].endswith("· 3 of 2,000 runs")
 
 
 def test_coverage_breakdown(sample_store: ha.Store) -> None:

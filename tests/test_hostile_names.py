@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import tracemalloc
 import warnings
 from collections.abc import Iterator
@@ -182,6 +183,35 @@ def test_every_serve_page(client: Any, hostile: tuple[ha.Store, Path]) -> None:
         images = "/compare/forest.svg" if path == "/compare" else None
         assert_nothing_injected(r.text, scripts=1, images=images)
         assert "Content-Security-Policy" in r.headers
+
+
+def test_the_ranking_and_pooled_pages_and_their_charts(client: Any) -> None:
+    """The ranking of hostile run ids and versions, its charts, the refusal of the one
+    hostile agent and the pooled pick of it: names as text, never as markup."""
+    for params in ({"policy": "run_id"}, {"policy": "agent_version"}, {"run": CORPUS[0]}):
+        r = client.get("/rank", params=params)
+        for _ in range(600):  # the first request waits 1 s, then says "computing"
+            if 'data-pending="1"' not in r.text:
+                break
+            time.sleep(0.1)
+            r = client.get("/rank", params=params)
+        assert r.status_code in (200, 400, 404), (params, r.status_code)
+        assert_nothing_injected(r.text, scripts=1, images="/rank/")
+    refused = client.get("/rank")  # one agent: its name is quoted in the message
+    assert refused.status_code == 400 and text(AGENT)[:20] in refused.text
+    assert_nothing_injected(refused.text, scripts=1)
+    ranked = client.get("/rank", params={"policy": "run_id"}).text
+    assert text(PARENT) in ranked and text(CANDIDATE[:200]) in ranked
+    for kind in ("strengths", "heatmap"):
+        svg = client.get(f"/rank/{kind}.svg", params={"policy": "run_id"})
+        assert svg.status_code == 200
+        found = Elements(svg.text)
+        assert not any("data-pwned" in a or any(k.startswith("on") for k in a)
+                       for _t, a in found.tags), kind  # fmt: skip
+        assert found.count("script") == 0 and "foreignObject" not in svg.text
+    pick = client.get("/pooled/pick", params={"parent": PARENT, "candidate": CANDIDATE})
+    assert pick.status_code == 400 and "selector can spell" in pick.text  # an "=" in it
+    assert_nothing_injected(pick.text, scripts=1)
 
 
 def test_a_50_mb_field_is_cut_on_the_page_and_linked_whole(

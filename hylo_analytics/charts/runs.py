@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
@@ -80,6 +81,9 @@ def metric_distribution(
     return _styled(chart)  # type: ignore[no-any-return]
 
 
+_FLAT_LABELS = 6  # up to this many versions the x labels stay horizontal, 90 px apart
+
+
 def metric_trend(
     frame: pl.DataFrame,
     *,
@@ -90,6 +94,8 @@ def metric_trend(
     title: str | None = None,
     x_label: str | None = None,
     line: bool = True,
+    subtitle: str | None = None,
+    series_colors: Mapping[str, str] | None = None,
 ) -> alt.LayerChart:
     """A metric across agent versions (x, in the frame's row order) with interval bars.
 
@@ -97,23 +103,32 @@ def metric_trend(
     ci_low, ci_high`` and the ``x`` column; ``n`` is shown in the tooltip when present.
     ``x_label``: the x axis title (default: the column's name). ``line=False`` draws points
     and bars only: a line says the points are versions of one thing, so runs of unrelated
-    policies get none.
+    policies get none. ``subtitle``: a line added under the title (what the points are);
+    ``series_colors``: each ``series`` value's colour (default the palette's).
+    Past :data:`_FLAT_LABELS` versions the labels are slanted and the versions packed.
     """
     cols = [x, "value", "ci_low", "ci_high"] + ([series] if series else [])
     cols += ["n"] if "n" in frame.columns else []
     data = _require(frame, cols, "metric_trend")
     fmt = ".0%" if percent else ".3g"
     base = alt.Chart(_data(data))
+    n_x = data[x].n_unique()
+    flat = n_x <= _FLAT_LABELS
     xenc = alt.X(
         f"{x}:O",
         title=x_label or x.replace("_", " "),
         sort=_order(data, x),
-        axis=alt.Axis(labelAngle=0),
+        axis=alt.Axis(labelAngle=0 if flat else -40, labelAlign="center" if flat else "right"),
     )
     enc: dict[str, Any] = {"x": xenc}
     mark: dict[str, Any] = {}
     if series:
-        enc["color"] = alt.Color(f"{series}:N", title=series.replace("_", " "))
+        scale = (
+            alt.Scale(domain=list(series_colors), range=list(series_colors.values()))
+            if series_colors
+            else alt.Undefined
+        )
+        enc["color"] = alt.Color(f"{series}:N", title=series.replace("_", " "), scale=scale)
     else:
         mark["color"] = "#0072B2"
     tooltip = [
@@ -130,10 +145,11 @@ def metric_trend(
     points = base.mark_point(filled=True, size=70, opacity=1, **mark).encode(
         y="value:Q", tooltip=tooltip, **enc
     )
+    what = "bars: 95% CI" + (f" · {subtitle}" if subtitle else "")
     chart = (bars + trend + points).properties(
-        width=max(240, 90 * data[x].n_unique()),
+        width=max(240, (90 if flat else 30) * n_x),
         height=280,
-        title=_title(title or f"{value_label.capitalize()} across versions", "bars: 95% CI"),
+        title=_title(title or f"{value_label.capitalize()} across versions", what),
     )
     return _styled(chart)  # type: ignore[no-any-return]
 
@@ -161,15 +177,24 @@ def cost_vs_success(
     cost_label: str = "cost",
     title: str = "Cost vs success",
     label_runs: bool = True,
+    subtitle: str | None = None,
 ) -> alt.LayerChart:
     """Success (with CI) against cost per run; the Pareto front is joined and filled.
 
     ``frame``: one row per run with ``run, cost, success, ci_low, ci_high``. The front is
-    computed here with :func:`pareto_front` (cheaper and better is better).
+    computed here with :func:`pareto_front` (cheaper and better is better), unless the frame
+    has an ``on_front`` column: a few runs drawn from many carry the front of them all.
+    A ``label`` column is the text beside each point (empty: none; default the run).
+    ``subtitle``: a line added under the title (what the points are).
     """
     cols = ["run", "cost", "success", "ci_low", "ci_high"]
-    data = _require(frame, cols, "cost_vs_success")
-    data = data.with_columns(pareto_front(data)).with_columns(
+    data = _require(frame, cols + [c for c in ("on_front", "label") if c in frame.columns],
+                    "cost_vs_success")  # fmt: skip
+    if "label" not in data.columns:
+        data = data.with_columns(label=pl.col("run"))
+    if "on_front" not in data.columns:
+        data = data.with_columns(pareto_front(data))
+    data = data.with_columns(
         pl.when(pl.col("on_front"))
         .then(pl.lit("Pareto front"))
         .otherwise(pl.lit("dominated"))
@@ -210,13 +235,17 @@ def cost_vs_success(
     if label_runs:
         # Above the interval's top end, where no other mark of the same run can sit.
         labels = base.mark_text(baseline="bottom", dy=-4, fontSize=12, color="#222").encode(
-            x=x, y="ci_high:Q", text="run:N"
+            x=x, y="ci_high:Q", text="label:N"
         )
         layers.append(labels)
     chart = alt.layer(*layers).properties(
         width=460,
         height=320,
-        title=_title(title, "bars: 95% CI · dashed line: Pareto front (cheaper and better)"),
+        title=_title(
+            title,
+            "bars: 95% CI · dashed line: Pareto front (cheaper and better)"
+            + (f" · {subtitle}" if subtitle else ""),
+        ),
     )
     return _styled(chart)  # type: ignore[no-any-return]
 

@@ -22,6 +22,7 @@ MAX_TASKS = 12  # lines a reader can tell apart by colour (tableau20 has 20, the
 _TICKS = 6  # version labels on a panel's x axis at most: one per ~75 px
 _POINTS = 60  # up to this many versions each one is a point (hover shows its numbers)
 _WIDTH, _HEIGHT = 440, 110
+_BINS = _WIDTH  # past this many versions a panel draws one point per pixel column
 _REGRESSED = "#D55E00"
 _LINE, _BAND = "#0072B2", "#9CC3E6"
 
@@ -82,6 +83,9 @@ def trend(
     rates = data.rates.join(shown, on=tasks, nulls_equal=True)
     rates = _require(rates, ["task", "version", "position", "rate", "ci_low", "ci_high", "n"],
                      "trend")  # fmt: skip
+    n_versions = len(data.versions)
+    if n_versions > _BINS:  # 2,000 versions in 440 px: bins, not 20,000 overdrawn points
+        rates = _binned(rates, n_versions)
     if percent is None:
         lo, hi = rates["ci_low"].min(), rates["ci_high"].max()
         percent = lo is not None and hi is not None and float(lo) >= 0 and float(hi) <= 1  # type: ignore[arg-type]
@@ -105,7 +109,7 @@ def trend(
     chart = alt.concat(*panels, columns=1 if len(panels) < 4 else 2, spacing=18).properties(
         title=alt.TitleParams(
             _shown(title or f"{data.metric} per task over {len(data.versions):,} versions"),
-            subtitle=[_shown(line) for line in _subtitle(data, shown.height)],
+            subtitle=[_shown(line) for line in _subtitle(data, shown.height, _BINS)],
         )
     )
     return _styled(chart)  # type: ignore[no-any-return]
@@ -206,12 +210,41 @@ def _shown(line: str) -> str:
     return shorten(re.sub(f"[{HIDDEN}]", "\ufffd", line), LABEL_CHARS)
 
 
-def _subtitle(data: Trend, n_shown: int) -> list[str]:
+def _binned(rates: pl.DataFrame, n_versions: int, bins: int = _BINS) -> pl.DataFrame:
+    """``rates`` (one row per task and version) in ``bins`` runs of consecutive versions per
+    task: the mean rate at the bin's mean position, the band from the lowest interval bound
+    to the highest, ``n`` summed and ``version`` the first and the last version of the bin."""
+    binned: pl.DataFrame = (
+        rates.with_columns(_bin=(pl.col("position") * bins // n_versions))
+        .sort("task", "position")
+        .group_by("task", "_bin", maintain_order=True)
+        .agg(
+            pl.col("position").mean(),
+            pl.col("rate").mean(),
+            pl.col("ci_low").min(),
+            pl.col("ci_high").max(),
+            pl.col("n").sum(),
+            pl.concat_str(
+                pl.col("version").first(), pl.col("version").last(), separator=" \u2013 "
+            ).alias("version"),
+        )
+        .drop("_bin")
+    )
+    return binned
+
+
+def _subtitle(data: Trend, n_shown: int, bins: int = _BINS) -> list[str]:
     over = "each version's tasks" if data.family == "tasks" else "every test of the scan"
     adjust = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "unadjusted"}[data.adjust]
     lines = [
         f"x: {len(data.versions):,} versions ordered by {data.order} ({data.order_rule}); "
-        f"bands: {data.level:.0%} intervals",
+        + (
+            f"bands: {data.level:.0%} intervals"
+            if len(data.versions) <= bins
+            else f"line: the mean rate of each {len(data.versions) / bins:.1f} consecutive "
+            f"versions (one per pixel column); band: their lowest to highest {data.level:.0%} "
+            "bound"
+        ),
         f"\u25bc regression point: first version worse than the best earlier one "
         f"(one-sided, {adjust} over {over}, alpha {data.alpha:g}; errors {data.errors})",
     ]

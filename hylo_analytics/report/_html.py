@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
-import vl_convert as vlc
 
 from hylo_analytics import charts
 from hylo_analytics._html import attr, text
-from hylo_analytics._text import printable_spec
 from hylo_analytics.compare.engine import test_label
+from hylo_analytics.report._parts import _pct, _svg, _table
+from hylo_analytics.report._runs import runs_section
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -60,33 +60,13 @@ code { font-size: 13px; background: var(--bg); padding: 1px 4px; border-radius: 
 """
 
 
-def _pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "\u2013"
-    return f"{x * 100:+.1f}" if signed else f"{x * 100:.1f}%"
-
-
 def _p(x: float | None) -> str:
     return "\u2013" if x is None else (f"{x:.3f}" if x >= 0.001 else f"{x:.1e}")
-
-
-def _svg(chart: Any) -> str:
-    svg: str = vlc.vegalite_to_svg(printable_spec(chart.to_dict()))
-    return f'<div class="chart">{svg}</div>'
 
 
 def _badge(verdict: str | None) -> str:
     v = text(verdict or "")
     return f'<span class="verdict {v}">{v}</span>'
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{text(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
-    )
 
 
 def summary_sentence(headline: dict[str, Any]) -> str:
@@ -297,23 +277,6 @@ def _flips_section(flips: pl.DataFrame | None) -> str:
     return "".join(parts)
 
 
-def _run_rows(runs: pl.DataFrame) -> list[list[str]]:
-    return [
-        [
-            text(r["run"]) + (f"<br><b>{text(r['role'])}</b>" if r["role"] else ""),
-            text(r["label"]),
-            str(r["n_samples"]),
-            f"{r['n_scored']} / {r['n_total']}",
-            _pct(r["success"]),
-            f"{_pct(r['ci_low'])} to {_pct(r['ci_high'])}",
-            "\u2013" if r["mean_steps"] is None else f"{r['mean_steps']:.1f}",
-            "\u2013" if r["mean_inference_s"] is None else f"{r['mean_inference_s']:.2f}",
-            str(r["n_errors"]),
-        ]
-        for r in runs.iter_rows(named=True)
-    ]
-
-
 def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
     """Summary, cards and the per-task table without charts: the Jupyter view (fast)."""
     h = frames["headline"].row(0, named=True)
@@ -410,34 +373,6 @@ def errors_text(errors: str | None) -> str:
     return "Errored episodes follow each run's own harness convention (the runs differ)."
 
 
-def _policy_word(runs: pl.DataFrame) -> str:
-    policies = sorted(set(runs["errors"].drop_nulls().to_list())) if "errors" in runs else []
-    return f"errors: {policies[0]}" if len(policies) == 1 else "errors: by harness"
-
-
-def _runs_ci_header(runs: pl.DataFrame) -> str:
-    methods = sorted(set(runs["ci_method"].drop_nulls().to_list()))
-    label = ", ".join(m.replace("_", "-").title() for m in methods)
-    return f"95% CI ({label})" if label else "95% CI"
-
-
-def _cost_chart(runs: pl.DataFrame) -> str:
-    costed = runs.select(
-        pl.col("label").alias("run"),
-        pl.col("mean_inference_s").alias("cost"),
-        "success",
-        "ci_low",
-        "ci_high",
-    ).drop_nulls("cost")
-    if costed.is_empty():  # a log without step latencies has no cost to draw
-        return '<p class="note">Cost vs success: no run has step latencies to cost.</p>'
-    return _svg(
-        charts.cost_vs_success(
-            costed, cost_label="mean inference time per episode (s)", title="Cost vs success"
-        )
-    )
-
-
 def _latency_chart(latency: pl.DataFrame) -> str:
     if "n" not in latency.columns or not (latency["n"].fill_null(0) > 0).any():
         return '<p class="note">Step latency: neither run has step events with latencies.</p>'
@@ -488,39 +423,7 @@ def render_report(
         _svg(charts.win_loss_bars(tasks)),
         _svg(success),
         _pooled_section(frames.get("pooled")),
-        "<h2>Runs, coverage and cost</h2>",
-        _table(
-            [
-                "run",
-                "agent",
-                "episodes",
-                "scored / total",
-                f"success ({_policy_word(runs)})",
-                _runs_ci_header(runs),
-                "mean steps",
-                "inference s / ep",
-                "errors",
-            ],
-            _run_rows(runs),
-        ),
-        '<div class="grid2">',
-        _cost_chart(runs),
-        _svg(
-            charts.metric_trend(
-                runs.select(
-                    pl.col("label").alias("run"),
-                    pl.col("success").alias("value"),
-                    "ci_low",
-                    "ci_high",
-                    pl.col("n_scored").alias("n"),
-                ),
-                x="run",
-                # a line says "one policy over its versions": drawn only when it is one
-                line=runs["agent_name"].n_unique() == 1,
-                title=f"Success across runs{' of ' + suite if suite else ''}",
-            )
-        ),
-        "</div>",
+        runs_section(runs, suite),
         _svg(charts.coverage_breakdown(frames["coverage"].with_columns(run=pl.col("label")))),
         _latency_chart(latency_order),
         _flips_section(frames.get("flips")),

@@ -35,6 +35,7 @@ from hylo_analytics.report._html import render_report, report_fragment, summary_
 from hylo_analytics.resolution import success_metric
 from hylo_analytics.stats.bootstrap import DEFAULT_RESAMPLES
 from hylo_analytics.store import ParquetStore, pinned
+from hylo_analytics.store.runs import natural_order
 
 __all__ = [
     "ComparisonReport",
@@ -119,8 +120,9 @@ def report_frames(
     ``p_adjusted`` = the p the verdict used, ``candidate_rate``/``parent_rate`` = means over
     the pairs), ``headline`` (its overall row plus verdict counts per task and the rule in
     words), ``task_success`` and ``runs`` (:func:`aggregate_scores`: success with Wilson CIs
-    per task of the two runs, and per run for every stored run, with the mean of the ``steps``
-    metric and inference seconds per episode), ``coverage`` (``run, metric, reason, n``), ``latency`` (step latency
+    per task of the two runs, and per run for every stored run of the parent's suite, in
+    natural run order, with the mean of the ``steps`` metric and inference seconds per
+    episode), ``coverage`` (``run, metric, reason, n``), ``latency`` (step latency
     quantiles), ``flips`` (the keys behind the per-task wins and losses, from
     :func:`~hylo_analytics.compare.flip_runs`: ``task_id, key, change, candidate_value,
     parent_value, sample_id``, each side's episode ids joined by ", " and its source file). ``metric`` must be binary (0/1); ``rule`` defaults to
@@ -233,6 +235,8 @@ def report_frames(
         pl.col("benchmark_id").eq_missing(par["benchmark_id"]),
         pl.col("split").eq_missing(par["split"]),
     )
+    # in natural run order (2.3.0 before 2.294.0), as `runs` and Store.runs list them
+    runs = natural_order(runs.rename({"run": "run_id"})).rename({"run_id": "run"})
     labels = run_labels(runs, id_column="run")
     headline = headline.with_columns(
         candidate_label=pl.lit(labels[candidate]),

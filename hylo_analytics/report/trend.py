@@ -20,7 +20,7 @@ from hylo_analytics._html import text
 from hylo_analytics.charts.trends import MAX_TASKS, trend_tasks
 from hylo_analytics.compare.trend_runs import trend_runs
 from hylo_analytics.compare.trends import Trend
-from hylo_analytics.report._html import _svg, _table
+from hylo_analytics.report._parts import _svg, _table
 from hylo_analytics.store import ParquetStore
 
 __all__ = ["MAX_FLIPS", "agent_trend", "trend_frames", "trend_section"]

@@ -23,6 +23,8 @@ from hylo_analytics._harness import FAILURE_FORMATS, Errors, check_errors, defau
 from hylo_analytics._sql import query_sql
 from hylo_analytics.api import Store, open_store
 from hylo_analytics.errors import InputError, UnknownRunError
+from hylo_analytics.serve._jobs import Job
+from hylo_analytics.store.runs import natural_order
 
 if TYPE_CHECKING:
     from hylo_analytics.ingest.inspect_transcript import Transcript
@@ -39,6 +41,7 @@ __all__ = [
     "SORTS",
     "TRANSCRIPT_CHARS",
     "DataVersion",
+    "Job",
     "Page",
     "StoreReader",
     "UnknownRunError",
@@ -60,11 +63,13 @@ MAX_TRANSCRIPTS = 10  # epochs of one key whose transcripts an episode page read
 _CUT = NAME_CHARS + 1  # names read from DuckDB one character past the cut: the page marks it
 _CACHE = 32  # comparisons kept per data version (a comparison is the costly read)
 
-# sort key -> ORDER BY expression; only these reach SQL
+# sort key -> ORDER BY expression; only these reach SQL ("agent" and "version" sort in
+# natural version order, in polars: 2.3.0 before 2.294.0, 1.2.0-rc1 before 1.2.0)
 SORTS: dict[str, str] = {
     "ingested": "ingested_at DESC, run_id",
     "run": "run_id",
     "agent": "agent_name, agent_version, run_id",
+    "version": "agent_name, agent_version, run_id",
     "benchmark": "benchmark_id, split, run_id",
     "episodes": "n_samples DESC, run_id",
     "success": "success DESC NULLS LAST, run_id",
@@ -185,6 +190,8 @@ class StoreReader:
         self.root = Path(self._store.root)
         self._lock = threading.Lock()
         self._memo_lock = threading.Lock()
+        self._work_lock = threading.Lock()
+        self._worker: Store | None = None  # the background jobs' connection (opened on use)
         self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._success: tuple[int, pl.DataFrame] | None = None
         self._pending: int | None = None
@@ -225,6 +232,31 @@ class StoreReader:
             while len(self._memo) > _CACHE:
                 self._memo.popitem(last=False)
         return value
+
+    def background(self, key: tuple[Any, ...], read: Callable[[Store], Any]) -> Job:
+        """``read(store)`` run once in a thread of its own and kept per data version as
+        :meth:`memo` keeps its values: a page too slow to wait for (a ranking of 2,000
+        policies) asks for its job and shows "computing" until it is done; every request
+        meanwhile finds the same job. The job reads through a second connection to the
+        store (one job at a time), so the other pages keep answering while it runs."""
+        key = (self.version().seq, *key)
+        with self._memo_lock:
+            job = self._memo.get(key)
+            if job is None:
+                job = self._memo[key] = Job()
+                threading.Thread(target=job.run, args=(lambda: self._work(read),),
+                                 daemon=True).start()  # fmt: skip
+            self._memo.move_to_end(key)
+            while len(self._memo) > _CACHE:
+                self._memo.popitem(last=False)
+        assert isinstance(job, Job)
+        return job
+
+    def _work(self, read: Callable[[Store], Any]) -> Any:
+        with self._work_lock:
+            if self._worker is None:  # the views are a cached catalog: opening is cheap
+                self._worker = open_store(self.root, create=False)
+            return read(self._worker)
 
     def cached(self, key: tuple[Any, ...]) -> Any:
         """What :meth:`memo` holds for ``key`` at this version, or None."""
@@ -293,7 +325,13 @@ class StoreReader:
         offset = max(page - 1, 0) * size
         params: dict[str, Any] = {"q": q or None, "cut": _CUT}
         stat = _STAT_SORTS.get(sort)
-        if stat is None:
+        if sort in ("agent", "version"):  # every matching run (the runs table), then a page
+            frame = (
+                natural_order(self.sql(_RUNS_SQL, params))
+                .slice(offset, size)
+                .join(self.success_under(errors), on="run_id", how="left", maintain_order="left")
+            )
+        elif stat is None:
             order = SORTS.get(sort, SORTS["ingested"])
             query = f"{_RUNS_SQL} ORDER BY {order} LIMIT $limit OFFSET $offset"
             frame = self.sql(query, {**params, "limit": size, "offset": offset})

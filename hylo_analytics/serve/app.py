@@ -43,6 +43,7 @@ from hylo_analytics.serve._data import (
     UnknownRunError,
     parse_errors,
 )
+from hylo_analytics.serve._rank_routes import rank_routes
 
 __all__ = ["LOOPBACK_HOSTS", "TOKEN_COOKIE", "Access", "BadRequestError", "create_app"]
 
@@ -303,6 +304,51 @@ def create_app(
             )
         )
 
+    def pooled_pick(request: Request) -> Response:
+        """The runs page's picks as the pooled comparison of their two agents (a redirect)."""
+        parent = request.query_params.get("parent") or None
+        candidates = list(dict.fromkeys(c for c in request.query_params.getlist("candidate") if c))
+        errors = _errors(request)
+        if parent is None or not candidates:
+            return picker(request, parent, candidates, errors)
+        if len(candidates) != 1:
+            raise BadRequestError(
+                f"{len(candidates)} candidates: a pooled comparison is one agent against "
+                "another; pick one candidate"
+            )
+        reader.check_runs([parent, *candidates])
+        cand, par = _agent_selector(reader, candidates[0]), _agent_selector(reader, parent)
+        if cand == par:
+            raise BadRequestError(
+                f"both runs are of {cand}: pooling compares two agents over their suites; pick "
+                "a run of another agent (or compare the two runs)"
+            )
+        kept = {"candidate": cand, "parent": par, **({"errors": errors} if errors else {})}
+        return RedirectResponse("/pooled?" + urlencode(kept), status_code=303, headers=_HEADERS)
+
+    def pooled_forest(request: Request) -> Response:
+        candidate, parent = _one(request, "candidate"), _one(request, "parent")
+        errors = _errors(request)
+        try:
+            frame = reader.pooled(candidate, parent, errors)
+        except ComparabilityError:
+            raise
+        except ValueError as exc:
+            raise BadRequestError(f"cannot pool these runs: {exc}") from exc
+        return svg_response(
+            reader.memo(
+                ("pooled-forest", candidate, parent, errors),
+                lambda: _pooled_forest(frame, candidate, parent),
+            )
+        )
+
+    def svg_response(svg: str) -> Response:
+        return Response(
+            svg,
+            media_type="image/svg+xml",
+            headers={**_HEADERS, "Content-Security-Policy": SVG_CSP},
+        )
+
     def forest(request: Request) -> Response:
         parent, candidate = _one(request, "parent"), _one(request, "candidate")
         if candidate == parent:
@@ -427,6 +473,9 @@ def create_app(
             Route("/compare/task", task),
             Route("/compare/forest.svg", forest),
             Route("/pooled", pooled),
+            Route("/pooled/pick", pooled_pick),
+            Route("/pooled/forest.svg", pooled_forest),
+            *rank_routes(reader, html=html, svg=svg_response, page_number=_page_number, draw=_draw),
             Route("/episode", episode),
             Route("/episode/field", whole_field),
             Route("/api/version", version),
@@ -453,15 +502,51 @@ def _compared(
         raise BadRequestError(f"cannot compare these runs: {exc}") from exc
 
 
+def _draw(chart: Any) -> str:
+    """An altair chart as SVG text, drawn server-side (names made printable first)."""
+    import vl_convert as vlc
+
+    from hylo_analytics._text import printable_spec
+
+    svg: str = vlc.vegalite_to_svg(printable_spec(chart.to_dict()))
+    return svg
+
+
 def _forest(frame: pl.DataFrame) -> str:
     """The report's forest plot (``charts.paired_forest``) as inline SVG, drawn server-side."""
     tasks = frame.filter(pl.col("level") != "overall")
     if tasks.is_empty():
         return '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'
-    import vl_convert as vlc
-
     from hylo_analytics import charts
-    from hylo_analytics._text import printable_spec
 
-    svg: str = vlc.vegalite_to_svg(printable_spec(charts.paired_forest(tasks).to_dict()))
-    return svg
+    return _draw(charts.paired_forest(tasks))
+
+
+def _pooled_forest(frame: pl.DataFrame, candidate: str, parent: str) -> str:
+    """The pooled comparison's suites and its pooled row as a forest plot (SVG)."""
+    from hylo_analytics import charts
+
+    rows = (
+        frame.with_columns(
+            task_id=pl.when(pl.col("level") == "pooled")
+            .then(pl.lit("pooled over the suites"))
+            .otherwise(pl.col("suite").cast(pl.String)),
+        )
+        .drop("level")
+        .rename({"mean_diff": "diff", "p_verdict": "p_adjusted"})
+    )
+    title = f"{candidate} \u2212 {parent}, per suite and pooled"
+    return _draw(charts.paired_forest(rows, title=title))
+
+
+def _agent_selector(reader: StoreReader, run: str) -> str:
+    """``agent=NAME`` of ``run``'s agent, the selector a pooled comparison takes; a name a
+    selector cannot spell (none, a comma, an equals sign, edge spaces) is a 400."""
+    found = reader.sql("SELECT agent_name FROM runs WHERE run_id = $run", {"run": run})
+    name = found["agent_name"][0] if found.height else None
+    if not name or any(c in name for c in ",=") or name != name.strip():
+        raise BadRequestError(
+            f"run {run!r} has no agent name a selector can spell ({name!r}); pool with "
+            "selectors of your own: /pooled?candidate=SELECTOR&parent=SELECTOR"
+        )
+    return f"agent={name}"

@@ -111,6 +111,39 @@ def test_the_chart_at_three_versions(sample_trend: Trend, tmp_path: Path) -> Non
     assert len(few["concat"]) == 3 and "showing 3 of 10 tasks" in few["title"]["subtitle"][-1]
 
 
+def test_many_versions_are_binned_per_task() -> None:
+    """10 versions in 4 bins: positions 0-2, 3-4, 5-7, 8-9 (position * 4 // 10), each bin's
+    mean rate and position, its lowest and highest bound, its n, its first and last version."""
+    from hylo_analytics.charts.trends import _binned
+
+    rates = pl.DataFrame(
+        {
+            "task": ["a"] * 10 + ["b"] * 10,
+            "version": [f"v{i}" for i in range(10)] * 2,
+            "position": list(range(10)) * 2,
+            "rate": [i / 10 for i in range(10)] + [1 - i / 10 for i in range(10)],
+            "ci_low": [i / 10 - 0.05 for i in range(10)] * 2,
+            "ci_high": [i / 10 + 0.05 for i in range(10)] * 2,
+            "n": [10] * 20,
+        }
+    )
+    got = _binned(rates, 10, bins=4)
+    a = got.filter(pl.col("task") == "a")
+    assert a["position"].to_list() == [1.0, 3.5, 6.0, 8.5]
+    assert a["rate"].to_list() == pytest.approx([0.1, 0.35, 0.6, 0.85])
+    assert a["ci_low"].to_list() == pytest.approx([-0.05, 0.25, 0.45, 0.75])
+    assert a["ci_high"].to_list() == pytest.approx([0.25, 0.45, 0.75, 0.95])
+    assert a["n"].to_list() == [30, 20, 30, 20]
+    assert a["version"].to_list() == [
+        "v0 \u2013 v2",
+        "v3 \u2013 v4",
+        "v5 \u2013 v7",
+        "v8 \u2013 v9",
+    ]
+    b = got.filter(pl.col("task") == "b")
+    assert b["rate"].to_list() == pytest.approx([0.9, 0.65, 0.4, 0.15])
+
+
 @pytest.fixture(scope="module")
 def store_2000(tmp_path_factory: pytest.TempPathFactory) -> ha.Store:
     root = tmp_path_factory.mktemp("trend2000")
@@ -142,6 +175,9 @@ def test_two_thousand_versions(store_2000: ha.Store, tmp_path: Path) -> None:
         layer for layer in chart.to_dict()["concat"][0]["layer"] if layer["mark"]["type"] == "text"
     ]
     assert len(json.loads(labels[-1]["data"]["values"])) <= 6  # the axis thinned
+    line = chart.to_dict()["concat"][0]["layer"][1]
+    assert len(json.loads(line["data"]["values"])) == 440  # a point per pixel column
+    assert "mean rate of each 4.5 consecutive versions" in chart.to_dict()["title"]["subtitle"][0]
     assert charts.save(chart, tmp_path / "t.png").read_bytes()[:8] == PNG
 
 

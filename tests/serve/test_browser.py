@@ -161,6 +161,55 @@ def test_the_flow_in_a_real_browser(
         browser.close()
 
 
+def test_the_ranking_page_in_a_real_browser(
+    server: str, served_store: Path, shots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the runs page to the ranking of every run: a ranking slower than the first
+    request's wait says "computing" and the page reloads itself into the ranks, with both
+    charts drawn; the form ranks another field."""
+    from hylo_analytics.serve import _rank_routes, _ranking
+
+    view = _ranking._view
+
+    def slow(store: ha.Store, query: Any) -> Any:
+        time.sleep(1.0)
+        return view(store, query)
+
+    monkeypatch.setattr(_rank_routes, "FIRST_WAIT", 0.0)
+    monkeypatch.setattr(_ranking, "_view", slow)
+    n = ha.open_store(served_store, create=False).runs().height  # the flow above adds one
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        page: Any = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on(
+            "console",
+            lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
+        page.goto(server + "/")
+        page.click("#rank-links >> text=every run")
+        page.wait_for_url("**/rank?policy=run_id")
+        assert page.locator("#rank-pending").count() == 1  # still computing
+        page.wait_for_selector("#rank-summary", timeout=30_000)  # reloaded by itself
+        assert page.locator("tr[data-row]").count() == n
+        assert f"{n} policies, {n * (n - 1) // 2} pairs" in page.inner_text("#rank-summary")
+        for kind in ("strengths", "heatmap"):
+            page.wait_for_function(
+                f"document.getElementById('rank-{kind}').naturalWidth > 100", timeout=30_000
+            )
+        page.screenshot(path=str(shots / "serve-rank.png"), full_page=True)
+        page.select_option("select[name=policy]", "agent_version")
+        page.click("#rank-form button")
+        page.wait_for_url("**/rank?policy=agent_version*")
+        page.wait_for_selector("#rank-summary", timeout=30_000)
+        assert page.locator("tr[data-row]").count() == n  # one version a run
+        assert errors == []
+        browser.close()
+
+
 @pytest.fixture(scope="module")
 def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scored store of runs, agents and tasks named after attacks (tests/hostile_data.py)."""
@@ -204,6 +253,8 @@ def test_no_script_of_the_corpus_runs_in_a_real_browser(
         url("/compare", pair),
         url("/compare/task", {**pair, "task": key.rsplit("#", 1)[0]}),
         url("/episode", {**pair, "key": key}),
+        url("/rank", {"policy": "run_id"}),
+        url("/rank", {}),  # refused: the one agent's name in the message
     ]
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, args=ARGS)
@@ -264,7 +315,8 @@ def test_no_page_is_wider_than_a_1400px_window(real_store: Path, real_server: st
         page: Any = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(real_server + html.unescape(url("/compare", pair)))
         task = page.locator('a[href^="/compare/task"]').first.get_attribute("href")
-        shown = ["/", html.unescape(url("/compare", pair)), task]
+        shown = ["/", html.unescape(url("/compare", pair)), task, "/rank",
+                 "/pooled?candidate=agent%3Dxvla&parent=agent%3Dpi05"]  # fmt: skip
         page.goto(real_server + task)
         shown.append(page.locator('a[href^="/episode"]').first.get_attribute("href"))
         for path in shown:

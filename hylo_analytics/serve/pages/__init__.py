@@ -3,7 +3,7 @@
 The pages only lay out what the readers return (``_data``); they compute no statistic. Each
 link is a stable URL of query parameters, so a page can be shared as it is. One module per
 page family: ``_runs``, ``_compare`` (a comparison, a pooled one, a task's pairs),
-``_episode``; ``_layout`` is the frame they share.
+``_episode``, ``_rank`` (the ranking); ``_layout`` is the frame they share.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from hylo_analytics.serve.pages._compare import comparison_page, pooled_page, task_page
 from hylo_analytics.serve.pages._episode import episode_page
 from hylo_analytics.serve.pages._layout import error_page, url
+from hylo_analytics.serve.pages._rank import ranking_page, ranking_pending, ranking_refused
 from hylo_analytics.serve.pages._runs import runs_page
 
 __all__ = [
@@ -18,6 +19,9 @@ __all__ = [
     "episode_page",
     "error_page",
     "pooled_page",
+    "ranking_page",
+    "ranking_pending",
+    "ranking_refused",
     "runs_page",
     "task_page",
     "url",

@@ -135,7 +135,8 @@ def pooled_page(
     errors: str | None = None,
 ) -> str:
     """One policy against another over suites: the pooled row's verdict as the headline,
-    then every suite row and the pooled row, with the weighting, test and interval named."""
+    the weighting, test and interval named, a forest plot of the suites and the pooled row
+    (its own request), then every suite row and the pooled row."""
     params: list[tuple[str, Any]] = [("candidate", candidate), ("parent", parent)]
     applied = sorted(set(frame["errors"].drop_nulls().to_list()))
     label = errors_label(
@@ -169,6 +170,9 @@ def pooled_page(
         f"discordant pairs, so it is not the test of this difference): "
         f"{_p(o['p_pooled_mcnemar'])}</p>",
         f'<p class="note">{_prose(rule)}</p>',
+        f'<div class="chart"><img alt="forest plot of the suites and the pooled row" '
+        f'id="pooled-forest" src="{url("/pooled/forest.svg", [*params, ("errors", errors)])}">'
+        "</div>",
         _table(columns, frame),
     ]
     return _layout("pooled comparison", "".join(parts), version)

@@ -64,12 +64,18 @@ def _badge(verdict: Any) -> str:
     return f'<span class="verdict {v}">{v}</span>'
 
 
-def _layout(title: str, body: str, version: DataVersion, *, live: str = "banner") -> str:
+def _layout(
+    title: str, body: str, version: DataVersion, *, live: str = "banner", pending: bool = False
+) -> str:
+    """The page around ``body``. ``pending``: the page shows work still being computed; its
+    version tag never matches the store's, so the poll reloads it (every 2 s) until done."""
+    tag = f"{version.tag}.computing" if pending else version.tag
+    flag = ' data-pending="1"' if pending else ""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)} - hylo-analytics</title><style>{CSS}</style></head>"
-        f'<body data-version="{version.tag}" data-live="{live}">'
-        f'<header><a href="/">runs</a><span>hylo-analytics</span>'
+        f'<body data-version="{tag}" data-live="{"reload" if pending else live}"{flag}>'
+        f'<header><a href="/">runs</a><a href="/rank">ranking</a><span>hylo-analytics</span>'
         f'<span class="asof" id="asof">data as of {_e(version.text())}</span></header>'
         f'<div id="live">New data in the store - <a href="">reload</a></div>'
         f"<main>{body}</main><script>{JS}</script></body></html>"

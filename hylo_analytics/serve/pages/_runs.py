@@ -1,4 +1,8 @@
-"""The runs page: every run, a page at a time, with the parent / candidate picker."""
+"""The runs page: every run, a page at a time, with the parent / candidate picker.
+
+The picks go to a comparison, or to the pooled comparison of the two runs' agents; the page
+links to the ranking.
+"""
 
 from __future__ import annotations
 
@@ -92,7 +96,7 @@ def runs_page(
         "candidates",
         sort_link("run", "run"),
         sort_link("agent", "agent"),
-        "version",
+        sort_link("version", "version"),
         sort_link("benchmark", "benchmark"),
         "split",
         "format",
@@ -124,8 +128,15 @@ def runs_page(
         f"episode as a failure, exclude leaves it out) with its Wilson interval on that "
         f"denominator; errored counts the run's errored episodes; coverage is the share of "
         f"episodes in the denominator.</p>"
+        f'<p class="note" id="rank-links">Rank: <a href="{url("/rank", {"errors": errors})}">'
+        f"the agents, each over its runs</a> or "
+        f'<a href="{url("/rank", {"policy": "run_id", "errors": errors})}">every run</a> '
+        "(rank sets, tie groups, strengths; keys pair within each benchmark and split).</p>"
         f'<form method="get" action="/compare" id="pick">{keep_errors}'
-        f'<button id="compare">compare candidates with parent</button>'
+        f'<button id="compare">compare candidates with parent</button> '
+        f'<button id="pool" formaction="/pooled/pick" title="the candidate\'s agent against '
+        "the parent's agent, paired within each suite both ran, then pooled\">"
+        "pool their agents over suites</button>"
         f"{_pager(page, '/', params)}{_table(columns, page.rows, head=head)}</form>"
         f"{_pager(page, '/', params)}"
     )
