@@ -1,4 +1,4 @@
-"""The verdict under the other errors policy: does a comparison's verdict rest on harness errors?
+"""The verdict under the other errors policy, so a verdict that rests on harness errors says so.
 
 An errored key (a timeout, a crash before the first step) is a failure under ``failure`` and a
 drop under ``exclude`` (:mod:`hylo_analytics._harness`). A verdict computed under one may not
