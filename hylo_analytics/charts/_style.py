@@ -72,24 +72,55 @@ def _cut(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _comparison_rows(frame: pl.DataFrame, chart: str) -> pl.DataFrame:
-    """A ``compare_runs`` / ``compare_scores`` frame as the per-task rows the charts draw.
+    """A ``compare_runs`` / ``compare_scores`` frame as the rows the charts draw.
 
-    Its per-group rows (``level`` not ``overall``) of one candidate and one metric, with the
-    engine's names mapped to the charts' (``mean_diff`` -> ``diff``, the p the verdict used,
-    ``p_verdict``, -> ``p_adjusted``). Frames already in the charts' shape pass unchanged.
+    Its per-group rows (``level`` not ``overall``) of one candidate and one metric; a frame of
+    overall rows only (one per comparison, as a notebook lays suites side by side) is drawn as
+    it is, each row labelled by its ``task_id`` or, lacking one, its candidate. The engine's
+    names are mapped to the charts' (``mean_diff`` -> ``diff``, ``p_verdict`` -> ``p_adjusted``)
+    and, where the frame has it, the interval drawn is **the verdict's** (``ci_adj_*``, at
+    ``ci_adj_level``: the one the verdict was decided on), named in ``_ci_label``; a frame with
+    nothing to draw is an error, never an empty chart.
     """
-    if "level" not in frame.columns:
-        return frame
-    rows = frame.filter(pl.col("level") != "overall")
-    for col in ("candidate", "metric"):
-        if col in rows.columns and rows[col].n_unique() > 1:
-            raise InputError(
-                f"{chart}: the comparison holds {rows[col].n_unique()} {col}s "
-                f"({', '.join(map(str, rows[col].unique().sort().to_list()[:5]))}); "
-                f"filter it to one first, e.g. frame.filter(pl.col({col!r}) == ...)"
-            )
+    rows = frame
+    if "level" in frame.columns:
+        rows = frame.filter(pl.col("level") != "overall")
+        if rows.is_empty():  # overall rows only: each is a comparison to draw
+            rows = frame
+            if "task_id" not in rows.columns or rows["task_id"].is_null().all():
+                label = "candidate" if "candidate" in rows.columns else None
+                rows = rows.with_columns(
+                    task_id=pl.col(label).cast(pl.String) if label else pl.lit("overall")
+                )
+        else:
+            for col in ("candidate", "metric"):
+                if col in rows.columns and rows[col].n_unique() > 1:
+                    raise InputError(
+                        f"{chart}: the comparison holds {rows[col].n_unique()} {col}s "
+                        f"({', '.join(map(str, rows[col].unique().sort().to_list()[:5]))}); "
+                        f"filter it to one first, e.g. frame.filter(pl.col({col!r}) == ...)"
+                    )
+    if rows.is_empty():
+        raise InputError(
+            f"{chart}: the frame has no rows to draw (a comparison's per-task rows, or its "
+            "overall rows); an empty chart would look like an answer"
+        )
     renames = {"mean_diff": "diff", "p_verdict": "p_adjusted"}
-    return rows.rename({a: b for a, b in renames.items() if a in rows and b not in rows})
+    rows = rows.rename({a: b for a, b in renames.items() if a in rows and b not in rows})
+    if "verdict_ci_low" in rows.columns and "ci_adj_low" not in rows.columns:  # the report's
+        rows = rows.rename({"verdict_ci_low": "ci_adj_low", "verdict_ci_high": "ci_adj_high",
+                            "verdict_ci_level": "ci_adj_level"})  # fmt: skip
+    if "ci_adj_low" in rows.columns and rows["ci_adj_low"].is_not_null().any():
+        levels = rows["ci_adj_level"].drop_nulls().unique().to_list()
+        label = (
+            f"the verdict's {levels[0] * 100:.3g}% interval"
+            if len(levels) == 1
+            else "the verdict's interval (its level per row)"
+        )
+        return rows.with_columns(
+            ci_low=pl.col("ci_adj_low"), ci_high=pl.col("ci_adj_high"), _ci_label=pl.lit(label)
+        )
+    return rows.with_columns(_ci_label=pl.lit("95% CI"))
 
 
 def _labels(frame: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -91,7 +91,7 @@ def paired_forest(
     frame: pl.DataFrame,
     *,
     title: str | None = None,
-    metric_label: str = "success rate",
+    metric_label: str | None = None,
 ) -> alt.LayerChart:
     """Forest plot of the paired difference candidate - parent per task, coloured by verdict.
 
@@ -100,11 +100,18 @@ def paired_forest(
     improved / regressed / unchanged / inconclusive and ``p_value`` / ``p_adjusted`` are the
     p of the test the interval inverts (Tango's score test for 0/1 metrics) and its
     multiplicity-adjusted value. ``compare_runs(..., by=["task_id"])``
-    works as it is (one candidate and metric). Tasks are sorted by ``diff``. The default title
-    names the runs when the frame has ``candidate`` and ``parent``.
+    works as it is (one candidate and metric), or its overall rows (one per comparison).
+    The interval drawn is the one the verdict was decided on (``ci_adj_*``, named with its
+    level) when the frame has it, so a bar clear of zero never sits beside "inconclusive".
+    Tasks are sorted by ``diff``. The default title names the runs when the frame has
+    ``candidate`` and ``parent``; ``metric_label`` defaults to the frame's metric.
     """
     title = title or _pair_title(frame, "per task")
+    if metric_label is None:  # the metric the frame compares, by name (match, steps, ...)
+        shown = frame["metric"].cast(pl.String).unique().to_list() if "metric" in frame else []
+        metric_label = "success rate" if shown in ([], ["success"]) else ", ".join(sorted(shown))
     frame = _comparison_rows(frame, "paired_forest")
+    interval = str(frame["_ci_label"][0])
     cols = [
         "task_id",
         "diff",
@@ -146,7 +153,7 @@ def paired_forest(
     bars = base.mark_rule(strokeWidth=2.5).encode(
         x=alt.X(
             "ci_low:Q",
-            title=f"difference in {metric_label} (candidate \u2212 parent), 95% CI",
+            title=f"difference in {metric_label} (candidate \u2212 parent), {interval}",
             axis=alt.Axis(
                 tickCount=8,
                 labelExpr="(datum.value > 0 ? '+' : '') + format(datum.value, '.0%')",
@@ -165,8 +172,8 @@ def paired_forest(
             alt.Tooltip("task_id:N", title="task"),
             alt.Tooltip("verdict:N"),
             alt.Tooltip("diff:Q", format="+.1%", title="difference"),
-            alt.Tooltip("ci_low:Q", format="+.1%", title="95% CI low"),
-            alt.Tooltip("ci_high:Q", format="+.1%", title="95% CI high"),
+            alt.Tooltip("ci_low:Q", format="+.1%", title="interval low"),
+            alt.Tooltip("ci_high:Q", format="+.1%", title="interval high"),
             alt.Tooltip("p_value:Q", format=".3g", title="p (the interval's test)"),
             alt.Tooltip("p_adjusted:Q", format=".3g", title="adjusted p"),
             alt.Tooltip("n_pairs:Q", title="pairs"),
@@ -178,7 +185,7 @@ def paired_forest(
     chart = (zero + bars + points).properties(
         width=520,
         height=alt.Step(26),
-        title=_title(title, "point: paired difference · line: 95% CI · dashed: no change"),
+        title=_title(title, f"point: paired difference · line: {interval} · dashed: no change"),
     )
     return _styled(chart)  # type: ignore[no-any-return]
 

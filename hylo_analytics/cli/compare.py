@@ -80,18 +80,18 @@ _TABLE_COLUMNS = (
     "n_dropped",
     "errors",
     "test",
-    "p_value",
-    "p_holm",
     "p_verdict",
     "mean_diff",
-    "ci_low",
-    "ci_high",
+    "ci_adj_level",
     "ci_adj_low",
     "ci_adj_high",
     "verdict",
     "verdict_note",
     "forced",
 )
+# the table shows the p and the interval the verdict was decided on (issue 40); --wide adds
+# the unadjusted ones, csv / json / parquet hold every column
+_WIDE_COLUMNS = ("p_value", "p_worse", "p_holm", "ci_low", "ci_high")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -304,8 +304,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "table":
         emit(result, args.format, args.output, wide=args.wide)
         return 0
+    wide = _WIDE_COLUMNS if args.wide else ()
     emit(
-        result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:]),
+        result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:], *wide),
         "table",
         args.output,
         wide=args.wide,

@@ -77,12 +77,22 @@ def summary_sentence(headline: dict[str, Any]) -> str:
         f"On the {h['n_pairs']} paired episodes, candidate {cand} succeeded on "
         f"{_pct(h['candidate_rate'])} versus {_pct(h['parent_rate'])} for parent "
         f"{par}: a difference of {_pct(h['diff'], True)} points "
-        f"(95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}; "
-        f"{_test_p(h)}), {h['verdict']} "
+        f"({_verdict_interval(h)}; {_test_p(h)}), {h['verdict']} "
         "overall. Per task: "
         f"{h['tasks_improved']} improved, {h['tasks_regressed']} regressed, "
         f"{h['tasks_unchanged']} unchanged, {h['tasks_inconclusive']} inconclusive "
         f"of {h['n_tasks']}."
+    )
+
+
+def _verdict_interval(h: dict[str, Any]) -> str:
+    """The interval the verdict was decided on, named with its level (the 95% one where a
+    headline has no verdict interval)."""
+    if h.get("verdict_ci_level") is None:
+        return f"95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}"
+    return (
+        f"the {h['verdict_ci_level'] * 100:.3g}% interval the verdict used: "
+        f"{_pct(h['verdict_ci_low'], True)} to {_pct(h['verdict_ci_high'], True)}"
     )
 
 
@@ -127,10 +137,9 @@ def _cards(h: dict[str, Any], runs: pl.DataFrame | None = None) -> str:
         (
             "difference",
             f"{_pct(h['diff'], True)} pts",
-            f"95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)}"
+            _verdict_interval(h)
             + (
-                f"<br>{h['verdict_ci_level'] * 100:.3g}% (the verdict's one-sided test): "
-                f"{_pct(h['verdict_ci_low'], True)} to {_pct(h['verdict_ci_high'], True)}"
+                f"<br>(unadjusted 95% CI {_pct(h['ci_low'], True)} to {_pct(h['ci_high'], True)})"
                 if h.get("verdict_ci_level") is not None
                 else ""
             ),

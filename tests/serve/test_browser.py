@@ -198,7 +198,10 @@ def test_the_ranking_page_in_a_real_browser(
         assert f"{n} policies, {n * (n - 1) // 2} pairs" in page.inner_text("#rank-summary")
         for kind in ("strengths", "heatmap"):
             page.wait_for_function(
-                f"document.getElementById('rank-{kind}').naturalWidth > 100", timeout=30_000
+                # a function, not an expression string: CDP calls it; the page's CSP forbids
+                # the eval an expression string would need
+                f"() => document.getElementById('rank-{kind}').naturalWidth > 100",
+                timeout=30_000,
             )
         page.screenshot(path=str(shots / "serve-rank.png"), full_page=True)
         page.select_option("select[name=policy]", "agent_version")

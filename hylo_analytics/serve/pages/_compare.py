@@ -78,11 +78,10 @@ def comparison_page(
             f'<p class="headline">{_badge(o["verdict"])} {_e(metric or "success")} '
             f"{_num(o['mean_candidate'])} "
             f"vs {_num(o['mean_parent'])}: difference {_num(o['mean_diff'])} "
-            f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], "
+            f"[{_num(o['ci_adj_low'])}, {_num(o['ci_adj_high'])}] "
+            f"(the verdict's {_level(o)} interval), "
             f"{o['candidate_wins']} wins / {o['parent_wins']} losses / {o['ties']} ties, "
-            f"{_e(test_label(o.get('test')))}: p better = {_p(o['p_value'])}, "
-            f"p worse = {_p(o['p_worse'])}, adjusted p of the verdict = "
-            f"{_p(o['p_verdict'])}</p>"
+            f"{_e(test_label(o.get('test')))}: p of the verdict = {_p(o['p_verdict'])}</p>"
             f'<p class="note">{_prose(o["verdict_note"])}</p>'
             f'<p class="note errors-count">{_e(errors_label(o.get("errors"), not errors))}: '
             f"errored "
@@ -91,6 +90,8 @@ def comparison_page(
             f"({_e(o['n_dropped_candidate'])} by the candidate, {_e(o['n_dropped_parent'])} by "
             f"the parent, {_e(o['n_dropped_both'])} by both)</p>"
         )
+        if o.get("errors_note"):  # a verdict resting on harness errors says so beside it
+            parts.append(f'<p class="note errors-note">{_prose(o["errors_note"])}</p>')
         if o.get("gate_note"):
             parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
         parts.append(forests.get(cand, ""))
@@ -102,12 +103,14 @@ def comparison_page(
             ("wins", lambda r: _e(r["candidate_wins"])),
             ("losses", lambda r: _e(r["parent_wins"])),
             ("ties", lambda r: _e(r["ties"])),
-            ("p better", lambda r: _p(r["p_value"])),
-            ("p worse", lambda r: _p(r["p_worse"])),
-            ("adjusted p (verdict)", lambda r: _p(r["p_verdict"])),
+            ("p of the verdict (adjusted)", lambda r: _p(r["p_verdict"])),
             (
-                "difference [CI]",
-                lambda r: f"{_num(r['mean_diff'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
+                f"difference [the verdict's {_level(tasks.row(0, named=True))} interval]"
+                if tasks.height
+                else "difference [the verdict's interval]",
+                lambda r: (
+                    f"{_num(r['mean_diff'])} [{_num(r['ci_adj_low'])}, {_num(r['ci_adj_high'])}]"
+                ),
             ),
             ("verdict", lambda r: _badge(r["verdict"])),
             ("dropped", lambda r: _e(r["n_dropped"])),
@@ -123,6 +126,12 @@ def comparison_page(
         else:
             parts.append("<p>none: every key was scored on both sides</p>")
     return _layout("comparison", "".join(parts), version)
+
+
+def _level(row: dict[str, Any]) -> str:
+    """The verdict's interval level as a page prints it (``90%``, ``99.5%``)."""
+    level = row.get("ci_adj_level")
+    return f"{level * 100:.3g}%" if level is not None else "adjusted"
 
 
 def pooled_page(
@@ -151,19 +160,18 @@ def pooled_page(
         ("wins", lambda r: _e(r["candidate_wins"])),
         ("losses", lambda r: _e(r["parent_wins"])),
         (
-            "difference [CI]",
-            lambda r: f"{_num(r['mean_diff'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
+            f"difference [the verdict's {_level(o)} interval]",
+            lambda r: f"{_num(r['mean_diff'])} [{_num(r['ci_adj_low'])}, {_num(r['ci_adj_high'])}]",
         ),
-        ("p better", lambda r: _p(r["p_value"])),
-        ("adjusted p (verdict)", lambda r: _p(r["p_verdict"])),
+        ("p of the verdict (adjusted)", lambda r: _p(r["p_verdict"])),
         ("verdict", lambda r: _badge(r["verdict"])),
     ]
     parts = [
         f"<h1>{_e(candidate)} against {_e(parent)}, pooled over suites</h1>",
         _errors_toggle("/pooled", params, errors, label),
         f'<p class="headline">{_badge(o["verdict"])} difference {_num(o["mean_diff"])} '
-        f"[{_num(o['ci_low'])}, {_num(o['ci_high'])}], p better = {_p(o['p_value'])}, "
-        f"adjusted p of the verdict = {_p(o['p_verdict'])}</p>",
+        f"[{_num(o['ci_adj_low'])}, {_num(o['ci_adj_high'])}] (the verdict's {_level(o)} "
+        f"interval), p of the verdict = {_p(o['p_verdict'])}</p>",
         f'<p class="note">{_prose(o["verdict_note"])}</p>',
         f'<p class="note">weighting: {_e(o["weighting"])}; test: {_prose(o["test_method"])}; '
         f"interval: {_e(o['ci_method'])}; the pooled McNemar p (it weighs suites by their "
