@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hylo_analytics.ingest import hylo, inspect, inspect_robots, metric_results, vla_eval
 from hylo_analytics.ingest._reader import Reader
+from hylo_analytics.ingest.formats import hylo, inspect, inspect_robots, metric_results, vla_eval
 
 __all__ = ["READERS", "detect"]
 
