@@ -28,8 +28,8 @@ from hylo_analytics.ingest._identity import (
     unchanged_content,
 )
 from hylo_analytics.ingest._parse import conform, drop_traces_of_dropped, read_claimed
-from hylo_analytics.ingest._reader import SNIFF_BYTES, drop_duplicate_runs
-from hylo_analytics.ingest._registry import READERS, detect
+from hylo_analytics.ingest._reader import SNIFF_BYTES, ParseFn, drop_duplicate_runs
+from hylo_analytics.ingest._registry import detect, readers
 from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
 from hylo_analytics.ingest.traces import iter_traces
 
@@ -56,7 +56,7 @@ class _Triage:
     claimed: list[SourceFile] = field(default_factory=list)  # the files a reader claimed
     fmt_of: list[str] = field(default_factory=list)
     # by parse function (formats sharing one are one batch): positions in ``claimed``
-    by_reader: dict[object, list[int]] = field(default_factory=dict)
+    by_reader: dict[ParseFn, list[int]] = field(default_factory=dict)
 
 
 def ingest_chunk(
@@ -140,6 +140,8 @@ def _triage(
 ) -> _Triage:
     """Each file: unreadable, stored unchanged, unsafe, of no known format, or a reader's."""
     tri = _Triage(list(notes))
+    chosen = readers()  # the built-in readers and the plug-ins, read once per chunk
+    order = {r.parse: i for i, r in reversed(list(enumerate(chosen)))}
     unsafe = _unsafe(files)
     for n, sf in enumerate(files):
         k = known_logs.get(str(sf.path))
@@ -151,7 +153,7 @@ def _triage(
             tri.unchanged += 1  # touched, not changed: remember the new mtime
             tri.file_rows.append(file_row(sf, "log", k.run_id, k.outcome, now, fmt=k.format))
             continue
-        reader = detect(sf.data[:SNIFF_BYTES], sf.path)
+        reader = detect(sf.data[:SNIFF_BYTES], sf.path, chosen)
         if n in unsafe:  # never offered to a parser
             line, why = unsafe[n]
             tri.problems.append(Problem(str(sf.path), line, None, why))
@@ -165,7 +167,7 @@ def _triage(
                     None,
                     None,
                     "unknown format: no reader recognises this file's content "
-                    f"(known formats: {', '.join(r.format for r in READERS)})",
+                    f"(known formats: {', '.join(r.format for r in chosen)})",
                 )
             )
             tri.file_rows.append(file_row(sf, "log", None, "quarantined", now, fmt=None))
@@ -173,6 +175,7 @@ def _triage(
         tri.by_reader.setdefault(reader.parse, []).append(len(tri.claimed))
         tri.claimed.append(sf)
         tri.fmt_of.append(reader.format_of(sf.data[:SNIFF_BYTES]))
+    tri.by_reader = dict(sorted(tri.by_reader.items(), key=lambda kv: order[kv[0]]))
     return tri
 
 

@@ -62,13 +62,16 @@ class Reader:
 
     ``version_of`` names the format of a file from its first bytes where one reader reads
     several versions (the hylo reader: v0.1 and v0.2), for the files no run was read from
-    (quarantined); a stored run's file has its run's ``source_format``.
+    (quarantined); a stored run's file has its run's ``source_format``. ``suffixes`` are
+    file name endings a folder walk should offer besides ``.json``, ``.eval``, ``.jsonl`` and
+    ``.ndjson`` (a plug-in reading ``.csv`` files names ``(".csv",)``).
     """
 
     format: str
     sniff: Callable[[bytes, Path], bool]
     parse: ParseFn
     version_of: Callable[[bytes], str] | None = None
+    suffixes: tuple[str, ...] = ()
 
     def format_of(self, head: bytes) -> str:
         """The format of a file this reader claims, from its first bytes."""
