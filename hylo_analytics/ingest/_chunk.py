@@ -88,6 +88,7 @@ def ingest_chunk(
         con, claimed, fmt_of, tri.by_reader, strict=strict
     )
     problems.extend(read_problems)
+    companions = merged.companions  # files read for another file's run: no run of their own
     # a run claimed by files of two formats: keep the first file
     merged, dups = drop_duplicate_runs(merged, [str(f.path) for f in claimed])
     # a run stored from another file: replaced only when asked (``replace``)
@@ -102,10 +103,12 @@ def ingest_chunk(
     if dups and refs:  # the traces of a dropped run are never read
         samples, refs = drop_traces_of_dropped(runs, samples, refs)
     runs = _with_provenance(runs, claimed, now)
-    file_idx = runs["file_idx"].to_pylist()
-    run_of_file = dict(zip(file_idx, runs["run_id"].to_pylist(), strict=True))
-    stones_of = run_tombstones(run_of_file, claimed, known_logs, stored)
-    formats = _formats(tri, runs, run_of_file, now)
+    runs_of_file: dict[int, list[str]] = {}
+    for i, rid in zip(runs["file_idx"].to_pylist(), runs["run_id"].to_pylist(), strict=True):
+        runs_of_file.setdefault(i, []).append(rid)
+    run_of_file = {i: rids[0] for i, rids in runs_of_file.items()}  # ingested_files.run_id
+    stones_of = run_tombstones(runs_of_file, claimed, stored)
+    formats = _formats(tri, runs, run_of_file, companions, now)
     chunk = ChunkCommits(
         claimed, fmt_of, runs, samples, scores, refs, run_of_file, stones_of,
         partial_runs, {str(f.path): f.sha256 for f in files}, now, recorded,
@@ -206,7 +209,11 @@ def _with_provenance(runs: pa.Table, claimed: list[SourceFile], now: datetime) -
 
 
 def _formats(
-    tri: _Triage, runs: pa.Table, run_of_file: dict[int, str], now: datetime
+    tri: _Triage,
+    runs: pa.Table,
+    run_of_file: dict[int, str],
+    companions: dict[int, str | None],
+    now: datetime,
 ) -> dict[str, int]:
     """Files per format; a rejected file's ``ingested_files`` row is added to the triage's.
 
@@ -218,7 +225,11 @@ def _formats(
         fmt_of[i] = fmt or fmt_of[i]
     formats: dict[str, int] = {}
     for i, sf in enumerate(tri.claimed):
-        if i not in run_of_file:  # rejected: recorded with the chunk's first commit
+        if i in companions and i not in run_of_file:  # its rows are its owner run's
+            tri.file_rows.append(
+                file_row(sf, "log", companions[i], "companion", now, fmt=fmt_of[i])
+            )
+        elif i not in run_of_file:  # rejected: recorded with the chunk's first commit
             tri.file_rows.append(file_row(sf, "log", None, "quarantined", now, fmt=fmt_of[i]))
         formats[fmt_of[i]] = formats.get(fmt_of[i], 0) + 1
     return formats

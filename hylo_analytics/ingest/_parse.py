@@ -45,10 +45,12 @@ def read_claimed(
         pieces += read
     parts: list[Parsed] = []
     refs: list[TraceRef] = []
+    companions: dict[int, str | None] = {}
     for idx, part in pieces:
         if strict and part.problems:
             raise IngestError(part.problems[0])
         mapping = np.asarray(idx, dtype=np.int32)
+        companions.update((int(mapping[i]), rid) for i, rid in part.companions.items())
         part.runs = remap_file_idx(part.runs, mapping)
         part.samples = remap_file_idx(part.samples, mapping)
         part.scores = remap_file_idx(part.scores, mapping)
@@ -66,6 +68,7 @@ def read_claimed(
         conform([p.samples for p in parts], "samples"),
         conform([p.scores for p in parts], "scores"),
         conform([p.events for p in parts if p.events is not None], "events"),
+        companions=companions,
     )
     return parts, merged, refs, problems
 

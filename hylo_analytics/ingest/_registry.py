@@ -19,7 +19,14 @@ from pathlib import Path
 
 from hylo_analytics.ingest._reader import Reader
 from hylo_analytics.ingest._walk import LOG_SUFFIXES
-from hylo_analytics.ingest.formats import hylo, inspect, inspect_robots, metric_results, vla_eval
+from hylo_analytics.ingest.formats import (
+    hylo,
+    inspect,
+    inspect_robots,
+    lerobot,
+    metric_results,
+    vla_eval,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "READERS", "detect", "log_suffixes", "plugin_readers", "readers"]
 
@@ -34,6 +41,7 @@ READERS: tuple[Reader, ...] = (
     inspect_robots.READER,
     vla_eval.READER,
     metric_results.READER,
+    lerobot.READER,
 )
 
 
