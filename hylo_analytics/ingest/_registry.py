@@ -20,6 +20,7 @@ from pathlib import Path
 from hylo_analytics.ingest._reader import Reader
 from hylo_analytics.ingest._walk import LOG_SUFFIXES
 from hylo_analytics.ingest.formats import (
+    every_eval_ever,
     hylo,
     inspect,
     inspect_robots,
@@ -42,6 +43,7 @@ READERS: tuple[Reader, ...] = (
     vla_eval.READER,
     metric_results.READER,
     lerobot.READER,
+    *every_eval_ever.READERS,
 )
 
 
