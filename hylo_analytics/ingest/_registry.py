@@ -25,6 +25,7 @@ from hylo_analytics.ingest.formats import (
     inspect,
     inspect_robots,
     lerobot,
+    lm_eval,
     metric_results,
     vla_eval,
 )
@@ -43,6 +44,7 @@ READERS: tuple[Reader, ...] = (
     vla_eval.READER,
     metric_results.READER,
     lerobot.READER,
+    *lm_eval.READERS,
     *every_eval_ever.READERS,
 )
 
