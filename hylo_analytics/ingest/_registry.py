@@ -41,6 +41,7 @@ READERS: tuple[Reader, ...] = (
     inspect.EVAL_READER,
     inspect.JSON_READER,
     inspect_robots.READER,
+    vla_eval.AGGREGATE_READER,  # before the merged results: both name harness_version, tasks
     vla_eval.READER,
     metric_results.READER,
     lerobot.READER,

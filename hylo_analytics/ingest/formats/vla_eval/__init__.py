@@ -1,4 +1,4 @@
-"""vla-evaluation-harness merged results (``BenchmarkResult`` JSON).
+"""vla-evaluation-harness merged results (``BenchmarkResult`` JSON); the export in :mod:`.aggregate`.
 
 Layout: ``{benchmark, mode, harness_version, overall_success_rate?, config?, merge_info?,
 tasks: [{task, success_rate, avg_steps, episodes: [{task, episode_id, success, steps,
@@ -38,7 +38,15 @@ from hylo_analytics.ingest._reader import Parsed, Reader
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.traces import name_surrogates
 
-__all__ = ["FORMAT", "READER", "agent_from_filename", "parse", "sniff"]
+__all__ = [
+    "AGGREGATE_READER",
+    "FORMAT",
+    "READER",
+    "agent_from_filename",
+    "aggregate",
+    "parse",
+    "sniff",
+]
 
 FORMAT = "vla-eval"
 
@@ -233,3 +241,8 @@ def _non_finite(value: str) -> str:
 
 
 READER = Reader(FORMAT, sniff, parse)
+
+# the current export (``<benchmark>_aggregate.json``), read by its own module
+from hylo_analytics.ingest.formats.vla_eval import aggregate as aggregate  # noqa: E402
+
+AGGREGATE_READER = aggregate.READER
