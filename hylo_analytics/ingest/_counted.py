@@ -15,7 +15,7 @@ Their keys (``<task>#counted:<i>@<run_id>``, ``<task>#summary@<run_id>``) are th
 so no other run shares them, and each score's ``metadata`` carries ``{"hylo_unkeyed":
 "counted" | "summary", "k", "n"}``: a paired comparison of such a metric is refused with the
 reason (:func:`hylo_analytics.compare.runs.paired_inputs`), since which samples a rate counted
-is not known.
+is not known. Their ``seed`` is the row's number (0 for a summary): an EvalLog export needs one.
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ def figure_rows(con: duckdb.DuckDBPyConnection, figures: str) -> tuple[pa.Table,
         + query_sql("ingest_counted_rows", max_counted=str(MAX_COUNTED))
     )
     samples = con.sql(
-        f"""SELECT file_idx, run_id, key, task_id, CAST(NULL AS BIGINT) AS seed, 1 AS epoch,
-                  key AS episode_id, kind AS status, 'none' AS trace_status,
+        f"""SELECT file_idx, run_id, key, task_id, CAST(coalesce(min(i), 0) AS BIGINT) AS seed,
+                  1 AS epoch, key AS episode_id, kind AS status, 'none' AS trace_status,
                   json_object('{UNKEYED}', kind, 'n', max(n)) AS extra
            FROM _figure_rows GROUP BY file_idx, run_id, key, task_id, kind
            ORDER BY file_idx, run_id, min(ord), min(i)"""
     ).to_arrow_table()
     scores = con.sql(
-        f"""SELECT file_idx, run_id, key, task_id, CAST(NULL AS BIGINT) AS seed, 1 AS epoch,
-                  key AS episode_id, metric, value, value IS NOT NULL AS valid,
+        f"""SELECT file_idx, run_id, key, task_id, CAST(coalesce(i, 0) AS BIGINT) AS seed,
+                  1 AS epoch, key AS episode_id, metric, value, value IS NOT NULL AS valid,
                   CASE WHEN value IS NULL THEN 'non-finite value' END AS skip_reason,
                   'evallog' AS source, 'imported' AS source_kind,
                   CAST(json_object('{UNKEYED}', kind, 'k', k, 'n', n) AS VARCHAR) AS metadata

@@ -14,7 +14,7 @@ WITH i AS (
     ]) AS m
     FROM i
 )
-SELECT file_idx, run_id, key, evaluation_name AS task_id, CAST(NULL AS BIGINT) AS seed,
+SELECT file_idx, run_id, key, evaluation_name AS task_id, coalesce(TRY_CAST(sample_id AS BIGINT), line - 1) AS seed,
        1 AS epoch, key AS episode_id, m.metric AS metric,
        CASE WHEN error IS NULL OR NOT m.outcome THEN m.v END AS value,
        (error IS NULL OR NOT m.outcome) AND m.v IS NOT NULL AS valid,

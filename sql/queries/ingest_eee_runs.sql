@@ -8,7 +8,8 @@ SELECT a.file_idx, 'eee:' || (a.raw ->> '$.evaluation_id') AS run_id,
         FROM (SELECT unnest(json_extract_string(
                   a.raw, '$.evaluation_results[*].source_data.dataset_name')) AS d)) AS benchmark_id,
        a.raw ->> '$.model_info.id' AS agent_name,
-       CAST(json_extract(a.raw, '$.evaluation_results') AS VARCHAR) AS results,
+       CAST(json_object('evaluation_results', json_extract(a.raw, '$.evaluation_results'))
+           AS VARCHAR) AS results,
        'success' AS status,
        (SELECT count(*) FROM _eee_samples AS s WHERE s.file_idx = a.file_idx) AS n_samples,
        CAST(json_object('schema_version', a.raw ->> '$.schema_version',

@@ -17,15 +17,14 @@ WITH num AS (
                 THEN CAST(sum_reward AS DOUBLE) END AS sum_v,
            CASE WHEN json_type(max_reward) IN ('BIGINT', 'UBIGINT', 'DOUBLE')
                 THEN CAST(max_reward AS DOUBLE) END AS max_v,
-           CASE WHEN shape = 'per_episode' THEN TRY_CAST(seed AS BIGINT)
-                ELSE TRY_CAST(base_seed AS BIGINT) + ep_idx END AS seed_v
+           CASE WHEN shape = 'per_episode' THEN TRY_CAST(seed AS BIGINT) END AS own_seed
     FROM _lr_raw
 ), keyed AS (
     SELECT *,
            CASE WHEN shape = 'per_task' THEN pre || 'per_task[' || task_idx || ']'
                 ELSE pre || 'per_episode[' || ep_idx || ']' END AS loc,
-           task_id || '#' || CAST(CASE WHEN shape = 'per_episode' AND seed_v IS NOT NULL
-                                       THEN seed_v ELSE ep_idx END AS VARCHAR) AS key
+           coalesce(own_seed, ep_idx) AS seed_v,
+           task_id || '#' || CAST(coalesce(own_seed, ep_idx) AS VARCHAR) AS key
     FROM num
 ), ranked AS (
     SELECT *, row_number() OVER (PARTITION BY file_idx, ev_idx, key
@@ -57,7 +56,7 @@ SELECT *,
                       ELSE loc || '.max_reward' END,
                  'expected a finite number, got ' || CAST(max_reward AS VARCHAR)]
            WHEN shape = 'per_episode' AND coalesce(json_type(seed), 'NULL') <> 'NULL'
-                AND seed_v IS NULL
+                AND own_seed IS NULL
            THEN [loc || '.seed', 'expected an integer that fits in 64 bits, got ' || CAST(seed AS VARCHAR)]
            WHEN nth > 1
            THEN [loc, 'duplicate episode: its key ' || key || ' is already in this evaluation']

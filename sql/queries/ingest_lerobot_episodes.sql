@@ -2,8 +2,7 @@
 -- _lr_ev, both shapes: per_task[k].metrics lists (episode i of a task is index i of its
 -- lists) and per_episode rows. Values stay JSON here: the checks read their types.
 WITH pt AS (
-    SELECT e.file_idx, e.ev_idx, e.checkpoint, CAST(t.key AS BIGINT) AS task_idx, t.value AS t,
-           json_extract(e.ev, '$.run_config.seed') AS base_seed
+    SELECT e.file_idx, e.ev_idx, e.checkpoint, CAST(t.key AS BIGINT) AS task_idx, t.value AS t
     FROM _lr_ev AS e, json_each(e.ev, '$.per_task') AS t
     WHERE json_type(e.ev, '$.per_task') = 'ARRAY'
 ), lists AS (
@@ -24,13 +23,12 @@ WITH pt AS (
 SELECT file_idx, ev_idx, checkpoint, 'per_task' AS shape, task_idx, i AS ep_idx,
        json_extract(t, '$.task_group') AS task_group, json_extract(t, '$.task_id') AS task_ref,
        succ[i + 1] AS success, sumr[i + 1] AS sum_reward, maxr[i + 1] AS max_reward,
-       CAST(NULL AS JSON) AS seed, base_seed, len(succ) AS n_success, len(sumr) AS n_sum,
+       CAST(NULL AS JSON) AS seed, len(succ) AS n_success, len(sumr) AS n_sum,
        len(maxr) AS n_max, videos[i + 1] ->> '$' AS video_path
 FROM per_task
 UNION ALL
 SELECT file_idx, ev_idx, checkpoint, 'per_episode', 0, i,
        CAST(NULL AS JSON), CAST(NULL AS JSON),
        json_extract(p, '$.success'), json_extract(p, '$.sum_reward'),
-       json_extract(p, '$.max_reward'), json_extract(p, '$.seed'), CAST(NULL AS JSON),
-       NULL, NULL, NULL, NULL
+       json_extract(p, '$.max_reward'), json_extract(p, '$.seed'), NULL, NULL, NULL, NULL
 FROM per_episode

@@ -2,7 +2,7 @@
 -- samples file scores (_lm_covered), named '<metric>,<filter>' as the results file names it;
 -- a non-finite value (the harness may write NaN) abstains.
 SELECT r.batch_idx AS file_idx, r.run_id, f.task || '#' || s.doc_id AS key, f.task AS task_id,
-       CAST(NULL AS BIGINT) AS seed, 1 AS epoch, f.task || '#' || s.doc_id AS episode_id,
+       s.doc_id AS seed, 1 AS epoch, f.task || '#' || s.doc_id AS episode_id,
        s.name || ',' || s.filter AS metric,
        CASE WHEN isfinite(s.value) THEN s.value END AS value, isfinite(s.value) AS valid,
        CASE WHEN NOT isfinite(s.value) THEN 'non-finite value: ' || CAST(s.value AS VARCHAR) END

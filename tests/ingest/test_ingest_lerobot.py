@@ -103,11 +103,12 @@ def test_identity_and_seeds(store: ha.Store) -> None:
     seeds = store.sql(
         "select min(seed), max(seed) from samples where run_id = ?", [kyh["run_id"]]
     ).row(0)
-    assert seeds == (3000, 3049)  # run_config.seed + the episode index
+    assert seeds == (0, 49)  # the episode index, the start state the key names
+    assert json.loads(kyh["extra"])["run_config"]["seed"] == 3000
     parent = store.sql(
         "select seed, extra from samples where run_id = ? limit 1", [_run(store, PARENT)]
     )
-    assert parent["seed"].item() is None  # no seed in the file
+    assert parent["seed"].item() == 0
     assert json.loads(parent["extra"].item())["video_path"].endswith(".mp4")
 
 

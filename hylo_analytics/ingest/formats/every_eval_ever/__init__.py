@@ -17,7 +17,7 @@ dataset's size, per the schema, not the number evaluated, so it is never taken a
 A rate with a count aggregates and ranks from it (its Wilson interval from the count); a
 score without one (a leaderboard scrape) is its figure alone, without an interval; pairing
 either is refused with the reason. The file's ``evaluation_results`` are the run's
-``results`` as written (intervals, half-widths, ``samples_number``); ``model_info`` and
+``results`` as written (``{"evaluation_results": [...]}``) (intervals, half-widths, ``samples_number``); ``model_info`` and
 ``source_metadata`` its ``extra``.
 
 Identity: ``run_id`` = ``eee:<evaluation_id>``, ``agent_name`` = ``model_info.id``,

@@ -8,7 +8,8 @@ interaction_type, input, output, interactions | messages, evaluation: {score, is
 The file is the run (its lines name their evaluation and model): ``run_id`` =
 ``eee:<evaluation_id>``, ``agent_name`` = ``model_id``, ``task_id`` = ``evaluation_name``,
 ``key`` = ``<evaluation_name>#<sample_id>``, so two models' instances of one dataset pair on
-the sample. Scores: ``score`` (``evaluation.score``), ``is_correct`` (0/1),
+the sample (``seed`` = an integer sample id, else the line's index: an EvalLog export needs
+one). Scores: ``score`` (``evaluation.score``), ``is_correct`` (0/1),
 ``llm.tokens.input`` / ``llm.tokens.output`` and ``latency_ms`` where recorded; an instance
 with an ``error`` has status ``error`` and its score abstains with it. The
 prompt and output text stay in the file (``extra`` keeps the sample hash, the reference and
@@ -128,7 +129,8 @@ def parse_instances(
     ).to_arrow_table()
     samples = con.sql(
         """SELECT i.file_idx, d.run_id, i.evaluation_name || '#' || i.sample_id AS key,
-                  i.evaluation_name AS task_id, CAST(NULL AS BIGINT) AS seed, 1 AS epoch,
+                  i.evaluation_name AS task_id,
+                  coalesce(TRY_CAST(i.sample_id AS BIGINT), i.line - 1) AS seed, 1 AS epoch,
                   i.evaluation_name || '#' || i.sample_id AS episode_id,
                   CASE WHEN i.error IS NOT NULL THEN 'error' WHEN i.is_correct = 1 THEN 'success'
                        WHEN i.is_correct = 0 THEN 'failure' ELSE 'scored' END AS status,

@@ -22,9 +22,10 @@ Identity, decided here:
 * **run_id**: ``lerobot:<agent>[@<checkpoint>]:<sha256[:12]>``.
 * **key**: ``<task_group>/<task_id>#<episode index>`` (``per_episode``:
   ``default#<seed>``, the index when the seed is null), so two policies or checkpoints run
-  on the same start states pair. ``seed`` is the episode's seed: its own (``per_episode``),
-  or ``run_config.seed`` + the index (``lerobot-eval`` starts every task at the run's seed and
-  adds one per episode), else null. ``benchmark_id`` is the task group(s).
+  on the same start states pair. ``seed`` is the number the key ends with, as vla-eval's
+  start-state index is (an EvalLog export needs one): ``lerobot-eval`` starts every task at
+  the run's seed and adds one per episode, so the index names the start state; the run's
+  own seed (``run_config.seed``) is in its ``extra``. ``benchmark_id`` is the task group(s).
 
 Scores: ``success`` (0/1), ``sum_reward``, ``max_reward`` per episode (a missing list
 abstains, ``not recorded``); the file's ``pc_success`` is their mean of ``success``, which
