@@ -158,7 +158,9 @@ def _expected(path: Path) -> str | None:
     if folder == "lm-eval":
         return "lm-eval/samples" if path.suffix == ".jsonl" else "lm-eval/results"
     if folder == "every_eval_ever":
-        return "every_eval_ever/instances" if path.suffix == ".jsonl" else "every_eval_ever/aggregate"
+        return (
+            "every_eval_ever/instances" if path.suffix == ".jsonl" else "every_eval_ever/aggregate"
+        )
     return REAL_FORMATS[folder]
 
 
