@@ -28,7 +28,7 @@ from hylo_analytics.ingest._identity import (
     unchanged_content,
 )
 from hylo_analytics.ingest._parse import conform, drop_traces_of_dropped, read_claimed
-from hylo_analytics.ingest._reader import SNIFF_BYTES, ParseFn, drop_duplicate_runs
+from hylo_analytics.ingest._reader import SNIFF_BYTES, Parsed, ParseFn, drop_duplicate_runs
 from hylo_analytics.ingest._registry import detect, readers
 from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
 from hylo_analytics.ingest.traces import iter_traces
@@ -111,7 +111,7 @@ def ingest_chunk(
     formats = _formats(tri, runs, run_of_file, companions, now)
     chunk = ChunkCommits(
         claimed, fmt_of, runs, samples, scores, refs, run_of_file, stones_of,
-        partial_runs, {str(f.path): f.sha256 for f in files}, now, recorded,
+        partial_runs, _shas(files, parts), now, recorded,
     )  # fmt: skip
     _submit_all(con, chunk, events, problems, tri.file_rows, strict=strict, submit=submit)
     return IngestReport(
@@ -180,6 +180,14 @@ def _triage(
         tri.fmt_of.append(reader.format_of(sf.data[:SNIFF_BYTES]))
     tri.by_reader = dict(sorted(tri.by_reader.items(), key=lambda kv: order[kv[0]]))
     return tri
+
+
+def _shas(files: list[SourceFile], parts: list[Parsed]) -> dict[str, str]:
+    """Each file's sha256 by path: the chunk's, and those its readers read on the way (a
+    companion file read from disk), so a problem found again in unchanged bytes is known."""
+    out = {str(sf.path): sf.sha256 for p in parts for sf, *_ in p.side_files}
+    out.update((str(f.path), f.sha256) for f in files)
+    return out
 
 
 def _unsafe(files: list[SourceFile]) -> dict[int, tuple[int | None, str]]:

@@ -142,6 +142,7 @@ class _Plan:
         self.owner: list[int | None] = []  # per sample file: the batch idx of its results
         self.batch_idx: list[int | None] = []  # per sample file: its batch idx, if in it
         self.task: list[str] = []
+        self.read_here: list[SourceFile] = []  # the samples files read from disk, not the batch
         self.outside_owner: dict[int, str | None] = {}  # batch samples idx -> owner run id
         seen: set[str] = set()
         for local in ids:
@@ -164,6 +165,8 @@ class _Plan:
                     if at is not None
                     else next(read_files([sibling], roots=[path.parent]))
                 )
+                if at is None:
+                    self.read_here.append(sf)
                 if sf.error is None:
                     self._add(sf, bi, at, sn[1])
         for i, sf in enumerate(files):

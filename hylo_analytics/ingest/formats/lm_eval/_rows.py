@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from hylo_analytics._sql import query_sql
 from hylo_analytics.ingest._counted import figure_rows
+from hylo_analytics.ingest._files import SourceFile
 from hylo_analytics.ingest._reader import Parsed
 from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.formats.lm_eval._samples import results_name, samples_name
@@ -57,8 +58,11 @@ def build_rows(
     for t in ("_lm_f", "_lm_s", "_lm_covered"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     scores = pa.concat_tables([keyed_scores, fig_scores], promote_options="permissive")
-    return Parsed(runs, samples, scores, problems=problems, partial_runs=partial,
-                  companions=companions)  # fmt: skip
+    side: list[tuple[SourceFile, str, str | None, str]] = [
+        (sf, "companion", None, SAMPLES_FORMAT) for sf in plan.read_here
+    ]
+    return Parsed(runs, samples, scores, problems=problems, side_files=side,
+                  partial_runs=partial, companions=companions)  # fmt: skip
 
 
 def _run_table(plan: _Plan, bad_s: set[int]) -> pa.Table:
