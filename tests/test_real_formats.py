@@ -181,3 +181,35 @@ def _round_trip(store: ha.Store, run: str, metric: str, tmp_path: Path) -> None:
     b = again.aggregate(metrics=[metric]).row(0, named=True)
     # (a v0.2 sample holds every metric of its run: one another metric scores is an abstention)
     assert (b["n_valid"], b["mean"]) == (a["n_valid"], pytest.approx(a["mean"]))
+
+
+@pytest.mark.parametrize(
+    ("folder", "metric", "published"),
+    [
+        # overall.pc_success of parent / teacher31d / KYH-99 task00, as a rate
+        ("lerobot", "success", {0.87, 0.78, 0.8}),
+        # acc,none of belief (9/20) and desire (12/20) pooled: the group's 0.525
+        ("lm-eval", "acc,none", {0.525}),
+        # score_details.score of the two ai2_arc aggregates, from their instances
+        ("every_eval_ever", "score", {1 / 3, 1.0}),
+    ],
+)
+def test_the_cli_as_a_new_user(
+    folder: str,
+    metric: str,
+    published: set[float],
+    real_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``hylo-analytics ingest <their folder>``, then ``aggregate``: the harness's numbers."""
+    from hylo_analytics.cli import main
+
+    store = str(tmp_path / "store")
+    assert main(["ingest", "--store", store, str(real_dir / folder)]) == 0
+    capsys.readouterr()
+    argv = ["aggregate", "--store", store, "--metric", metric, "--format", "json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    got = {round(r["mean"], 12) for r in rows if r["mean"] is not None}
+    assert {round(v, 12) for v in published} <= got
