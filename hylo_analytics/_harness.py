@@ -2,8 +2,8 @@
 
 An episode the harness could not finish (a vla-eval timeout, an Inspect sample whose status is
 ``error``) has no score. Harnesses disagree on what that means for a success rate: vla-eval
-counts it as a failure (its result files' ``overall_success_rate`` and its reproduction
-tables divide by every episode); Inspect leaves it out (``inspect_ai``'s metrics score only
+counts it as a failure (its merged results' ``overall_success_rate``, its export's
+``mean_success`` and its reproduction tables divide by every episode); Inspect leaves it out (``inspect_ai``'s metrics score only
 the samples without an error); so does the hylo EvalLog (a ``Score`` of ``None`` abstains,
 "excluded from the mean"). One switch names the choice everywhere: ``errors="failure"``
 or ``"exclude"`` in Python, ``--errors`` on the CLI, the ``errors`` column of every output.
@@ -37,7 +37,7 @@ Errors = Literal["failure", "exclude"]
 ERRORS: tuple[str, ...] = ("failure", "exclude")
 # the source formats (runs.source_format) whose harness counts an errored episode as a failure;
 # every other format's convention is to leave it out
-FAILURE_FORMATS: tuple[str, ...] = ("vla-eval",)
+FAILURE_FORMATS: tuple[str, ...] = ("vla-eval", "vla-eval/aggregate")
 # The metric a harness names its success by when a run records no ``success``, by the prefix
 # of runs.source_format: inspect-robots' per-trial outcome is ``success_at_end`` (the
 # operator's end-of-episode judgement). The success marts read it (``int_success_metric``,

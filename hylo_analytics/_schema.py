@@ -162,7 +162,10 @@ INGESTED_FILES = pa.schema(
         ("format", _str),
         ("role", _str),  # log | trace
         ("run_id", _str),
-        ("outcome", _str),  # ingested | quarantined | partial
+        (
+            "outcome",
+            _str,
+        ),  # ingested | quarantined | partial | companion (rows of another file's run)
         ("ingested_at", _ts),
         ("batch_seq", _i64),
     ]

@@ -207,7 +207,7 @@ def add_errors_arg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None
         default=None,
         help="what an errored episode (a harness timeout) is for a 0/1 metric: 'failure' "
         "counts it as 0, 'exclude' leaves it out. Default: each run's harness convention "
-        "(vla-eval: failure, as its own rates; Inspect and hylo: exclude)",
+        "(vla-eval, merged results and export: failure, as its own rates; the others: exclude)",
     )
     p.add_argument(
         "--errors-as-failures",

@@ -10,8 +10,10 @@ from hylo_analytics.errors import InputNotFoundError
 
 HELP = """Read evaluation logs (and the traces they name) from files and folders into the store.
 Folders are searched recursively. Each file's format is detected from its content (hylo
-EvalLog, Inspect .eval/.json, inspect-robots, vla-eval results, WorldFoundry metric results)
-and reported per file; a file no reader recognises is quarantined. Unchanged files are skipped; a changed EvalLog replaces
+EvalLog, Inspect .eval/.json, inspect-robots, vla-eval merged results and export, WorldFoundry
+metric results, LeRobot eval_info.json, lm-eval results and samples, Every Eval Ever
+aggregates and instances, and the readers installed under the hylo_analytics.readers entry
+point group) and reported per file (--verbose); a file no reader recognises is quarantined. Unchanged files are skipped; a changed EvalLog replaces
 its run. A file whose run_id is already stored from another file is quarantined, naming both,
 unless --replace is given. Bad input is quarantined (see 'hylo-analytics sql "from stg_quarantine"') while
 every good file is still stored; --strict stops at the first bad item instead.

@@ -173,6 +173,7 @@ def paired_inputs(
             + (did_you_mean(metrics or [], held) if held else "")
             + (f"; it has scores of {', '.join(held)}" if held else "")
         )
+    _refuse_unkeyed(read, metrics)
     problems = _gate(meta, kinds.filter(pl.col("valid")), cands, parent)
     if problems and not force:
         detail = "; ".join(f"{c}: {why}" for c, why in problems.items())
@@ -294,6 +295,17 @@ class _Reader:
             "max(n_key_epochs) as n_key_epochs from {scores} group by all",
         )
 
+    def unkeyed(self, metrics: Sequence[str] | None) -> pl.DataFrame:
+        """Per (run, metric) whose every row is a figure without per-sample keys
+        (:mod:`hylo_analytics.ingest._counted`): how it was stored and its count."""
+        return self._sql(
+            metrics,
+            "select run_id, metric, any_value(json_extract_string(metadata, '$.hylo_unkeyed')) "
+            "as kind, max(cast(json_extract(metadata, '$.n') as bigint)) as n from {scores} "
+            "group by all having bool_and(coalesce(metadata like '%\"hylo_unkeyed\"%', false)) "
+            "order by run_id, metric",
+        )
+
     def declared(self, metrics: Sequence[str] | None) -> pl.DataFrame:
         """Per metric, the directions its rows' metadata declare (the engine keeps one)."""
         return self._sql(
@@ -302,6 +314,26 @@ class _Reader:
             # only a document naming a direction can declare one (a cheap test before parsing)
             """from {scores} where metadata like '%"direction"%' and json_valid(metadata)""",
         )
+
+
+def _refuse_unkeyed(read: _Reader, metrics: Sequence[str] | None) -> None:
+    """No pairing of a metric a run holds only as a published figure (a rate and its count,
+    or a score alone): which samples it counted is not known, so there is nothing to pair,
+    whatever ``force`` says."""
+    found = read.unkeyed(metrics)
+    if found.is_empty():
+        return
+    what = "; ".join(
+        f"{run!r} holds {metric!r} only as "
+        + (f"a rate of {n} samples" if kind == "counted" else "a published figure")
+        for run, metric, kind, n in found.iter_rows()
+    )
+    raise ComparabilityError(
+        f"cannot pair: {what}, without per-sample keys (an aggregate without its samples: "
+        "an Every Eval Ever file without instances, a lm-eval task run without "
+        "--log_samples). A paired comparison needs the samples both runs were scored on: "
+        "ingest them, or compare the rates unpaired with aggregate (or rank)."
+    )
 
 
 def _listed(columns: Sequence[str]) -> str:

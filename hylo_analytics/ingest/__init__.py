@@ -21,11 +21,6 @@ from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
 __all__ = ["READERS", "IngestError", "IngestReport", "Problem", "Reader", "detect", "ingest_paths"]
 
 # Importable from here before the package was split into rooms: kept for code that used them.
-from hylo_analytics.ingest import hylo as hylo
-from hylo_analytics.ingest import inspect as inspect
-from hylo_analytics.ingest import inspect_robots as inspect_robots
-from hylo_analytics.ingest import metric_results as metric_results
-from hylo_analytics.ingest import vla_eval as vla_eval
 from hylo_analytics.ingest._claims import claim_files as claim_files
 from hylo_analytics.ingest._claims import lease_seconds as lease_seconds
 from hylo_analytics.ingest._commit import rows_of as _rows_of  # noqa: F401
@@ -41,6 +36,11 @@ from hylo_analytics.ingest._reader import drop_duplicate_runs as drop_duplicate_
 from hylo_analytics.ingest._reader import remap_file_idx as remap_file_idx
 from hylo_analytics.ingest._sharded import work as _work  # noqa: F401
 from hylo_analytics.ingest._walk import discover as discover
+from hylo_analytics.ingest.formats import hylo as hylo
+from hylo_analytics.ingest.formats import inspect as inspect
+from hylo_analytics.ingest.formats import inspect_robots as inspect_robots
+from hylo_analytics.ingest.formats import metric_results as metric_results
+from hylo_analytics.ingest.formats import vla_eval as vla_eval
 from hylo_analytics.ingest.traces import TRACE_FORMAT as TRACE_FORMAT
 from hylo_analytics.ingest.traces import TraceBatch as TraceBatch
 from hylo_analytics.ingest.traces import TraceRef as TraceRef

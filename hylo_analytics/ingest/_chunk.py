@@ -28,8 +28,8 @@ from hylo_analytics.ingest._identity import (
     unchanged_content,
 )
 from hylo_analytics.ingest._parse import conform, drop_traces_of_dropped, read_claimed
-from hylo_analytics.ingest._reader import SNIFF_BYTES, drop_duplicate_runs
-from hylo_analytics.ingest._registry import READERS, detect
+from hylo_analytics.ingest._reader import SNIFF_BYTES, Parsed, ParseFn, drop_duplicate_runs
+from hylo_analytics.ingest._registry import detect, readers
 from hylo_analytics.ingest._report import IngestError, IngestReport, Problem
 from hylo_analytics.ingest.traces import iter_traces
 
@@ -56,7 +56,7 @@ class _Triage:
     claimed: list[SourceFile] = field(default_factory=list)  # the files a reader claimed
     fmt_of: list[str] = field(default_factory=list)
     # by parse function (formats sharing one are one batch): positions in ``claimed``
-    by_reader: dict[object, list[int]] = field(default_factory=dict)
+    by_reader: dict[ParseFn, list[int]] = field(default_factory=dict)
 
 
 def ingest_chunk(
@@ -88,6 +88,7 @@ def ingest_chunk(
         con, claimed, fmt_of, tri.by_reader, strict=strict
     )
     problems.extend(read_problems)
+    companions = merged.companions  # files read for another file's run: no run of their own
     # a run claimed by files of two formats: keep the first file
     merged, dups = drop_duplicate_runs(merged, [str(f.path) for f in claimed])
     # a run stored from another file: replaced only when asked (``replace``)
@@ -102,13 +103,15 @@ def ingest_chunk(
     if dups and refs:  # the traces of a dropped run are never read
         samples, refs = drop_traces_of_dropped(runs, samples, refs)
     runs = _with_provenance(runs, claimed, now)
-    file_idx = runs["file_idx"].to_pylist()
-    run_of_file = dict(zip(file_idx, runs["run_id"].to_pylist(), strict=True))
-    stones_of = run_tombstones(run_of_file, claimed, known_logs, stored)
-    formats = _formats(tri, runs, run_of_file, now)
+    runs_of_file: dict[int, list[str]] = {}
+    for i, rid in zip(runs["file_idx"].to_pylist(), runs["run_id"].to_pylist(), strict=True):
+        runs_of_file.setdefault(i, []).append(rid)
+    run_of_file = {i: rids[0] for i, rids in runs_of_file.items()}  # ingested_files.run_id
+    stones_of = run_tombstones(runs_of_file, claimed, stored)
+    formats = _formats(tri, runs, run_of_file, companions, now)
     chunk = ChunkCommits(
         claimed, fmt_of, runs, samples, scores, refs, run_of_file, stones_of,
-        partial_runs, {str(f.path): f.sha256 for f in files}, now, recorded,
+        partial_runs, _shas(files, parts), now, recorded,
     )  # fmt: skip
     _submit_all(con, chunk, events, problems, tri.file_rows, strict=strict, submit=submit)
     return IngestReport(
@@ -140,6 +143,8 @@ def _triage(
 ) -> _Triage:
     """Each file: unreadable, stored unchanged, unsafe, of no known format, or a reader's."""
     tri = _Triage(list(notes))
+    chosen = readers()  # the built-in readers and the plug-ins, read once per chunk
+    order = {r.parse: i for i, r in reversed(list(enumerate(chosen)))}
     unsafe = _unsafe(files)
     for n, sf in enumerate(files):
         k = known_logs.get(str(sf.path))
@@ -151,7 +156,7 @@ def _triage(
             tri.unchanged += 1  # touched, not changed: remember the new mtime
             tri.file_rows.append(file_row(sf, "log", k.run_id, k.outcome, now, fmt=k.format))
             continue
-        reader = detect(sf.data[:SNIFF_BYTES], sf.path)
+        reader = detect(sf.data[:SNIFF_BYTES], sf.path, chosen)
         if n in unsafe:  # never offered to a parser
             line, why = unsafe[n]
             tri.problems.append(Problem(str(sf.path), line, None, why))
@@ -165,7 +170,7 @@ def _triage(
                     None,
                     None,
                     "unknown format: no reader recognises this file's content "
-                    f"(known formats: {', '.join(r.format for r in READERS)})",
+                    f"(known formats: {', '.join(r.format for r in chosen)})",
                 )
             )
             tri.file_rows.append(file_row(sf, "log", None, "quarantined", now, fmt=None))
@@ -173,7 +178,16 @@ def _triage(
         tri.by_reader.setdefault(reader.parse, []).append(len(tri.claimed))
         tri.claimed.append(sf)
         tri.fmt_of.append(reader.format_of(sf.data[:SNIFF_BYTES]))
+    tri.by_reader = dict(sorted(tri.by_reader.items(), key=lambda kv: order[kv[0]]))
     return tri
+
+
+def _shas(files: list[SourceFile], parts: list[Parsed]) -> dict[str, str]:
+    """Each file's sha256 by path: the chunk's, and those its readers read on the way (a
+    companion file read from disk), so a problem found again in unchanged bytes is known."""
+    out = {str(sf.path): sf.sha256 for p in parts for sf, *_ in p.side_files}
+    out.update((str(f.path), f.sha256) for f in files)
+    return out
 
 
 def _unsafe(files: list[SourceFile]) -> dict[int, tuple[int | None, str]]:
@@ -203,7 +217,11 @@ def _with_provenance(runs: pa.Table, claimed: list[SourceFile], now: datetime) -
 
 
 def _formats(
-    tri: _Triage, runs: pa.Table, run_of_file: dict[int, str], now: datetime
+    tri: _Triage,
+    runs: pa.Table,
+    run_of_file: dict[int, str],
+    companions: dict[int, str | None],
+    now: datetime,
 ) -> dict[str, int]:
     """Files per format; a rejected file's ``ingested_files`` row is added to the triage's.
 
@@ -215,7 +233,11 @@ def _formats(
         fmt_of[i] = fmt or fmt_of[i]
     formats: dict[str, int] = {}
     for i, sf in enumerate(tri.claimed):
-        if i not in run_of_file:  # rejected: recorded with the chunk's first commit
+        if i in companions and i not in run_of_file:  # its rows are its owner run's
+            tri.file_rows.append(
+                file_row(sf, "log", companions[i], "companion", now, fmt=fmt_of[i])
+            )
+        elif i not in run_of_file:  # rejected: recorded with the chunk's first commit
             tri.file_rows.append(file_row(sf, "log", None, "quarantined", now, fmt=fmt_of[i]))
         formats[fmt_of[i]] = formats.get(fmt_of[i], 0) + 1
     return formats

@@ -21,6 +21,7 @@ from hylo_analytics.ingest._chunk import ingest_chunk
 from hylo_analytics.ingest._common import release_memory
 from hylo_analytics.ingest._files import read_files
 from hylo_analytics.ingest._identity import known_files, recorded_problems, stored_runs, to_read
+from hylo_analytics.ingest._registry import log_suffixes, readers
 from hylo_analytics.ingest._report import IngestReport, Problem
 from hylo_analytics.ingest._sharded import ingest_sharded
 from hylo_analytics.ingest._walk import chunks, discover
@@ -78,7 +79,9 @@ def ingest_paths(
         store.clean_staging()
         skipped: list[Problem] = []  # symlinked folders not followed: recorded, not silent
         roots: dict[Path, Path] = {}  # each file found in a folder: that folder, to stay in
-        candidates = discover(list(paths), skipped=skipped, roots=roots)
+        candidates = discover(
+            list(paths), skipped=skipped, roots=roots, suffixes=log_suffixes(readers())
+        )
         report, unchanged = _ingest_found(
             store, candidates, skipped, roots,
             strict=strict, progress=progress, chunk_bytes=chunk_bytes, replace=replace,

@@ -61,7 +61,8 @@ class Known:
 def known_files(
     store: ParquetStore,
 ) -> tuple[dict[str, Known], dict[str, list[tuple[str, Known]]]]:
-    """The stored log files by path, and the stored trace files by run_id."""
+    """The stored log files by path, and the stored trace files by run_id (with the
+    companion files a run's reader read beside its log: a lm-eval results file's samples)."""
     rows = store.con.execute(
         "SELECT path, sha256, size, mtime_ns, outcome, run_id, role, format FROM stg_ingested_files"
     ).fetchall()
@@ -73,6 +74,8 @@ def known_files(
             traces.setdefault(run_id, []).append((path, k))
         else:
             logs[path] = k
+            if outcome == "companion" and run_id is not None:  # read by its owner run's reader
+                traces.setdefault(run_id, []).append((path, k))
     return logs, traces
 
 
@@ -211,26 +214,29 @@ def claimed_elsewhere(
 
 
 def run_tombstones(
-    run_of_file: dict[int, str],
+    runs_of_file: dict[int, list[str]],
     claimed: list[SourceFile],
-    known_logs: dict[str, Known],
     stored: dict[str, tuple[str, str]],
 ) -> dict[int, list[Tombstone]]:
-    """Each file's tombstones: its run's earlier rows, and the run it held before when its
-    run_id changed (ids derived from content), unless another file holds that run now.
+    """Each file's tombstones: its runs' earlier rows, and the runs it held before that it
+    holds no more (ids derived from content change with it; a file of several runs, such
+    as a LeRobot file of several checkpoints, may hold fewer), unless another file holds
+    them now.
 
     ``stored`` is updated: the chunk's runs are stored from their files from now on.
     """
+    by_path: dict[str, list[str]] = {}
+    for rid, (path, _sha) in stored.items():
+        by_path.setdefault(path, []).append(rid)
     stones_of: dict[int, list[Tombstone]] = {}
-    for i, rid in run_of_file.items():
-        stones_of[i] = [Tombstone(table, rid) for table in RUN_TABLES]
+    for i, rids in runs_of_file.items():
         path = str(claimed[i].path)
-        k = known_logs.get(path)
-        old = k.run_id if k is not None else None
-        if old and old != rid and stored.get(old, (path,))[0] == path:
-            stones_of[i] += [Tombstone(table, old) for table in RUN_TABLES]
-            stored.pop(old, None)
-        stored[rid] = (path, claimed[i].sha256)
+        old = [r for r in by_path.get(path, []) if r not in rids]
+        stones_of[i] = [Tombstone(table, rid) for rid in [*rids, *old] for table in RUN_TABLES]
+        for rid in old:
+            stored.pop(rid, None)
+        for rid in rids:
+            stored[rid] = (path, claimed[i].sha256)
     return stones_of
 
 

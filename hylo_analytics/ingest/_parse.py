@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hylo_analytics.ingest._files import SourceFile
-from hylo_analytics.ingest._reader import Parsed, remap_file_idx
-from hylo_analytics.ingest._registry import READERS
+from hylo_analytics.ingest._reader import Parsed, ParseFn, remap_file_idx
 from hylo_analytics.ingest._report import IngestError, Problem
 from hylo_analytics.ingest.traces import TraceRef
 
@@ -29,27 +28,29 @@ def read_claimed(
     con: duckdb.DuckDBPyConnection,
     claimed: list[SourceFile],
     fmt_of: list[str],
-    by_reader: dict[object, list[int]],
+    by_reader: dict[ParseFn, list[int]],
     *,
     strict: bool,
 ) -> tuple[list[Parsed], Parsed, list[TraceRef], list[Problem]]:
     """Parse the files each reader claimed (``by_reader``: parse function -> positions in
-    ``claimed``); returns the readers' parts, their rows merged (``file_idx`` = position in
+    ``claimed``, in the readers' order); returns the readers' parts, their rows merged (``file_idx`` = position in
     ``claimed``), the traces named (``trace_ref`` = position in them) and the problems."""
     problems: list[Problem] = []
     pieces: list[tuple[list[int], Parsed]] = []
-    for parse in dict.fromkeys(r.parse for r in READERS):
-        read, failed = parse_isolated(con, parse, claimed, fmt_of, by_reader.get(parse, []))
+    for parse, idx in by_reader.items():  # in the order the readers are asked
+        read, failed = parse_isolated(con, parse, claimed, fmt_of, idx)
         if strict and failed:
             raise IngestError(failed[0])
         problems.extend(failed)
         pieces += read
     parts: list[Parsed] = []
     refs: list[TraceRef] = []
+    companions: dict[int, str | None] = {}
     for idx, part in pieces:
         if strict and part.problems:
             raise IngestError(part.problems[0])
         mapping = np.asarray(idx, dtype=np.int32)
+        companions.update((int(mapping[i]), rid) for i, rid in part.companions.items())
         part.runs = remap_file_idx(part.runs, mapping)
         part.samples = remap_file_idx(part.samples, mapping)
         part.scores = remap_file_idx(part.scores, mapping)
@@ -67,6 +68,7 @@ def read_claimed(
         conform([p.samples for p in parts], "samples"),
         conform([p.scores for p in parts], "scores"),
         conform([p.events for p in parts if p.events is not None], "events"),
+        companions=companions,
     )
     return parts, merged, refs, problems
 

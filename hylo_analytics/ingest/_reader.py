@@ -37,6 +37,11 @@ class Parsed:
     columns of theirs. ``side_files`` are files read on the way (traces): ``(file, role,
     run_id, format)``; ``partial_runs`` are runs to re-read on the next ingest.
 
+    ``companions`` are files of the batch that hold no run of their own because their rows
+    belong to another file's run (a lm-eval samples file beside its results file): file_idx
+    -> that run's id (None when not known). Recorded with outcome ``companion``, never as
+    rejected; a changed companion makes the next ingest read its owner again.
+
     ``traces`` are traces the samples name, not read yet: the orchestrator reads and commits
     them a batch at a time (so memory follows the batch, not the input). Samples then carry
     ``trace_ref``, the position of their trace in ``traces`` (null when none), and get their
@@ -51,6 +56,7 @@ class Parsed:
     side_files: list[tuple[SourceFile, str, str | None, str]] = field(default_factory=list)
     partial_runs: set[str] = field(default_factory=set)
     traces: list[TraceRef] = field(default_factory=list)
+    companions: dict[int, str | None] = field(default_factory=dict)
 
 
 ParseFn = Callable[[duckdb.DuckDBPyConnection, Sequence[SourceFile]], Parsed]
@@ -62,13 +68,16 @@ class Reader:
 
     ``version_of`` names the format of a file from its first bytes where one reader reads
     several versions (the hylo reader: v0.1 and v0.2), for the files no run was read from
-    (quarantined); a stored run's file has its run's ``source_format``.
+    (quarantined); a stored run's file has its run's ``source_format``. ``suffixes`` are
+    file name endings a folder walk should offer besides ``.json``, ``.eval``, ``.jsonl`` and
+    ``.ndjson`` (a plug-in reading ``.csv`` files names ``(".csv",)``).
     """
 
     format: str
     sniff: Callable[[bytes, Path], bool]
     parse: ParseFn
     version_of: Callable[[bytes], str] | None = None
+    suffixes: tuple[str, ...] = ()
 
     def format_of(self, head: bytes) -> str:
         """The format of a file this reader claims, from its first bytes."""

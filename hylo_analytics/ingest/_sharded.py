@@ -39,6 +39,7 @@ from hylo_analytics.ingest._identity import (
     stored_runs,
     to_read,
 )
+from hylo_analytics.ingest._registry import log_suffixes, readers
 from hylo_analytics.ingest._report import IngestReport, Problem
 from hylo_analytics.ingest._walk import discover
 
@@ -74,7 +75,7 @@ def ingest_sharded(
     if not (n >= 1 and 0 <= i < n):
         raise InputError(f"shard must be i/N with 0 <= i < N, got {i}/{n}")
     skipped: list[Problem] = []
-    candidates = discover(list(paths), skipped=skipped)
+    candidates = discover(list(paths), skipped=skipped, suffixes=log_suffixes(readers()))
     if n > 1:
         candidates = [p for p in candidates if shard_of(p, n) == i]
         skipped = skipped if i == 0 else []  # recorded once, by shard 0

@@ -25,6 +25,7 @@ def discover(
     traces_dirname: str = "episodes",
     skipped: list[Problem] | None = None,
     roots: dict[Path, Path] | None = None,
+    suffixes: tuple[str, ...] = LOG_SUFFIXES,
 ) -> list[Path]:
     """Files named directly, plus log-like files below folders, sorted, without duplicates.
 
@@ -35,7 +36,8 @@ def discover(
     cycle, recorded in ``skipped``. So is a symlinked *file* leading outside (a link to
     ``/proc/self/environ`` or a private file is never read). ``roots`` receives, for each
     file found in a folder, that folder's real path, for :func:`._files.read_files` to check again
-    when it opens the file (the link may change in between).
+    when it opens the file (the link may change in between). ``suffixes`` are the file name
+    endings offered (the readers' own: :func:`._registry.log_suffixes`).
     """
     found: set[Path] = set()
     for p in paths:
@@ -68,7 +70,7 @@ def discover(
                         skipped.append(Problem(str(link), None, None, why))
                 dirs[:] = keep
                 for f in files:
-                    if not f.endswith(LOG_SUFFIXES) or f.startswith("."):
+                    if not f.endswith(suffixes) or f.startswith("."):
                         continue
                     file = Path(root, f).absolute()
                     if os.path.islink(file) and (why := _leaves(file, top, "file")):

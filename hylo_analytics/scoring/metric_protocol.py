@@ -2,7 +2,7 @@
 
 ``MetricResult`` is the spec's per-sample record, field for field (frozen; ``to_dict`` /
 ``from_dict`` validate types). Ingested MetricResult JSONL and the rows a :class:`Metric`
-returns are stored the same way (:func:`hylo_analytics.ingest.metric_results.resolved_sql`):
+returns are stored the same way (:func:`hylo_analytics.ingest.formats.metric_results.resolved_sql`):
 every field in its ``scores`` column, so :meth:`MetricResult.from_score_row` gives the record
 back.
 
@@ -43,7 +43,7 @@ import polars as pl
 import pyarrow as pa
 
 from hylo_analytics.errors import InputError, InputTypeError
-from hylo_analytics.ingest.metric_results import resolved_sql
+from hylo_analytics.ingest.formats.metric_results import resolved_sql
 from hylo_analytics.scoring._common import ScorerDeclaration, sql_str
 from hylo_analytics.scoring._python import _ID_COLS, events_sql
 

@@ -27,7 +27,7 @@ from hylo_analytics.serve._jobs import Job
 from hylo_analytics.store.runs import natural_order
 
 if TYPE_CHECKING:
-    from hylo_analytics.ingest.inspect_transcript import Transcript
+    from hylo_analytics.ingest.formats.inspect.transcript import Transcript
 
 __all__ = [
     "EVENT_PAGE",
@@ -541,7 +541,7 @@ class StoreReader:
         :data:`MAX_TRANSCRIPTS`), read from the run's source log on demand (ingest keeps no
         messages) and kept per data version; an epoch whose log cannot be read is the
         message that says why. None: the run is not an Inspect log."""
-        from hylo_analytics.ingest.inspect_transcript import FORMATS
+        from hylo_analytics.ingest.formats.inspect.transcript import FORMATS
 
         rows = self.sql(_TRANSCRIPT_SQL, {"run": run, "key": key, "limit": MAX_TRANSCRIPTS})
         if rows.is_empty() or rows["source_format"][0] not in FORMATS:
@@ -567,7 +567,10 @@ class StoreReader:
 
 def _transcript(path: str | None, sample_id: str, epoch: int) -> Transcript | str:
     """One epoch's transcript, or why it cannot be read."""
-    from hylo_analytics.ingest.inspect_transcript import TranscriptUnavailable, read_transcript
+    from hylo_analytics.ingest.formats.inspect.transcript import (
+        TranscriptUnavailable,
+        read_transcript,
+    )
 
     if not path:
         return "no source file is recorded for this run: its transcript cannot be read"

@@ -36,6 +36,11 @@ class Ctx:
     inspect_json: Path  # the same run as a .json log
     robots: Path  # a real inspect-robots log
     vla: Path  # a real vla-eval results file
+    lerobot: Path  # a real LeRobot eval_info.json (per_task)
+    lm_results: Path  # a real lm-eval results file ...
+    lm_samples: Path  # ... and its samples file
+    eee_aggregate: Path  # a real Every Eval Ever aggregate (without instances)
+    eee_instances: Path  # a real Every Eval Ever instance file
 
 
 @dataclass(frozen=True)
@@ -726,6 +731,83 @@ def _m_many_bad(folder: Path, ctx: Ctx) -> Path:
     return _metric_lines(folder, [*lines, _m_line(99_999)])
 
 
+# -- LeRobot, lm-eval, vla-eval's export, Every Eval Ever ---------------------------------
+
+
+def _l_successes_string(folder: Path, ctx: Ctx) -> Path:
+    def mutate(d: dict[str, Any]) -> None:
+        d["per_task"][3]["metrics"]["successes"][4] = "yes"
+
+    return _json_doc(ctx.lerobot, folder, "eval_info.json", mutate)
+
+
+def _l_nan_reward(folder: Path, ctx: Ctx) -> Path:
+    return _raw_token(ctx.lerobot, folder, "eval_info.json",
+                      ("per_task", 0, "metrics", "sum_rewards", 2), "NaN")  # fmt: skip
+
+
+def _l_surrogate(folder: Path, ctx: Ctx) -> Path:
+    out = _json_doc(ctx.lerobot, folder, "eval_info.json", lambda d: None)
+    out.write_text(out.read_text().replace('"libero_spatial"', '"libero_\\ud800"', 1))
+    return out
+
+
+def _lm_pair(folder: Path, ctx: Ctx, edit: Callable[[bytes], bytes]) -> Path:
+    """The real lm-eval run (results and samples) with its samples file edited."""
+    (folder / "bad").mkdir(parents=True)
+    shutil.copyfile(ctx.lm_results, folder / "bad" / ctx.lm_results.name)
+    out = folder / "bad" / ctx.lm_samples.name
+    out.write_bytes(edit(ctx.lm_samples.read_bytes()))
+    return out
+
+
+def _lm_results_string(folder: Path, ctx: Ctx) -> Path:
+    return _json_doc(ctx.lm_results, folder, "results_2026-07-08T16-04-34.json",
+                     lambda d: d.update(results="none,none"))  # fmt: skip
+
+
+def _lm_malformed_line(folder: Path, ctx: Ctx) -> Path:
+    return _lm_pair(folder, ctx, lambda b: b.replace(b"\n", b"\n{oops\n", 1))
+
+
+def _lm_doc_id_string(folder: Path, ctx: Ctx) -> Path:
+    return _lm_pair(folder, ctx, lambda b: b.replace(b'"doc_id": 3,', b'"doc_id": "3",', 1))
+
+
+def _va_export(folder: Path, ctx: Ctx, success: object) -> Path:
+    """A vla-eval export (``<benchmark>_aggregate.json``) of one task and two episodes."""
+    episodes = [{"sid": "s", "eid": f"e{i}", "episode_id": i, "metrics": {"success": ok},
+                 "steps": 10, "elapsed_sec": 1.5} for i, ok in enumerate([True, success])]  # fmt: skip
+    doc = {"benchmark": "libero_goal", "mode": "sync", "harness_version": "0.1.2",
+           "tasks": [{"task": "open the drawer", "episodes": episodes, "num_episodes": 2}],
+           "config": {}, "server_info": {"model_server": "Pi0ModelServer"}}  # fmt: skip
+    (folder / "bad").mkdir(parents=True)
+    out = folder / "bad" / "libero_goal_aggregate.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def _e_instance_nan(folder: Path, ctx: Ctx) -> Path:
+    (folder / "bad").mkdir(parents=True)
+    out = folder / "bad" / ctx.eee_instances.name
+    out.write_bytes(ctx.eee_instances.read_bytes().replace(b'"score": 0.0', b'"score": NaN', 1))
+    return out
+
+
+def _e_instance_surrogate(folder: Path, ctx: Ctx) -> Path:
+    (folder / "bad").mkdir(parents=True)
+    out = folder / "bad" / ctx.eee_instances.name
+    out.write_bytes(
+        ctx.eee_instances.read_bytes().replace(b'"model_id": "', b'"model_id": "\\udc00', 1)
+    )
+    return out
+
+
+def _e_results_string(folder: Path, ctx: Ctx) -> Path:
+    return _json_doc(ctx.eee_aggregate, folder, "aggregate.json",
+                     lambda d: d.update(evaluation_results="none"))  # fmt: skip
+
+
 KINDS: tuple[Kind, ...] = (
     Kind("evallog truncated", "hylo", _truncated, r"malformed JSON"),
     Kind("evallog empty file", "hylo", _empty, r"empty|unknown format"),
@@ -859,7 +941,21 @@ KINDS: tuple[Kind, ...] = (
     Kind("metric results wrong type", "metric-results", _m_wrong_type, r"valid"),
     Kind("metric results nested 100,000 deep", "metric-results", _m_deep, r"nested|depth"),
     Kind("metric results 1,500 bad lines", "metric-results", _m_many_bad, r"valid"),
-)
+    Kind("lerobot successes a string", "lerobot", _l_successes_string, r"successes\[4\].*true or false"),
+    Kind("lerobot NaN reward", "lerobot", _l_nan_reward, r"sum_rewards\[2\].*finite"),
+    Kind("lerobot lone surrogate", "lerobot", _l_surrogate, r"surrogate|UTF-8"),
+    Kind("lm-eval results a string", "lm-eval", _lm_results_string, r"results.*object of tasks"),
+    # the results beside the bad samples file are stored from their figures (partial)
+    Kind("lm-eval samples malformed line", "lm-eval", _lm_malformed_line, r"malformed", None),
+    Kind("lm-eval samples doc_id a string", "lm-eval", _lm_doc_id_string, r"doc_id", None),
+    Kind("vla-eval export metric a string", "vla-eval-export",
+         lambda f, c: _va_export(f, c, "yes"), r"metrics\.success.*number or a boolean"),
+    Kind("vla-eval export Infinity", "vla-eval-export",
+         lambda f, c: _va_export(f, c, float("inf")), r"finite"),
+    Kind("every eval ever NaN score", "every-eval-ever", _e_instance_nan, r"evaluation\.score.*finite"),
+    Kind("every eval ever lone surrogate", "every-eval-ever", _e_instance_surrogate, r"surrogate|UTF-8"),
+    Kind("every eval ever results a string", "every-eval-ever", _e_results_string, r"evaluation_results"),
+)  # fmt: skip
 
 
 # -- the runner (in a child process) -----------------------------------------------------

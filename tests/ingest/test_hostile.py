@@ -101,7 +101,22 @@ def ctx(tmp_path_factory: pytest.TempPathFactory, real_dir: Path) -> hostile.Ctx
         inspect_json=logs["ok_json"],
         robots=real_dir / "inspect-robots" / "adhoc_2cc4c3a8.success.json",
         vla=real_dir / "vla-eval-harness" / "pi05_libero_goal.json",
-    )
+        lerobot=real_dir / "lerobot" / (
+            "2021147571__smolvla-libero-100k-reproduction__results__full400_h1__"
+            "parent_spatial_eval_info.json"),
+        lm_results=real_dir / "lm-eval" / (
+            "EleutherAI__lm-evaluation-harness__outputs__qwen3-8b__negotiationtom__Qwen__"
+            "Qwen3-8B__results_2026-07-08T16-04-34.219874.json"),
+        lm_samples=real_dir / "lm-eval" / (
+            "EleutherAI__lm-evaluation-harness__outputs__qwen3-8b__negotiationtom__Qwen__"
+            "Qwen3-8B__samples_negotiationtom_intention_2026-07-08T16-04-34.219874.jsonl"),
+        eee_aggregate=real_dir / "every_eval_ever" / (
+            "data__global-mmlu-lite__google__gemma-3-4b-it__"
+            "548f8e83-3e97-4cb4-83ac-8da11d8f3e5f.json"),
+        eee_instances=real_dir / "every_eval_ever" / (
+            "instance_level_data__ai2_arc_ollama_qwen2.5-0.5b_"
+            "2e4e64ca-5622-42d3-9ef1-0f4e4475cdf7.Format.jsonl"),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +142,7 @@ def test_the_corpus_has_forty_kinds_across_every_reader() -> None:
     assert len(hostile.KINDS) >= 40
     assert {"hylo", "trace", "files", "inspect-eval", "inspect-json", "inspect-robots"} <= readers
     assert {"vla-eval", "metric-results"} <= readers
+    assert {"lerobot", "lm-eval", "vla-eval-export", "every-eval-ever"} <= readers
     assert len({k.name for k in hostile.KINDS}) == len(hostile.KINDS)
 
 

@@ -555,8 +555,9 @@ def _mixed_logs(folder: Path) -> list[Path]:
 def test_fast_path_batch_of_mixed_sample_types(tmp_path: Path) -> None:
     import duckdb
 
-    from hylo_analytics.ingest import _hylo_fast, hylo
+    from hylo_analytics.ingest import hylo
     from hylo_analytics.ingest._files import read_files
+    from hylo_analytics.ingest.formats.hylo import _fast as _hylo_fast
 
     files = list(read_files(_mixed_logs(tmp_path)))
     con = duckdb.connect()

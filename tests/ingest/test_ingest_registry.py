@@ -36,7 +36,9 @@ def mixed(tmp_path: Path, sample_copy: Path, real_dir: Path) -> Path:
 
 def test_registry_formats_are_unique() -> None:
     names = [r.format for r in READERS]
-    assert len(names) == len(set(names)) == 6
+    assert len(names) == len(set(names))
+    assert set(names) >= {"hylo.evallog/v0.1", "inspect.eval", "inspect.json", "inspect-robots/v1",
+                          "vla-eval", "worldfoundry.metric_results", "lerobot.eval_info"}  # fmt: skip
 
 
 def test_detect_by_content(mixed: Path) -> None:
@@ -129,3 +131,49 @@ def test_cli_ingest_names_formats(
     assert "formats inspect-robots/v1: 1, vla-eval: 2, worldfoundry.metric_results: 1" in out
     assert f"vla-eval: {mixed / 'other' / 'pi05_libero_goal.json'}" in out
     assert f"unknown (quarantined): {mixed / 'other' / 'notes.json'}" in out
+
+
+# every real file's format, by folder; the files no reader may take: a PPO summary that shares
+# LeRobot's file name, a hand-made table, a JSON schema, two leaderboard scrapes, notes
+REAL_FORMATS = {
+    "lerobot": "lerobot.eval_info",
+    "lm-eval": None,  # results and samples: by name below
+    "every_eval_ever": None,  # aggregates and instances: by suffix below
+    "vla-eval-harness": "vla-eval",
+    "inspect-robots": "inspect-robots/v1",
+}
+NOT_RESULTS = (
+    "Hwihwa-Lab__cartpole-v1-ppo__eval_info.json",
+    "KYH-99__GAF-SmolVLA__results__final_summary_5models.json",
+    "every_eval_ever__schemas__instance_level_eval.schema.json",
+    "leaderboard_results.json",
+    "leaderboard_leaderboard.json",
+)
+
+
+def _expected(path: Path) -> str | None:
+    if path.name in NOT_RESULTS or path.suffix not in (".json", ".jsonl"):
+        return None
+    folder = path.parent.name
+    if folder == "lm-eval":
+        return "lm-eval/samples" if path.suffix == ".jsonl" else "lm-eval/results"
+    if folder == "every_eval_ever":
+        return (
+            "every_eval_ever/instances" if path.suffix == ".jsonl" else "every_eval_ever/aggregate"
+        )
+    return REAL_FORMATS[folder]
+
+
+def test_every_real_file_is_claimed_by_its_reader_and_no_other(real_dir: Path) -> None:
+    """Each reader's sniff, asked of every real file: the file's own reader claims it, every
+    other reader refuses it (so the order of the registry decides nothing), and the files
+    that are not results are claimed by none."""
+    paths = sorted(p for p in real_dir.rglob("*") if p.is_file() and p.parent != real_dir)
+    assert len(paths) >= 37
+    for path in paths:
+        head = path.read_bytes()[:4096]
+        claims = sorted({r.format for r in READERS if r.sniff(head, path)})
+        want = _expected(path)
+        assert claims == ([want] if want else []), path.name
+        found = detect(head, path)
+        assert (found.format if found else None) == want, path.name

@@ -27,7 +27,7 @@ from hylo_analytics.serve.pages._layout import (
 )
 
 if TYPE_CHECKING:
-    from hylo_analytics.ingest.inspect_transcript import Message, Transcript
+    from hylo_analytics.ingest.formats.inspect.transcript import Message, Transcript
 
 
 __all__ = ["episode_page"]

@@ -17,7 +17,10 @@ import pyarrow as pa
 from hylo_analytics._sql import query_sql
 from hylo_analytics.ingest._common import json_problem, loads_deep
 from hylo_analytics.ingest._files import SourceFile, bad_utf8
-from hylo_analytics.ingest._hylo_spec import (
+from hylo_analytics.ingest._locate import field_line
+from hylo_analytics.ingest._reader import json_strings
+from hylo_analytics.ingest._report import Problem
+from hylo_analytics.ingest.formats.hylo._spec import (
     _KNOWN_SAMPLE,
     _NUMERIC,
     _RUN_STRINGS,
@@ -31,9 +34,6 @@ from hylo_analytics.ingest._hylo_spec import (
     SUPPORTED_VERSIONS,
     ParsedLogs,
 )
-from hylo_analytics.ingest._locate import field_line
-from hylo_analytics.ingest._reader import json_strings
-from hylo_analytics.ingest._report import Problem
 from hylo_analytics.ingest.traces import lone_surrogate
 
 __all__ = ["MAYBE_NON_FINITE", "parse_checked"]

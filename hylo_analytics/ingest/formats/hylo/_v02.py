@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from hylo_analytics.ingest._files import SourceFile
-from hylo_analytics.ingest._hylo_spec import _V02_RUN, FORMAT, FORMAT_V02
+from hylo_analytics.ingest.formats.hylo._spec import _V02_RUN, FORMAT, FORMAT_V02
 
 __all__ = ["v02_as_v01", "version_of"]
 
