@@ -206,7 +206,11 @@ def test_the_cli_as_a_new_user(
     from hylo_analytics.cli import main
 
     store = str(tmp_path / "store")
-    assert main(["ingest", "--store", store, str(real_dir / folder)]) == 0
+    code = main(["ingest", "--store", store, str(real_dir / folder)])
+    # the folders hold files no reader claims (a PPO summary, a JSON schema): quarantined,
+    # and the exit status says so (3)
+    held = ha.open_store(store, create=False).sql("select count(*) as n from quarantine")
+    assert code == (3 if held["n"].item() else 0)
     capsys.readouterr()
     argv = ["aggregate", "--store", store, "--metric", metric, "--format", "json"]
     assert main(argv) == 0

@@ -346,8 +346,27 @@ def _ranking(
                                  rule=rule, spec=spec, bar=bar)  # fmt: skip
     strengths = strengths.with_columns(mean=pl.Series(values.policy_means()).fill_nan(None))
     ranks = _ranks(matrix, strengths, names)
+    notes = _unpaired_note(matrix, names)
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
-                   spec.n_resamples, strength_ci)  # fmt: skip
+                   spec.n_resamples, strength_ci, notes)  # fmt: skip
+
+
+def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
+    """Policies that share no key with any other (an aggregate of counts, a suite no other
+    ran): their rank set is every rank and their strength the prior's, said once."""
+    paired = matrix.filter(pl.col("n_pairs") > 0)
+    seen = set(paired["policy"].cast(pl.String).to_list()) | set(
+        paired["opponent"].cast(pl.String).to_list()
+    )
+    alone = [n for n in names if n not in seen]
+    if not alone:
+        return ()
+    shown = ", ".join(alone[:3]) + (f" and {len(alone) - 3:,} more" if len(alone) > 3 else "")
+    return (
+        f"{len(alone):,} polic(ies) share no key with any other ({shown}): no test can place "
+        "them, so their rank set is every rank and their strength has no interval; compare "
+        "their means (aggregate) instead",
+    )
 
 
 def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:
@@ -405,12 +424,16 @@ def _strengths(
         cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)
         half = z_value(spec.level) * np.sqrt(np.maximum(np.diag(cov), 0.0))
         lo, hi = theta - half, theta + half
+    # a policy that played no game (it shares no key with any other, or tied on every one)
+    # has a strength only its prior gives: no interval, rather than one of zero width
+    played = (wins.sum(axis=1) + wins.sum(axis=0)) > 0
+    lo, hi = np.where(played, lo, np.nan), np.where(played, hi, np.nan)
     return pl.DataFrame(
         {
             "policy": list(values.policies),
             "strength": theta,
-            "strength_low": lo,
-            "strength_high": hi,
+            "strength_low": pl.Series(lo).fill_nan(None),
+            "strength_high": pl.Series(hi).fill_nan(None),
             "wins": wins.sum(axis=1).astype(np.int64),
             "losses": wins.sum(axis=0).astype(np.int64),
             "strength_method": strength_ci,

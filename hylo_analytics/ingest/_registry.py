@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
+from hylo_analytics.errors import InputTypeError
 from hylo_analytics.ingest._reader import Reader
 from hylo_analytics.ingest._walk import LOG_SUFFIXES
 from hylo_analytics.ingest.formats import (
@@ -57,7 +58,9 @@ def _loaded(ep: EntryPoint) -> list[Reader]:
         obj = obj()
     found = [obj] if isinstance(obj, Reader) else list(obj) if isinstance(obj, Iterable) else []
     if not found or not all(isinstance(r, Reader) for r in found):
-        raise TypeError(f"{ep.value} is not a Reader, a sequence of Readers or a function of them")
+        raise InputTypeError(
+            f"{ep.value} is not a Reader, a sequence of Readers or a function of them"
+        )
     return found
 
 

@@ -160,7 +160,9 @@ def test_the_runs_page_shows_the_harness_number_under_each_policy(
     rate, low, high = RATES[errors]
     text = _ok(client, "/?sort=success" + (f"&errors={errors}" if errors else ""))
     if errors is None:
-        assert "errors: each harness&#x27;s convention (vla-eval: failure;" in text
+        assert (
+            "errors: each harness&#x27;s convention (vla-eval, vla-eval/aggregate: failure;" in text
+        )
     for r in rates.iter_rows(named=True):
         row = _row(text, r["run_id"])
         if r[rate] is None:  # the Inspect run that errored before any step, excluded
