@@ -452,3 +452,32 @@ def test_a_verdict_resting_on_harness_errors_says_so(vla: ha.Store, errors: str 
     diffs = {row["errors"]: row["mean_diff"], row["errors_other"]: row["mean_diff_other"]}
     assert diffs["failure"] == pytest.approx(0.054) and diffs["exclude"] == pytest.approx(-0.2 / 47)
     assert row["errors_note"].startswith("the verdict rests on harness errors: 30 errored key(s)")
+
+
+def test_the_report_says_what_rests_on_harness_errors(vla: ha.Store, tmp_path: Path) -> None:
+    """Issue 40: the report of X-VLA against pi05 on libero_spatial says, beside the
+    verdict, that it rests on pi05's timeouts, and marks the flips they make."""
+    xvla, pi05 = f"agent=xvla,{SPATIAL}", f"agent=pi05,{SPATIAL}"
+    report = vla.report(xvla, pi05)
+    page = report.to_html()
+    assert (
+        "the verdict rests on harness errors: 30 errored key(s) (0 candidate / 30 parent)" in page
+    )
+    assert "29 of the 45 flips rest on a harness error" in page
+    assert page.count("(errored: parent)") == 29
+    assert "the verdict rests on harness errors" in report._repr_html_()
+
+
+def test_the_pooled_verdict_resting_on_harness_errors_says_so(vla: ha.Store) -> None:
+    """Issue 40: X-VLA over pi05 pooled over the four suites is improved only while pi05's
+    30 timeouts count as failures; the pooled row says so, with its counts."""
+    pooled = vla.pooled_compare("agent=xvla", "agent=pi05", n_resamples=200)
+    row = pooled.filter(pl.col("level") == "pooled").row(0, named=True)
+    assert (row["verdict"], row["verdict_other"], row["errors_other"]) == (
+        "improved", "inconclusive", "exclude")  # fmt: skip
+    assert (row["n_errored_candidate"], row["n_errored_parent"]) == (0, 30)
+    assert row["errors_note"].startswith("the pooled verdict rests on harness errors: 30")
+    excluded = vla.pooled_compare("agent=xvla", "agent=pi05", errors="exclude", n_resamples=200)
+    other = excluded.filter(pl.col("level") == "pooled").row(0, named=True)
+    assert (other["verdict"], other["verdict_other"]) == ("inconclusive", "improved")
+    assert other["mean_diff"] == pytest.approx(row["mean_diff_other"], abs=1e-12)

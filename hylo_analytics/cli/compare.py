@@ -230,10 +230,10 @@ _POOLED_COLUMNS = (
     "parent_wins",
     "errors",
     "mean_diff",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_holm",
+    "ci_adj_level",
+    "ci_adj_low",
+    "ci_adj_high",
+    "p_verdict",
     "verdict",
     "test_method",
     "ci_method",
@@ -279,6 +279,12 @@ def _run_pooled(args: argparse.Namespace) -> int:
         "pooled: the suite-weighted paired difference; p_pooled_mcnemar weighs suites by "
         "their discordant pairs (not the printed difference's test; shown for reference)",
     ]
+    # issue 40: the suites' and the pooled verdicts that rest on harness errors, said
+    import polars as pl
+
+    for r in result.filter(pl.col("errors_note").is_not_null()).iter_rows(named=True):
+        where = "pooled" if r["level"] == "pooled" else f"suite {r['suite']}"
+        notes.append(f"{where} ({r['metric']}): {r['errors_note']}")
     text = "".join(f"* {n}\n" for n in notes)
     if args.output is None:
         say(text, end="")

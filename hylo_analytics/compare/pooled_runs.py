@@ -49,7 +49,7 @@ def pooled_compare_runs(
     """
     from hylo_analytics.compare.runs import compare_runs
 
-    refused = sorted(set(options) & set(_REFUSED))
+    refused = sorted((set(options) - {"_other"}) & set(_REFUSED))
     if refused:
         raise InputError(
             f"pooled_compare: {', '.join(refused)} cannot be set: "
@@ -59,8 +59,9 @@ def pooled_compare_runs(
     per_suite = []
     for suite, (cand, par) in pairs.items():
         rows = compare_runs(
-            store, cand, par, metrics=metrics, source=source, force=force, **options
-        )
+            store, cand, par, metrics=metrics, source=source, force=force,
+            **{k: v for k, v in options.items() if k != "_other"},
+        )  # fmt: skip
         per_suite.append(rows.with_columns(suite=pl.lit(suite)))
     suites = pl.concat(per_suite, how="diagonal_relaxed")
     numeric = suites.filter(~pl.col("is_binary") & (pl.col("n_pairs") > 0))
@@ -80,10 +81,61 @@ def pooled_compare_runs(
         reducer = options.get("reducer", "mean")
         diffs = _differences(scores, pairs, numeric["metric"].unique().to_list(), reducer)
     keep = ("alternative", "n_resamples", "level", "seed", "rule")
-    return pool_suites(
+    pooled = pool_suites(
         suites, diffs, candidate=candidate, parent=parent, weights=weights,
         **{k: v for k, v in options.items() if k in keep},
     )  # fmt: skip
+    if (
+        options.get("_other")
+        or not (suites["n_errored_candidate"] + suites["n_errored_parent"]).sum()
+    ):
+        return pooled
+    # issue 40: the pooled verdict under the other errors policy, beside it
+    from hylo_analytics.compare._other_errors import other_policy
+
+    applied = pooled.filter(pl.col("level") == "pooled")["errors"][0]
+    other = other_policy(str(applied))
+    again = pooled_compare_runs(
+        store, candidate, parent, metrics=metrics, weights=weights, source=source, force=force,
+        **{**options, "errors": other, "_other": True},
+    ).filter(pl.col("level") == "pooled")  # fmt: skip
+    alt = again.select("metric", verdict_p="verdict", mean_diff_p="mean_diff",
+                       p_verdict_p="p_verdict")  # fmt: skip
+    row = pl.col("level") == "pooled"
+    totals = (
+        suites.filter(pl.col("level") == "overall")
+        .group_by("metric")
+        .agg(_c=pl.col("n_errored_candidate").sum(), _p=pl.col("n_errored_parent").sum())
+    )
+    pooled = pooled.join(alt, on="metric", how="left", maintain_order="left")
+    pooled = (
+        pooled.join(totals, on="metric", how="left", maintain_order="left")
+        .with_columns(
+            n_errored_candidate=pl.when(row).then("_c").otherwise("n_errored_candidate"),
+            n_errored_parent=pl.when(row).then("_p").otherwise("n_errored_parent"),
+        )
+        .drop("_c", "_p")
+    )
+    n_err = pl.col("n_errored_candidate") + pl.col("n_errored_parent")
+    rests = pl.format(
+        "the pooled verdict rests on harness errors: {} errored key(s) over the suites; under "
+        "errors='{}' it is {} (difference {}, p {})",
+        n_err, pl.lit(other), pl.col("verdict_p"), pl.col("mean_diff_p").round_sig_figs(3),
+        pl.col("p_verdict_p").round_sig_figs(3),
+    )  # fmt: skip
+    same = pl.format("{} errored key(s) over the suites; the pooled verdict is the same under "
+                     "errors='{}'", n_err, pl.lit(other))  # fmt: skip
+    return pooled.with_columns(
+        errors_other=pl.when(row).then(pl.lit(other)).otherwise("errors_other"),
+        verdict_other=pl.when(row).then("verdict_p").otherwise("verdict_other"),
+        mean_diff_other=pl.when(row).then("mean_diff_p").otherwise("mean_diff_other"),
+        p_verdict_other=pl.when(row).then("p_verdict_p").otherwise("p_verdict_other"),
+        errors_note=pl.when(row & pl.col("verdict_p").ne_missing(pl.col("verdict")))
+        .then(rests)
+        .when(row)
+        .then(same)
+        .otherwise("errors_note"),
+    ).drop("verdict_p", "mean_diff_p", "p_verdict_p")
 
 
 def suite_pairs(store: ParquetStore, candidate: str, parent: str) -> dict[str, tuple[str, str]]:

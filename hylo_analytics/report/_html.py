@@ -263,9 +263,19 @@ def _flips_section(flips: pl.DataFrame | None) -> str:
         f"<code>{text(first['candidate_path'] or '')}</code>, parent "
         f"<code>{text(first['parent_path'] or '')}</code>.</p>",
     ]
+    errored = flips.filter(pl.col("errored_side").is_not_null())
+    if errored.height:  # issue 40: a harness error behind a flip is said, before any table
+        parts.append(
+            f'<p class="note errors-note"><b>{errored.height} of the {flips.height} flips rest '
+            "on a harness error</b> (an errored episode counted as a failure): they are marked "
+            "<i>errored</i> below and are no fix or regression of the policy's.</p>"
+        )
     anchors = _flip_anchors(flips)
     for (task,), rows in flips.group_by("task_id", maintain_order=True):
         counts = ", ".join(f"{n} {c}" for c, n in rows["change"].value_counts(sort=True).rows())
+        n_err = int(rows["errored_side"].is_not_null().sum())
+        if n_err:
+            counts += f"; {n_err} on an errored side"
         parts.append(
             f'<h3 id="{anchors[task]}">{text(task)} <small class="note">({text(counts)})</small>'
             "</h3>"
@@ -273,15 +283,17 @@ def _flips_section(flips: pl.DataFrame | None) -> str:
         body = [
             [
                 text(r["key"]),
-                text(r["change"]),
+                text(r["change"])
+                + (f" <b>(errored: {text(r['errored_side'])})</b>" if r["errored_side"] else ""),
                 f"{r['parent_value']:g} \u2192 {r['candidate_value']:g}",
+                f"{text(r['parent_status'] or '')} \u2192 {text(r['candidate_status'] or '')}",
                 text(r["sample_id"] or ""),
                 text(r["candidate_episodes"] or ""),
                 text(r["parent_episodes"] or ""),
             ]
             for r in rows.iter_rows(named=True)
         ]
-        header = ["key", "change", "parent \u2192 candidate", "sample id"]
+        header = ["key", "change", "parent \u2192 candidate", "status", "sample id"]
         parts.append(_table([*header, "candidate episodes", "parent episodes"], body))
     return "".join(parts)
 
@@ -292,7 +304,8 @@ def report_fragment(frames: dict[str, pl.DataFrame]) -> str:
     return (
         f'<div class="hylo-report"><style>{_scoped_css()}</style>'
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>'
-        f"{_cards(h, frames.get('runs'))}"
+        + _errors_banner(h)
+        + f"{_cards(h, frames.get('runs'))}"
         f"{_table(_task_header(frames['tasks']), _task_rows(frames['tasks']))}"
         f'<p class="note">{text(errors_text(h.get("errors")))}</p></div>'
     )
@@ -328,6 +341,17 @@ _TASK_HEADER = [
     "p (verdict)",
     "verdict",
 ]
+
+
+def _errors_banner(h: dict[str, Any]) -> str:
+    """Beside the verdict (issue 40): whether it rests on harness errors, computed under the
+    other errors policy (``errors_note`` of the comparison's overall row)."""
+    note = h.get("errors_note")
+    if not note:
+        return ""
+    rests = str(note).startswith("the verdict rests on harness errors")
+    cls = "summary regressed" if rests else "note"
+    return f'<div class="{cls} errors-note">{text(note)}</div>'
 
 
 def _method_note(h: dict[str, Any]) -> str:
@@ -420,6 +444,7 @@ def render_report(
         f"<code>{text(h['parent'])}</code> · errors <code>{text(h.get('errors') or '')}</code>"
         f" · generated {now}</div>",
         f'<div class="summary {text(h["verdict"])}">{text(summary_sentence(h))}</div>',
+        _errors_banner(h),
         _cards(h, runs),
         "<h2>Per task</h2>",
         _table(_task_header(tasks), _task_rows(tasks, _flip_anchors(frames.get("flips")))),

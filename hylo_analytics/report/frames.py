@@ -288,6 +288,10 @@ def _flip_frame(flips: pl.DataFrame) -> pl.DataFrame:
         "change",
         "candidate_value",
         "parent_value",
+        "candidate_status",
+        "parent_status",
+        "errored_side",
+        "flip_note",
         "sample_id",
         pl.col("candidate_episode_ids").list.join(", ").alias("candidate_episodes"),
         pl.col("parent_episode_ids").list.join(", ").alias("parent_episodes"),
@@ -375,6 +379,7 @@ def _headline(
         "forced",
         "gate_note",
         "errors",
+        "errors_note",
         pl.lit(describe_rule(rule)).alias("rule_text"),
         pl.col("ci_method").replace_strict(_CI_TEXT, default=pl.col("ci_method")).alias("ci_text"),
         # a metric whose direction is unknown is tested both ways: its p is two-sided

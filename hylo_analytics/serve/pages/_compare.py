@@ -173,6 +173,9 @@ def pooled_page(
         f"[{_num(o['ci_adj_low'])}, {_num(o['ci_adj_high'])}] (the verdict's {_level(o)} "
         f"interval), p of the verdict = {_p(o['p_verdict'])}</p>",
         f'<p class="note">{_prose(o["verdict_note"])}</p>',
+        f'<p class="note errors-note">{_prose(o["errors_note"])}</p>'
+        if o.get("errors_note")
+        else "",
         f'<p class="note">weighting: {_e(o["weighting"])}; test: {_prose(o["test_method"])}; '
         f"interval: {_e(o['ci_method'])}; the pooled McNemar p (it weighs suites by their "
         f"discordant pairs, so it is not the test of this difference): "
