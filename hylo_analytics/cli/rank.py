@@ -34,7 +34,10 @@ separates two policies of one group); 'matrix': every pair, counted at once and 
 (improved: the first policy is better); 'strengths': the Bradley-Terry log-strengths fitted on
 the keys' games (sum 0, L2 penalty --penalty) with sandwich intervals over keys within suites
 (--strength-ci bootstrap refits resamples instead, up to 100 policies). Errored episodes follow
---errors (default: each run's harness convention).
+--errors (default: each run's harness convention). Policies that share no key with any other (a
+harness's published "k of n" without its samples) rank from their counts: their pairs are
+compared by rates as independent samples (Miettinen-Nurminen score test), they are ordered by
+mean and have no strength.
 
 A table shows the --top K strongest (default 50; the matrix: the pairs among them) and says
 how many it leaves out; --format csv/json/parquet write every row unless --top is given. Charts

@@ -16,6 +16,12 @@ _columns`): Tango's score interval and test for 0/1 pairs, the percentile bootst
 paired differences for the others (the z interval past :data:`BOOTSTRAP_BUDGET` differences,
 named in ``ci_method``), Holm and BH over the whole matrix, and the verdicts of
 :func:`~hylo_analytics.compare.verdicts.add_verdicts`.
+
+Policies that share no key with any other (a harness's published "45 of 200", stored as
+counted rows, :mod:`~hylo_analytics.ingest._counted`) are compared by their rates instead, as
+independent samples of the suites both ran (:class:`Rates`): Miettinen-Nurminen's score
+interval and test within one suite, the z test of the suites' averaged difference across
+several. A numeric metric of such policies gets no test.
 """
 
 from __future__ import annotations
@@ -32,14 +38,17 @@ from hylo_analytics.compare._columns import _with_test, _with_tost
 from hylo_analytics.compare.engine import Differences, _with_ci
 from hylo_analytics.compare.verdicts import Rule, add_verdicts
 from hylo_analytics.stats.bradley_terry import win_counts
-from hylo_analytics.stats.interval import IntervalSpec
+from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, unpaired_interval
 from hylo_analytics.stats.significance import benjamini_hochberg, holm, mcnemar_p
+from hylo_analytics.stats.unpaired import score_diff_p
 
 __all__ = [
     "BOOTSTRAP_BUDGET",
     "PAIR_CHUNK",
     "PairCounts",
     "PolicyValues",
+    "Rates",
+    "alone_policies",
     "pair_counts",
     "pair_statistics",
 ]
@@ -249,6 +258,152 @@ def pair_counts(values: PolicyValues) -> PairCounts:
     )
 
 
+def alone_policies(counts: PairCounts, n: int) -> npt.NDArray[np.bool_]:
+    """The policies that share no key with any other (no pair has a key with both rows)."""
+    shared = np.zeros(n, dtype=bool)
+    met = counts.n_matched > 0
+    shared[counts.i[met]] = True
+    shared[counts.j[met]] = True
+    return ~shared
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The valid values (``n``) and their sum (``k``) of each policy in each suite (N x S),
+    whether they are all 0/1 there (``binary``), and the policies that share no key with any
+    other (``alone``): those a ranking compares by rates, as independent samples."""
+
+    k: FloatArray
+    n: FloatArray
+    binary: npt.NDArray[np.bool_]
+    alone: npt.NDArray[np.bool_]
+
+    @classmethod
+    def of(cls, values: PolicyValues, counts: PairCounts) -> Rates | None:
+        """The rates of ``values``, or None when fewer than two policies are alone."""
+        n_pol, n_st = len(values.policies), len(values.strata)
+        alone = alone_policies(counts, n_pol)
+        if int(alone.sum()) < 2:
+            return None
+        ok = ~np.isnan(values.row_value)
+        cell = values.row_policy[ok] * n_st + values.key_stratum[values.row_key[ok]]
+        v = values.row_value[ok]
+        size = n_pol * n_st
+        n = np.bincount(cell, minlength=size).reshape(n_pol, n_st).astype(np.float64)
+        k = np.bincount(cell, weights=v, minlength=size).reshape(n_pol, n_st).astype(np.float64)
+        odd = np.bincount(cell, weights=((v != 0) & (v != 1)).astype(np.float64),
+                          minlength=size).reshape(n_pol, n_st)  # fmt: skip
+        return cls(k, n, odd == 0, alone.astype(bool))
+
+    def tested(
+        self, i: IntArray, j: IntArray, levels: Sequence[float]
+    ) -> tuple[npt.NDArray[np.bool_], dict[str, FloatArray], list[tuple[str, PairedInterval]]]:
+        """Which pairs ``(i, j)`` are compared by rates (both alone, a suite in common, 0/1
+        in each), their rates and difference (``mean_i``, ``mean_j``, ``diff``; averaged over
+        the suites in common), and the interval of each kind (``score``: one suite; ``normal``:
+        several) with the rows it holds."""
+        use = self.alone[i] & self.alone[j]
+        rows = np.flatnonzero(use)
+        ii, jj = i[rows], j[rows]
+        common = (self.n[ii] > 0) & (self.n[jj] > 0)
+        zero_one = ~(common & ~(self.binary[ii] & self.binary[jj])).any(axis=1)
+        keep = common.any(axis=1) & zero_one
+        rows, ii, jj, common = rows[keep], ii[keep], jj[keep], common[keep]
+        use = np.zeros(len(i), dtype=bool)
+        use[rows] = True
+        n_common = common.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_i = np.where(common, self.k[ii] / self.n[ii], 0.0)
+            p_j = np.where(common, self.k[jj] / self.n[jj], 0.0)
+            var = np.where(common, p_i * (1 - p_i) / self.n[ii] + p_j * (1 - p_j) / self.n[jj],
+                           0.0)  # fmt: skip
+        mean_i, mean_j = p_i.sum(axis=1) / n_common, p_j.sum(axis=1) / n_common
+        got: dict[str, FloatArray] = {"rows": rows.astype(np.float64), "mean_i": mean_i,
+                                      "mean_j": mean_j, "diff": mean_i - mean_j}  # fmt: skip
+        kinds: list[tuple[str, PairedInterval]] = []
+        one = n_common == 1
+        if one.any():
+            s = common[one].argmax(axis=1)
+            a, b = ii[one], jj[one]
+            got["k1"], got["n1"] = self.k[a, s], self.n[a, s]
+            got["k2"], got["n2"] = self.k[b, s], self.n[b, s]
+            kinds.append(("score", unpaired_interval("score", levels, k1=got["k1"],
+                          n1=got["n1"], k2=got["k2"], n2=got["n2"])))  # fmt: skip
+        if (~one).any():
+            se = np.sqrt(var[~one].sum(axis=1)) / n_common[~one]
+            got["se"] = se
+            kinds.append(("normal", unpaired_interval("normal", levels,
+                          mean=got["diff"][~one], se=se)))  # fmt: skip
+        got["one"] = one.astype(np.float64)
+        return use, got, kinds
+
+
+def _with_rates(
+    frame: pl.DataFrame,
+    use: npt.NDArray[np.bool_],
+    got: dict[str, FloatArray],
+    kinds: list[tuple[str, PairedInterval]],
+    names: Sequence[str],
+) -> pl.DataFrame:
+    """``frame`` (after ``_with_ci``) with the rows ``use`` compared by rates: their means,
+    interval columns at every level (``names`` in the order of the levels asked) and the
+    one-sided p-values of the test, in place of the paired ones they could not have."""
+    if not use.any():
+        return frame
+    rows = got["rows"].astype(np.int64)
+    one = got["one"].astype(bool)
+    cols = {c: frame[c].to_numpy().astype(np.float64, copy=True)
+            for c in ("mean_candidate", "mean_parent", "mean_diff", *names, "_t_up",
+                      "_t_down")}  # fmt: skip
+    text = {c: np.asarray(frame[c].to_list(), dtype=object) for c in ("test", "ci_method")}
+    cols["mean_candidate"][rows], cols["mean_parent"][rows] = got["mean_i"], got["mean_j"]
+    cols["mean_diff"][rows] = got["diff"]
+    for kind, interval in kinds:
+        at = rows[one] if kind == "score" else rows[~one]
+        for b, (lo, hi) in enumerate(interval.bounds):
+            cols[names[2 * b]][at], cols[names[2 * b + 1]][at] = lo, hi
+        cols["_t_up"][at], cols["_t_down"][at] = interval.p_greater, interval.p_less
+        text["test"][at], text["ci_method"][at] = interval.test, interval.ci_method
+    is_binary = frame["is_binary"].to_numpy().copy()
+    is_binary[rows] = True
+    p_mc = frame["p_mcnemar"].to_numpy().astype(np.float64, copy=True)
+    p_mc[rows] = np.nan  # no pairs: no sign test
+    return frame.with_columns(
+        *(pl.Series(c, v, dtype=pl.Float64).fill_nan(None) for c, v in cols.items()),
+        *(pl.Series(c, v.tolist(), dtype=pl.String) for c, v in text.items()),
+        pl.Series("is_binary", is_binary, dtype=pl.Boolean),
+        pl.Series("p_mcnemar", p_mc, dtype=pl.Float64).fill_nan(None),
+    )
+
+
+def _tost_of_rates(
+    frame: pl.DataFrame, rule: Rule, use: npt.NDArray[np.bool_], got: dict[str, FloatArray]
+) -> pl.DataFrame:
+    """``p_tost`` of the rows compared by rates: the larger of the two one-sided tests of a
+    difference within the rule's margin (the rates' own tests)."""
+    if not use.any():
+        return frame
+    rows = got["rows"].astype(np.int64)
+    one = got["one"].astype(bool)
+    margin = frame.select(rule.margin_expr().alias("m"))["m"].to_numpy().astype(np.float64)
+    margin = np.broadcast_to(margin, (len(frame),))[rows]  # a literal margin is one row
+    p = np.full(len(rows), np.nan)
+    m1 = margin[one]
+    if one.any():
+        args = (got["k1"], got["n1"], got["k2"], got["n2"])
+        p[one] = np.maximum(score_diff_p(*args, -m1, "greater"), score_diff_p(*args, m1, "less"))
+    if (~one).any():
+        from scipy import special
+
+        d, se, m = got["diff"][~one], got["se"], margin[~one]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p[~one] = np.maximum(special.ndtr(-(d + m) / se), special.ndtr((d - m) / se))
+    p = np.where(np.isfinite(margin), p, np.nan)
+    out = frame["p_tost"].to_numpy().astype(np.float64, copy=True)
+    out[rows] = p
+    return frame.with_columns(pl.Series("p_tost", out, dtype=pl.Float64).fill_nan(None))
+
+
 def _differences(values: PolicyValues, counts: PairCounts) -> Differences:
     """The engine's reader of the paired differences, from the dense blocks (key order)."""
 
@@ -303,9 +458,10 @@ def pair_statistics(
     numeric = int(c.n_pairs[~binary & known].sum())
     method = "percentile" if numeric <= BOOTSTRAP_BUDGET else "normal"
     read = _differences(values, c)
+    rates = Rates.of(values, c)
     tested: list[pl.DataFrame | None] = []
     for s in range(0, max(len(c.i), 1), _ROWS):
-        tested.append(_tested(c, s, direction, rule, spec, method, read))
+        tested.append(_tested(c, s, direction, rule, spec, method, read, rates))
         if bar is not None:
             bar.update()
     pi, pj, family = c.i, c.j, len(c.i)
@@ -351,8 +507,10 @@ def _tested(
     spec: IntervalSpec,
     method: str,
     read: Differences,
+    rates: Rates | None = None,
 ) -> pl.DataFrame:
-    """Pairs ``start`` to ``start + _ROWS``: the engine's columns up to the adjustment."""
+    """Pairs ``start`` to ``start + _ROWS``: the engine's columns up to the adjustment (the
+    pairs of policies no key pairs compared by their ``rates``)."""
     cut = slice(start, start + _ROWS)
     n_pairs, n_pos, n_neg = c.n_pairs[cut], c.n_pos[cut], c.n_neg[cut]
     sum_i, sum_j = c.sum_i[cut], c.sum_j[cut]
@@ -406,8 +564,17 @@ def _tested(
         return read(st, whole)
 
     frame = _with_ci(frame, chunk_read, spec, rule.equivalence_level, method)
+    use = np.zeros(len(frame), dtype=bool)
+    got: dict[str, FloatArray] = {}
+    if rates is not None and len(frame):
+        adj = float(frame["ci_adj_level"][0])
+        use, got, kinds = rates.tested(c.i[cut], c.j[cut], [spec.level, rule.equivalence_level,
+                                                             adj])  # fmt: skip
+        frame = _with_rates(frame, use, got, kinds, ("ci_low", "ci_high", "eq_low", "eq_high",
+                                                     "ci_adj_low", "ci_adj_high"))  # fmt: skip
     frame = _with_test(frame, "greater")
-    return _with_tost(frame, rule).drop("level")
+    frame = _with_tost(frame, rule)
+    return _tost_of_rates(frame, rule, use, got).drop("level")
 
 
 def _mcnemar(cw: IntArray, pw: IntArray) -> tuple[FloatArray, FloatArray, FloatArray]:

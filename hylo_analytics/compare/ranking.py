@@ -20,6 +20,11 @@ one query. Both lay the values out as a (keys x policies) matrix
   sandwich over keys within suites (default: the variance a stratified bootstrap of keys
   estimates, in closed form, affordable at N = 2,000) or, for a few policies, the bootstrap
   itself (every resample refitted).
+
+A policy that shares no key with any other (a published "k of n": counted rows) plays no game:
+it has no strength, is ordered by mean after the policies the keys place, and its pairs with
+other such policies are compared by their rates (:class:`~hylo_analytics.compare.pairwise.
+Rates`), so a leaderboard of published counts still gets rank sets.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from hylo_analytics.compare._rank_store import names_ranked, store_values
 from hylo_analytics.compare.pairwise import (
     PAIR_CHUNK,
     PolicyValues,
+    alone_policies,
     pair_counts,
     pair_statistics,
 )
@@ -340,12 +346,18 @@ def _ranking(
         # exist, and the counts are dropped as soon as the matrix has read them
         bar.set_postfix_str("strengths")
         strengths = _strengths(values, wins, flip, penalty, strength_ci, spec)
+        # a policy no key pairs has no strength (only the prior's 0): the ranks order it by
+        # its mean, after the policies the keys place
+        alone = alone_policies(counts[0], n)
+        strengths = strengths.with_columns(
+            strength=pl.when(pl.Series(alone)).then(None).otherwise(pl.col("strength"))
+        )
         bar.update()
         bar.set_postfix_str(f"{n * (n - 1) // 2:,} pairs: tests and verdicts")
         matrix = pair_statistics(values, counts, metric=metric, direction=direction,
                                  rule=rule, spec=spec, bar=bar)  # fmt: skip
     strengths = strengths.with_columns(mean=pl.Series(values.policy_means()).fill_nan(None))
-    ranks = _ranks(matrix, strengths, names)
+    ranks = _ranks(matrix, strengths, names, flip)
     notes = _unpaired_note(matrix, names)
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
                    spec.n_resamples, strength_ci, notes)  # fmt: skip
@@ -353,7 +365,7 @@ def _ranking(
 
 def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
     """Policies that share no key with any other (an aggregate of counts, a suite no other
-    ran): their rank set is every rank and their strength the prior's, said once."""
+    ran), said once: those compared by their rates instead, and those nothing places."""
     paired = matrix.filter(pl.col("n_pairs") > 0)
     seen = set(paired["policy"].cast(pl.String).to_list()) | set(
         paired["opponent"].cast(pl.String).to_list()
@@ -361,12 +373,28 @@ def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
     alone = [n for n in names if n not in seen]
     if not alone:
         return ()
-    shown = ", ".join(alone[:3]) + (f" and {len(alone) - 3:,} more" if len(alone) > 3 else "")
-    return (
-        f"{len(alone):,} polic(ies) share no key with any other ({shown}): no test can place "
-        "them, so their rank set is every rank and their strength has no interval; compare "
-        "their means (aggregate) instead",
+    by_rates = matrix.filter(pl.col("test").cast(pl.String).str.ends_with("(unpaired)"))
+    rated = set(by_rates["policy"].cast(pl.String).to_list()) | set(
+        by_rates["opponent"].cast(pl.String).to_list()
     )
+    after = " after the policies the keys rank" if seen else ""
+    notes = []
+    for group, said in (
+        ([n for n in alone if n in rated],
+         "share no key with any other: they are compared by their rates, as independent "
+         "samples of the suites they share (the Miettinen-Nurminen score test in one suite, "
+         f"the z test of the averaged difference across several), and ordered by mean{after}; "
+         "no strength is fitted for them"),
+        ([n for n in alone if n not in rated],
+         "share no key with any other and no 0/1 rate to compare with another such "
+         "policy's in a suite: no test can place them, so "
+         f"their rank set is every rank, they are ordered by mean{after} and have no strength; "
+         "compare their means (aggregate) instead"),
+    ):  # fmt: skip
+        if group:
+            more = f" and {len(group) - 3:,} more" if len(group) > 3 else ""
+            notes.append(f"{len(group):,} polic(ies) ({', '.join(group[:3])}{more}) {said}")
+    return tuple(notes)
 
 
 def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:
@@ -485,8 +513,12 @@ def _resample_counts(
     return out
 
 
-def _ranks(matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """Rank sets (best = 1 + separated above, worst = N - separated below) and tie groups."""
+def _ranks(
+    matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str], flip: bool = False
+) -> pl.DataFrame:
+    """Rank sets (best = 1 + separated above, worst = N - separated below) and tie groups,
+    in the order of the strengths, then (the policies without one) of the means in the
+    metric's direction (``flip``: lower is better)."""
     n = len(names)
     i = matrix["policy"].cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
     j = matrix["opponent"].cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
@@ -497,7 +529,9 @@ def _ranks(matrix: pl.DataFrame, strengths: pl.DataFrame, names: list[str]) -> p
     ranked = strengths.with_columns(
         n_above=pl.Series(n_above, dtype=pl.Int64), n_below=pl.Series(n_below, dtype=pl.Int64)
     )
-    ranked = ranked.with_row_index("_idx").sort("strength", descending=True, maintain_order=True)
+    ranked = ranked.with_row_index("_idx").sort(
+        "strength", "mean", descending=[True, not flip], nulls_last=True, maintain_order=True
+    )
     order = ranked["_idx"].to_numpy().astype(np.int64)
     separated = np.zeros((n, n), dtype=bool)
     separated[i[up | down], j[up | down]] = True

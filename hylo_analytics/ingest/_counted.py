@@ -33,7 +33,8 @@ MAX_COUNTED = 1_000_000  # a figure of a larger count stays one summary row
 
 def figure_rows(con: duckdb.DuckDBPyConnection, figures: str) -> tuple[pa.Table, pa.Table]:
     """The samples and scores of the figures in the relation ``figures`` (SQL: columns
-    ``file_idx, run_id, task_id, metric, value, n, ord``; ``ord`` orders a run's figures)."""
+    ``file_idx, run_id, task_id, metric, value, n, ord, direction``; ``ord`` orders a run's
+    figures, ``direction`` is the metric's as the file declares it, or null)."""
     con.execute(f"CREATE OR REPLACE TEMP VIEW _figures AS SELECT * FROM {figures}")
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _figure_rows AS "
@@ -51,7 +52,9 @@ def figure_rows(con: duckdb.DuckDBPyConnection, figures: str) -> tuple[pa.Table,
                   1 AS epoch, key AS episode_id, metric, value, value IS NOT NULL AS valid,
                   CASE WHEN value IS NULL THEN 'non-finite value' END AS skip_reason,
                   'evallog' AS source, 'imported' AS source_kind,
-                  CAST(json_object('{UNKEYED}', kind, 'k', k, 'n', n) AS VARCHAR) AS metadata
+                  CAST(CASE WHEN direction IS NULL THEN json_object('{UNKEYED}', kind, 'k', k, 'n', n)
+                            ELSE json_object('{UNKEYED}', kind, 'k', k, 'n', n, 'direction',
+                                             direction) END AS VARCHAR) AS metadata
            FROM _figure_rows ORDER BY file_idx, run_id, ord, i"""
     ).to_arrow_table()
     con.execute("DROP TABLE IF EXISTS _figure_rows")

@@ -24,13 +24,20 @@ from hylo_analytics.stats.bootstrap import BootstrapMethod, bootstrap_ci, bootst
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, z_value
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
+from hylo_analytics.stats.unpaired import score_diff_ci, score_diff_p
 
 if TYPE_CHECKING:
     from scipy import special
 else:  # scipy is imported on first use: it costs half a second at startup
     special = LazyModule("scipy.special")
 
-__all__ = ["IntervalSpec", "PairedInterval", "mean_interval", "paired_interval"]
+__all__ = [
+    "IntervalSpec",
+    "PairedInterval",
+    "mean_interval",
+    "paired_interval",
+    "unpaired_interval",
+]
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
@@ -179,6 +186,40 @@ def paired_interval(
         raise InputError(f"paired_interval: no interval method {method!r}")
     name = _PAIRED_NAMES.get(method, method)
     return PairedInterval(bounds, np.asarray(up), np.asarray(down), _TESTS[method], name)
+
+
+def unpaired_interval(
+    method: str,
+    levels: Sequence[float],
+    *,
+    k1: ArrayLike | None = None,
+    n1: ArrayLike | None = None,
+    k2: ArrayLike | None = None,
+    n2: ArrayLike | None = None,
+    mean: ArrayLike | None = None,
+    se: ArrayLike | None = None,
+) -> PairedInterval:
+    """The interval of each group's difference of two independent rates, at every level,
+    and the one-sided p-values of the test it inverts: ``score`` is Miettinen-Nurminen's
+    of ``k1`` of ``n1`` against ``k2`` of ``n2``; ``normal`` the Wald interval and z test of
+    a difference ``mean`` with standard error ``se`` (rates averaged over suites)."""
+    if method == "score":
+        a, b = _need(k1, "k1", method), _need(n1, "n1", method)
+        c, d = _need(k2, "k2", method), _need(n2, "n2", method)
+        bounds = [score_diff_ci(a, b, c, d, level) for level in levels]
+        up, down = score_diff_p(a, b, c, d, 0.0, "greater"), score_diff_p(a, b, c, d, 0.0, "less")
+        return PairedInterval(bounds, up, down, "miettinen-nurminen score (unpaired)",
+                              "miettinen-nurminen")  # fmt: skip
+    if method == "normal":
+        m = np.asarray(_need(mean, "mean", method), dtype=np.float64)
+        e = np.asarray(_need(se, "se", method), dtype=np.float64)
+        bounds = [(m - z_value(level) * e, m + z_value(level) * e) for level in levels]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = m / e
+        t = np.where(np.isfinite(t), t, np.where(m == 0, 0.0, np.sign(m) * np.inf))
+        return PairedInterval(bounds, special.ndtr(-t), special.ndtr(t), "z (unpaired)",
+                              "normal")  # fmt: skip
+    raise InputError(f"unpaired_interval: no interval method {method!r}")
 
 
 def _need(value: ArrayLike | None, name: str, method: str) -> ArrayLike:

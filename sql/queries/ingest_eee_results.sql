@@ -3,7 +3,8 @@
 -- (evaluation_name), metric (metric_config.metric_id, else 'score'), score, and the count
 -- behind it: score_details.uncertainty.num_samples, else the number of
 -- source_data.sample_ids (source_data.samples_number is the dataset's size, not a count of
--- what was evaluated); bad lists what is wrong with it.
+-- what was evaluated); direction from metric_config.lower_is_better (maximize when it is
+-- false); bad lists what is wrong with it.
 -- Fields: checks (the field checks, compiled by ingest/_sqlcheck.py).
 WITH d AS (
     SELECT file_idx, CAST(raw AS JSON) AS doc FROM _eee_a
@@ -18,6 +19,8 @@ SELECT file_idx, j, r ->> '$.evaluation_name' AS task_id,
        coalesce(TRY_CAST(json_extract(r, '$.score_details.uncertainty.num_samples') AS BIGINT),
                 CASE WHEN json_type(r, '$.source_data.sample_ids') = 'ARRAY'
                      THEN CAST(json_array_length(r, '$.source_data.sample_ids') AS BIGINT) END) AS n,
+       CASE CAST(json_extract(r, '$.metric_config.lower_is_better') AS VARCHAR)
+           WHEN 'true' THEN 'minimize' WHEN 'false' THEN 'maximize' END AS direction,
        list_concat({checks}, CASE
            WHEN json_type(r, '$.score_details.score') = 'DOUBLE'
                 AND NOT isfinite(CAST(json_extract(r, '$.score_details.score') AS DOUBLE))

@@ -4,7 +4,8 @@
 -- subtasks' figure), each record's one metric in the 2022 layout (results a list of
 -- {{task_name, prompt_name, <metric>: value}}, task '<task_name>/<prompt_name>'). n is what
 -- the task evaluated (n-samples.<task>.effective, else its sample_len); aggregation the
--- task config's for the metric.
+-- task config's for the metric; direction the file's higher_is_better.<task>.<metric>
+-- (maximize when true).
 WITH d AS (
     SELECT file_idx, CAST(raw AS JSON) AS doc FROM _lm
 ), groups AS (
@@ -27,7 +28,11 @@ WITH d AS (
                                           || '".effective') AS BIGINT),
                     TRY_CAST(json_extract(t.r, '$.sample_len') AS BIGINT)) AS n,
            json_extract(t.doc, '$.configs."' || replace(t.task, '"', '\"') || '".metric_list')
-               AS metric_list
+               AS metric_list,
+           CASE CAST(json_extract(t.doc, '$.higher_is_better."' || replace(t.task, '"', '\"')
+                                  || '"."' || replace(split_part(k.key, ',', 1), '"', '\"')
+                                  || '"') AS VARCHAR)
+               WHEN 'true' THEN 'maximize' WHEN 'false' THEN 'minimize' END AS direction
     FROM tasks AS t, json_each(t.r) AS k
     WHERE json_type(t.r) = 'OBJECT' AND contains(k.key, ',')
       AND NOT ends_with(split_part(k.key, ',', 1), '_stderr')
@@ -43,10 +48,10 @@ SELECT file_idx, ord, task, metric, base, filter, json_type(v) AS vt,
        CASE WHEN json_type(v) IN ('DOUBLE', 'BIGINT', 'UBIGINT') THEN CAST(v AS DOUBLE) END AS value,
        CAST(stderr AS VARCHAR) AS stderr, n,
        (SELECT any_value(m ->> '$.aggregation') FROM (SELECT unnest(CAST(metric_list AS JSON[])) AS m)
-        WHERE m ->> '$.metric' = base) AS aggregation
+        WHERE m ->> '$.metric' = base) AS aggregation, direction
 FROM current
 UNION ALL
 SELECT file_idx, ord, task, metric, metric, NULL, json_type(v),
        CASE WHEN json_type(v) IN ('DOUBLE', 'BIGINT', 'UBIGINT') THEN CAST(v AS DOUBLE) END,
-       NULL, NULL, NULL
+       NULL, NULL, NULL, NULL
 FROM old

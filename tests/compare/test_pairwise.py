@@ -386,7 +386,8 @@ def test_hostile_policy_names_are_cut_in_the_charts() -> None:
 
 def test_a_policy_sharing_no_key_is_said_and_has_no_interval() -> None:
     """A policy alone on its suite (an aggregate of counts, a suite nobody else ran) plays no
-    game: its strength is the prior's, shown without a (zero-width) interval, and a note."""
+    game: it has no strength (not the prior's 0) nor a (zero-width) interval, it comes after
+    the policies the keys place, and a note says so."""
     scores = _binary_scores(3).filter(pl.col("suite") == "s1")
     alone = scores.filter(pl.col("agent") == "p00").with_columns(
         agent=pl.lit("solo"), suite=pl.lit("s9")
@@ -394,6 +395,8 @@ def test_a_policy_sharing_no_key_is_said_and_has_no_interval() -> None:
     r = rank_policies(pl.concat([scores, alone]), policy="agent", strata=["suite"])
     solo = r.strengths.filter(pl.col("policy") == "solo").row(0, named=True)
     assert (solo["wins"], solo["losses"]) == (0, 0)
+    assert solo["strength"] is None
     assert solo["strength_low"] is None and solo["strength_high"] is None
     assert r.ranks.filter(pl.col("policy") == "solo")["rank_set"].item() == "1-4"
-    assert r.notes and "share no key with any other (solo)" in r.notes[0]
+    assert r.ranks["policy"][-1] == "solo"
+    assert r.notes and "(solo) share no key with any other" in r.notes[0]

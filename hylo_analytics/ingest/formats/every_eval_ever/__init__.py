@@ -147,7 +147,7 @@ def _aggregates(
     samples, scores = figure_rows(
         con,
         """(SELECT r.file_idx, 'eee:' || (a.raw ->> '$.evaluation_id') AS run_id, r.task_id,
-                   r.metric, r.value, r.n, r.j AS ord
+                   r.metric, r.value, r.n, r.j AS ord, r.direction
             FROM _eee_r AS r JOIN _eee_a AS a USING (file_idx)
             WHERE r.file_idx IN (SELECT file_idx FROM _eee_keep))""",
     )

@@ -38,7 +38,7 @@ def build_rows(
     fig_samples, fig_scores = figure_rows(
         con,
         """(SELECT r.batch_idx AS file_idx, r.run_id, f.task AS task_id, f.metric, f.value,
-                   f.n, f.ord
+                   f.n, f.ord, f.direction
             FROM _lm_f AS f JOIN _lm_run AS r ON r.local_idx = f.file_idx
             WHERE f.vt IN ('DOUBLE', 'BIGINT', 'UBIGINT')
               AND NOT EXISTS (SELECT 1 FROM _lm_covered AS c WHERE c.run_id = r.run_id
