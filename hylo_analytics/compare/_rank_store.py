@@ -26,6 +26,10 @@ from hylo_analytics.store import ParquetStore
 __all__ = ["names_ranked", "store_values"]
 
 SEP = "\x1f"
+# DuckDB's ``hash`` is a hash table's, fast but not collision-free on structured strings
+# ('Arabic#counted:106@...-00045/1' and '...:306@...-00047/1' share one): on a collision the
+# codes are taken again from the lower 64 bits of MD5 (six times slower, so only then).
+HASHES = ("hash", "md5_number_lower")
 
 
 def store_values(
@@ -55,12 +59,13 @@ def store_values(
         params["runs"] = filt
     if source is not None:
         params["sources"] = [source]
-    keys = store.sql(
-        f"select key, hash(key) as h from ({scores}) where key is not null group by key", params
-    ).sort("key")
+    keys, key_hash = _hashed(store, f"select distinct key from ({scores}) where key is not null",
+                             params, "key")  # fmt: skip
+    keys = keys.sort("key")
     fill = _failing_runs(store, meta, scores, params, metric)
     how = reducer or "mean"
-    query = query_sql("rank_values", reducer="sum" if how == "mean" else how, scores=f"({scores})")
+    query = query_sql("rank_values", reducer="sum" if how == "mean" else how,
+                      scores=f"({scores})", run_hash=meta.hash, key_hash=key_hash)  # fmt: skip
     long = store.sql(query, {**params, "fill": fill})
     if long.is_empty():
         raise SelectionError(
@@ -117,6 +122,7 @@ class _RunCodes:
     strata: list[str]
     errors: str
     unnamed: list[str]
+    hash: str  # the function of HASHES the run codes ``h`` come from
 
 
 def _run_codes(
@@ -128,10 +134,12 @@ def _run_codes(
 ) -> _RunCodes:
     cols = list(dict.fromkeys(["run_id", policy, *strata]))
     where = "" if ids is None else " WHERE list_contains($runs, run_id)"
-    meta = store.sql(
-        f"SELECT {', '.join(cols)}, hash(run_id) AS h, "
-        f"run_errors(errors_policy, source_format) AS _conv FROM stg_runs{where}",
+    meta, run_hash = _hashed(
+        store,
+        f"SELECT {', '.join(cols)}, run_errors(errors_policy, source_format) AS _conv "
+        f"FROM stg_runs{where}",
         None if ids is None else {"runs": ids},
+        "run_id",
     )
     unnamed = meta.filter(pl.col(policy).is_null())["run_id"].to_list()
     meta = meta.filter(pl.col(policy).is_not_null())
@@ -150,9 +158,24 @@ def _run_codes(
         stratum=pl.col("_stratum").cast(pl.Enum(suites)).to_physical().cast(pl.Int64),
         errors=pl.lit(errors, pl.String).fill_null(pl.col("_conv")),
     ).sort("h")
-    if runs["h"].n_unique() != runs.height:
-        raise SelectionError("rank: two run ids share a 64-bit hash; rank them with policies=")
-    return _RunCodes(runs, policies, suites, applied, unnamed)
+    return _RunCodes(runs, policies, suites, applied, unnamed, run_hash)
+
+
+def _hashed(
+    store: ParquetStore, query: str, params: Mapping[str, object] | None, column: str
+) -> tuple[pl.DataFrame, str]:
+    """``query``'s rows with ``h``, the code of their distinct ``column``, and the function of
+    :data:`HASHES` it comes from: the first under which no two values share a code."""
+    both = ", ".join(f"{f}({column}) AS _h{i}" for i, f in enumerate(HASHES))
+    rows = store.sql(f"SELECT *, {both} FROM ({query})", params)
+    for i, name in enumerate(HASHES):
+        if rows[f"_h{i}"].n_unique() == rows[column].n_unique():
+            return rows.rename({f"_h{i}": "h"}).drop(
+                f"_h{j}" for j in range(len(HASHES)) if j != i
+            ), name
+    raise SelectionError(
+        f"rank: two {column}s share a 64-bit code under every hash; rank them as a frame"
+    )
 
 
 def _failing_runs(
@@ -193,8 +216,6 @@ def _reduced(
     run_h = meta.runs["h"].to_numpy()
     key_h = keys["h"].to_numpy()
     key_order = np.argsort(key_h)
-    if len(np.unique(key_h)) != len(key_h):
-        raise SelectionError("rank: two keys share a 64-bit hash; rank them as a frame")
     run = np.searchsorted(run_h, long["run"].to_numpy())
     key = key_order[np.searchsorted(key_h[key_order], long["key"].to_numpy())]
     pol = meta.runs["policy"].to_numpy()[run]

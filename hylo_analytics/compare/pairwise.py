@@ -27,7 +27,8 @@ several. A numeric metric of such policies gets no test.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -155,6 +156,25 @@ class PolicyValues:
             present[keys, pols] = True
             yield k0, k1, values, present
 
+    @cached_property
+    def shared(self) -> PolicyValues:
+        """The keys two or more policies have a row of, in their order: the only keys a pair
+        counts, a difference or a game reads (a policy's counted rows, one key each, are
+        millions of keys no pair shares)."""
+        rows = np.bincount(self.row_key, minlength=self.n_keys)
+        if bool((rows >= 2).all()):
+            return self
+        keep = rows >= 2
+        renumber = np.cumsum(keep) - 1
+        mine = keep[self.row_key]
+        return replace(
+            self,
+            key_stratum=self.key_stratum[keep],
+            row_key=renumber[self.row_key[mine]],
+            row_policy=self.row_policy[mine],
+            row_value=self.row_value[mine],
+        )
+
     def policy_means(self) -> FloatArray:
         """Each policy's mean: the average over the suites it has values in of its mean there
         (as papers average suites); NaN for a policy with no valid value."""
@@ -208,7 +228,7 @@ def pair_counts(values: PolicyValues) -> PairCounts:
     counts = {k: np.zeros((n, n), dtype=f32) for k in names}
     sums = {k: np.zeros((n, n)) for k in ("v", "q", "vv")}
     wins = np.zeros((n, n))
-    for _, _, v, present in values.blocks():
+    for _, _, v, present in values.shared.blocks():
         valid = ~np.isnan(v)
         m, r = valid.astype(f32), present.astype(f32)
         gone = r - m  # a row that abstained
@@ -410,7 +430,7 @@ def _differences(values: PolicyValues, counts: PairCounts) -> Differences:
     def read(st: pl.DataFrame, rest: npt.NDArray[np.bool_]) -> tuple[IntArray, FloatArray]:
         pi, pj = counts.i[rest], counts.j[rest]
         pair_of, diffs = [], []
-        for _, _, v, _ in values.blocks():
+        for _, _, v, _ in values.shared.blocks():
             d = v[:, pi] - v[:, pj]  # keys x pairs; NaN where either side has no value
             p_idx, k_idx = np.nonzero(~np.isnan(d.T))
             pair_of.append(p_idx)

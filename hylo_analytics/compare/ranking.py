@@ -444,9 +444,10 @@ def _strengths(
         sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
         n = len(theta)
         meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
-        for k0, k1, v, _ in values.blocks(max_cells=2**22):
+        shared = values.shared  # a key of one policy scores 0 (no game); sizes count it
+        for k0, k1, v, _ in shared.blocks(max_cells=2**22):
             g = key_scores(theta, _oriented(v, flip))
-            part, part_sums = stratified_meat(g, values.key_stratum[k0:k1], sizes)
+            part, part_sums = stratified_meat(g, shared.key_stratum[k0:k1], sizes)
             meat += part
             sums += part_sums
         cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)

@@ -1,6 +1,7 @@
 -- The values a ranking pairs, one row per (run, key) of one metric, as numbers: the hash of
--- the run id and of the key (compare.ranking maps them back to the policy, suite and key,
--- and checks that no two of the runs or keys share a hash), the key's value reduced over its
+-- the run id and of the key (compare._rank_store maps them back to the policy, suite and key,
+-- having chosen for each the hash function, DuckDB's hash or MD5's lower 64 bits, under
+-- which no two of the runs or keys share a code), the key's value reduced over its
 -- epochs, how many of them are valid, how many rows it has and how many of them errored.
 -- First the errors policy, as Store.compare pairs a key: an errored abstention of the runs in
 -- $fill (those whose policy is 'failure' and whose metric is 0/1: compare.ranking decides it
@@ -25,8 +26,8 @@ with filled as not materialized (
 
 single as (
     select
-        hash(run_id) as run,
-        hash(key) as key,
+        {run_hash}(run_id) as run,
+        {key_hash}(key) as key,
         value,
         cast(value is not null as integer) as n_valid,
         cast(1 as integer) as n_rows,
@@ -37,8 +38,8 @@ single as (
 
 several as (
     select
-        hash(run_id) as run,
-        hash(key) as key,
+        {run_hash}(run_id) as run,
+        {key_hash}(key) as key,
         {reducer}(value) as value,
         cast(count(value) as integer) as n_valid,
         cast(count(*) as integer) as n_rows,

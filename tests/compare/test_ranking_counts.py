@@ -197,3 +197,30 @@ def test_a_store_of_published_counts_ranks_from_them(tmp_path: Path) -> None:
     assert row["verdict"][0] == "regressed"
     with pytest.raises(ha.ComparabilityError, match=r"only as a rate of 200 samples.*\(or rank\)"):
         store.compare("agent=acme/m-0.6", "agent=acme/m-0.9", metrics=["score"])
+
+
+def test_keys_duckdb_hash_gives_one_code_still_rank(tmp_path: Path) -> None:
+    """DuckDB's ``hash`` gives 'Arabic#counted:106@<run 45>' and 'Arabic#counted:306@<run 47>'
+    one code (a hash table's hash, not collision-free): the ranking's codes are then MD5's,
+    and the two runs rank from their counts rather than being refused."""
+    (tmp_path / "in").mkdir()
+    for run, k in ((45, 250), (47, 300)):
+        doc = _aggregate({}, score=k / 400)
+        doc["evaluation_id"] = f"global-mmlu-lite/acme_model-{run:05d}/1"
+        result = doc["evaluation_results"][0]
+        result["evaluation_name"] = "Arabic"
+        result["score_details"]["uncertainty"]["num_samples"] = 400
+        (tmp_path / "in" / f"{run}.json").write_text(json.dumps(doc))
+    store = ha.open_store(tmp_path / "store")
+    store.ingest(tmp_path / "in", progress=False)
+    keys = ("Arabic#counted:106@eee:global-mmlu-lite/acme_model-00045/1",
+            "Arabic#counted:306@eee:global-mmlu-lite/acme_model-00047/1")  # fmt: skip
+    stored = store.sql("select key, hash(key) as h from scores where list_contains($k, key)",
+                       {"k": list(keys)})  # fmt: skip
+    assert stored.height == 2 and stored["h"].n_unique() == 1  # the collision is real
+    r = store.rank(policy="run_id", metric="score", progress=False)
+    row = r.matrix.row(0, named=True)
+    assert row["n_pairs"] == 0 and row["test"] == "miettinen-nurminen score (unpaired)"
+    (k1, k2) = (250, 300) if row["policy"].endswith("00045/1") else (300, 250)
+    assert row["p_value"] == pytest.approx(float(score_diff_p(k1, 400, k2, 400)))
+    assert r.ranks["mean"].sort().to_list() == pytest.approx([250 / 400, 300 / 400])
