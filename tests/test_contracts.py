@@ -40,7 +40,8 @@ def test_instance_key() -> None:
 
 
 def test_digest_is_stable_across_processes() -> None:
-    code = "from tests.test_contracts import _task; print(_task().digest())"
+    # by path: autorank and ppi-python (dev dependencies) install a top-level ``tests`` package
+    code = "import runpy; print(runpy.run_path('tests/test_contracts.py')['_task']().digest())"
     other = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
