@@ -169,9 +169,7 @@ def paired_interval(
             half = z_value(level) * s / np.sqrt(np.where(nn > 0, nn, np.nan))
             bounds.append((m - half, m + half))
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = m / (s / np.sqrt(nn))
-        t = np.where(np.isfinite(t), t, np.where(m == 0, 0.0, np.sign(m) * np.inf))
-        up, down = special.ndtr(-t), special.ndtr(t)
+            up, down = _z_test(m, s / np.sqrt(nn))
     elif method in _BOOTSTRAP:
         tested = bootstrap_test(
             _need(differences, "differences", method),
@@ -214,12 +212,19 @@ def unpaired_interval(
         m = np.asarray(_need(mean, "mean", method), dtype=np.float64)
         e = np.asarray(_need(se, "se", method), dtype=np.float64)
         bounds = [(m - z_value(level) * e, m + z_value(level) * e) for level in levels]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = m / e
-        t = np.where(np.isfinite(t), t, np.where(m == 0, 0.0, np.sign(m) * np.inf))
-        return PairedInterval(bounds, special.ndtr(-t), special.ndtr(t), "z (unpaired)",
-                              "normal")  # fmt: skip
+        up, down = _z_test(m, e)
+        return PairedInterval(bounds, up, down, "z (unpaired)", "normal")
     raise InputError(f"unpaired_interval: no interval method {method!r}")
+
+
+def _z_test(mean: FloatArray, se: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The one-sided z test p-values of each ``mean`` with standard error ``se``
+    (``p_greater``, ``p_less``): a zero standard error gives 0.5 at a zero mean and the
+    mean's sign otherwise."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / se
+    t = np.where(np.isfinite(t), t, np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+    return special.ndtr(-t), special.ndtr(t)
 
 
 def _need(value: ArrayLike | None, name: str, method: str) -> ArrayLike:
