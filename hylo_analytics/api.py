@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
     from hylo_analytics.compare.item_matrix import FlipMatrix, Order
+    from hylo_analytics.compare.pareto import ParetoFront
     from hylo_analytics.compare.ranking import Ranking, StrengthCI
     from hylo_analytics.compare.trends import Trend, TrendFamily
     from hylo_analytics.compare.verdicts import Rule
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.scoring import ScorersArg, ScoringReport
     from hylo_analytics.scoring.graders import Grader, GradingReport
     from hylo_analytics.stats.bootstrap import Seed
+    from hylo_analytics.stats.pareto import Pairing
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
     from hylo_analytics.stats.significance import Alternative
 
@@ -51,6 +53,7 @@ __all__ = ["Store", "open_store"]
 DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
+DEFAULT_PARETO_RESAMPLES = 1_000  # stats.pareto.DEFAULT_PARETO_RESAMPLES
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
@@ -395,6 +398,39 @@ class Store:
             policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
             penalty=penalty, strength_ci=strength_ci, n_resamples=n_resamples, level=level,
             seed=seed, progress=progress,
+        )  # fmt: skip
+
+    def pareto(
+        self,
+        runs: Sequence[str] | None = None,
+        *,
+        cost: str,
+        quality: str = "success",
+        policy: str = "agent_name",
+        strata: Sequence[str] = ("benchmark_id", "split"),
+        source: str | None = None,
+        policies: Sequence[str] | None = None,
+        directions: Mapping[str, Direction] | None = None,
+        errors: Errors | None = None,
+        reducer: Reducer | None = "mean",
+        pairing: Pairing = "auto",
+        n_resamples: int = DEFAULT_PARETO_RESAMPLES,
+        level: float = DEFAULT_LEVEL,
+        seed: Seed = 0,
+    ) -> ParetoFront:
+        """The cost-quality Pareto front of the policies (default the agents): each one's
+        mean ``quality`` and ``cost`` with percentile intervals, whether it is on the front
+        of the means and its probability of being on it, from a bootstrap of keys within
+        suites (paired where the policies share their keys). ``cost``: any metric of the
+        store (``steps``, a latency, a token cost derived by ``evaluate``). See
+        :func:`hylo_analytics.compare.pareto_runs`; ``.chart()`` draws it.
+        """
+        from hylo_analytics.compare import pareto_runs
+
+        return pareto_runs(
+            self.parquet, runs, cost=cost, quality=quality, policy=policy, strata=strata,
+            source=source, policies=policies, directions=directions, errors=errors,
+            reducer=reducer, pairing=pairing, n_resamples=n_resamples, level=level, seed=seed,
         )  # fmt: skip
 
     def flips(

@@ -39,10 +39,13 @@ def store_values(
     policies: Sequence[str] | None,
     errors: Errors | None,
     reducer: Reducer | None,
+    keys_of: Sequence[str] = (),
 ) -> tuple[PolicyValues, pl.DataFrame, pl.DataFrame]:
     """The ranking's values of ``runs`` (ids, prefixes or selectors naming every run they
     match; None: every run), the directions their scores declare, and the runs left out
-    (``run_id``, ``reason``: no policy field, or no score of the metric)."""
+    (``run_id``, ``reason``: no policy field, or no score of the metric). ``keys_of``: other
+    metrics whose keys are coded with the metric's, so the ``key_code`` of two calls (one
+    per metric, the same ``keys_of``) name the same keys (``Store.pareto``)."""
     from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.resolution import preferred_query, run_filter
 
@@ -56,7 +59,8 @@ def store_values(
     if source is not None:
         params["sources"] = [source]
     keys = store.sql(
-        f"select key, hash(key) as h from ({scores}) where key is not null group by key", params
+        f"select key, hash(key) as h from ({scores}) where key is not null group by key",
+        {**params, "metrics": list(dict.fromkeys([metric, *keys_of]))},
     ).sort("key")
     fill = _failing_runs(store, meta, scores, params, metric)
     how = reducer or "mean"
