@@ -24,6 +24,7 @@ MAX_INTERVALS = 200
 #: The front's policies named beside their point (the cheapest first); the rest in tooltips.
 MAX_LABELS = 25
 _FRONT = "#D55E00"
+_LABEL_CHARS = 40  # a name beside its point; the tooltip has it whole (up to LABEL_CHARS)
 _COLUMNS = ["policy", "quality", "quality_low", "quality_high", "cost", "cost_low", "cost_high",
             "on_front", "p_front"]  # fmt: skip
 
@@ -66,7 +67,11 @@ def pareto_intervals(
     if "n_keys" not in data.columns:
         data = data.with_columns(n_keys=pl.lit(None, pl.Int64))
     front = data.filter(pl.col("on_front")).sort("cost")
-    labelled = front.head(MAX_LABELS)
+    labelled = front.head(MAX_LABELS).with_columns(
+        label=pl.when(pl.col("policy").str.len_chars() > _LABEL_CHARS)
+        .then(pl.col("policy").str.slice(0, _LABEL_CHARS - 1) + "\u2026")
+        .otherwise(pl.col("policy"))
+    )
     shown = data.sort("p_front", descending=True, maintain_order=True).head(MAX_INTERVALS)
     scale = (
         alt.Scale(type="log", nice=False, padding=24)
@@ -132,7 +137,7 @@ def pareto_intervals(
     labels = (
         alt.Chart(_data(labelled))
         .mark_text(align="left", dx=11, dy=-9, fontSize=12, color="#222")
-        .encode(x=x, y=y, text="policy:N")
+        .encode(x=x, y=y, text="label:N")
     )
     better = {"maximize": "higher", "minimize": "lower"}
     named = (
