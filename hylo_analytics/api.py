@@ -4,7 +4,7 @@
 SQL), so every stage can depend on it without an import cycle. :class:`Store` holds one (as
 :attr:`Store.parquet`, for power users and tests) and exposes only the verbs a user reaches for
 (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``, ``flips``,
-``rank``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
+``rank``, ``pareto``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
 explicit keywords of the stage function it calls; it sits above all of them and nothing in the
 package imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
     from hylo_analytics.compare.item_matrix import FlipMatrix, Order
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics._stat_verbs import StatVerbs
 from hylo_analytics.errors import SelectionError
 from hylo_analytics.store import CompactionReport, ParquetStore
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate.summaries import TaskSummaries
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
     from hylo_analytics.compare.item_matrix import FlipMatrix, Order
-    from hylo_analytics.compare.pareto import ParetoFront
     from hylo_analytics.compare.ranking import Ranking, StrengthCI
     from hylo_analytics.compare.trends import Trend, TrendFamily
     from hylo_analytics.compare.verdicts import Rule
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.scoring import ScorersArg, ScoringReport
     from hylo_analytics.scoring.graders import Grader, GradingReport
     from hylo_analytics.stats.bootstrap import Seed
-    from hylo_analytics.stats.pareto import Pairing
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
     from hylo_analytics.stats.significance import Alternative
 
@@ -53,12 +52,11 @@ __all__ = ["Store", "open_store"]
 DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
-DEFAULT_PARETO_RESAMPLES = 1_000  # stats.pareto.DEFAULT_PARETO_RESAMPLES
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
 
-class Store:
+class Store(StatVerbs):
     """A store you can ingest into, score, aggregate and compare (see the module docstring).
 
     ``Store(path)`` opens the store at ``path`` as :func:`open_store` does (same keywords).
@@ -398,39 +396,6 @@ class Store:
             policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
             penalty=penalty, strength_ci=strength_ci, n_resamples=n_resamples, level=level,
             seed=seed, progress=progress,
-        )  # fmt: skip
-
-    def pareto(
-        self,
-        runs: Sequence[str] | None = None,
-        *,
-        cost: str,
-        quality: str = "success",
-        policy: str = "agent_name",
-        strata: Sequence[str] = ("benchmark_id", "split"),
-        source: str | None = None,
-        policies: Sequence[str] | None = None,
-        directions: Mapping[str, Direction] | None = None,
-        errors: Errors | None = None,
-        reducer: Reducer | None = "mean",
-        pairing: Pairing = "auto",
-        n_resamples: int = DEFAULT_PARETO_RESAMPLES,
-        level: float = DEFAULT_LEVEL,
-        seed: Seed = 0,
-    ) -> ParetoFront:
-        """The cost-quality Pareto front of the policies (default the agents): each one's
-        mean ``quality`` and ``cost`` with percentile intervals, whether it is on the front
-        of the means and its probability of being on it, from a bootstrap of keys within
-        suites (paired where the policies share their keys). ``cost``: any metric of the
-        store (``steps``, a latency, a token cost derived by ``evaluate``). See
-        :func:`hylo_analytics.compare.pareto_runs`; ``.chart()`` draws it.
-        """
-        from hylo_analytics.compare import pareto_runs
-
-        return pareto_runs(
-            self.parquet, runs, cost=cost, quality=quality, policy=policy, strata=strata,
-            source=source, policies=policies, directions=directions, errors=errors,
-            reducer=reducer, pairing=pairing, n_resamples=n_resamples, level=level, seed=seed,
         )  # fmt: skip
 
     def flips(

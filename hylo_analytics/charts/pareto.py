@@ -7,7 +7,7 @@ per policy with its mean quality and cost, their intervals, ``on_front`` and ``p
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import altair as alt
 import polars as pl
@@ -15,6 +15,9 @@ import polars as pl
 from hylo_analytics._html import HIDDEN, shorten
 from hylo_analytics.charts._style import _data, _labels, _require, _styled, _title
 from hylo_analytics.errors import InputError
+
+if TYPE_CHECKING:
+    from hylo_analytics.compare.pareto import ParetoFront
 
 __all__ = ["MAX_INTERVALS", "MAX_LABELS", "pareto_intervals"]
 
@@ -30,7 +33,7 @@ _COLUMNS = ["policy", "quality", "quality_low", "quality_high", "cost", "cost_lo
 
 
 def pareto_intervals(
-    frame: pl.DataFrame,
+    frame: pl.DataFrame | ParetoFront,
     *,
     quality: str = "quality",
     cost: str = "cost",
@@ -45,11 +48,16 @@ def pareto_intervals(
     :data:`MAX_INTERVALS` likeliest when there are more), the front of the means as a step
     line, and its policies (up to :data:`MAX_LABELS`) named.
 
-    ``frame``: :attr:`ParetoFront.frame <hylo_analytics.compare.pareto.ParetoFront>`
-    (``policy, quality, quality_low, quality_high, cost, cost_low, cost_high, on_front,
-    p_front``; optional ``n_keys``). ``quality`` / ``cost``: the metrics' names, for the
-    axes; the directions name what is better in the subtitle.
+    ``frame``: a :class:`~hylo_analytics.compare.pareto.ParetoFront` (its metrics, directions
+    and level then name the axes and the subtitle) or its ``frame`` (``policy, quality,
+    quality_low, quality_high, cost, cost_low, cost_high, on_front, p_front``; optional
+    ``n_keys``), with ``quality`` / ``cost`` the metrics' names for the axes and the
+    directions what is better.
     """
+    if not isinstance(frame, pl.DataFrame):
+        quality, cost, level = frame.quality, frame.cost, frame.level
+        quality_direction, cost_direction = frame.quality_direction, frame.cost_direction
+        frame = frame.frame
     quality, cost = (shorten(re.sub(f"[{HIDDEN}]", "\ufffd", m), 80) for m in (quality, cost))
     optional = [c for c in ("n_keys",) if c in frame.columns]
     data = _labels(_require(frame, [*_COLUMNS, *optional], "pareto_intervals"), "policy")

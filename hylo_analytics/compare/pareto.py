@@ -14,7 +14,7 @@ direction, the scores (a derived cost declares ``minimize``) or the registry say
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,8 @@ class ParetoFront:
     ``quality_direction`` / ``cost_direction``: what is better for each (``maximize`` /
     ``minimize``); ``pairing``: how keys were drawn (``paired``: one draw for every policy;
     ``unpaired``: each policy's own keys); ``notes``: what the front left out, in words;
-    ``left_out``: the selected runs it could not hold (``run_id``, ``reason``).
+    ``left_out``: the selected runs it could not hold (``run_id``, ``reason``); ``draw``: the
+    chart function :meth:`chart` calls (``Store.pareto`` sets it).
     """
 
     frame: pl.DataFrame
@@ -78,6 +79,7 @@ class ParetoFront:
     left_out: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema={"run_id": pl.String, "reason": pl.String})
     )
+    draw: Callable[..., alt.LayerChart] | None = field(default=None, repr=False, compare=False)
 
     @property
     def front(self) -> pl.DataFrame:
@@ -85,14 +87,15 @@ class ParetoFront:
         return self.frame.filter(pl.col("on_front"))
 
     def chart(self, *, log_cost: bool = False, title: str | None = None) -> alt.LayerChart:
-        """:func:`~hylo_analytics.charts.pareto.pareto_intervals` of :attr:`frame`."""
-        from hylo_analytics.charts.pareto import pareto_intervals
-
-        return pareto_intervals(
-            self.frame, quality=self.quality, cost=self.cost, log_cost=log_cost,
-            quality_direction=self.quality_direction, cost_direction=self.cost_direction,
-            level=self.level, title=title,
-        )  # fmt: skip
+        """The cost-quality chart (:func:`~hylo_analytics.charts.pareto.pareto_intervals`);
+        a result of ``Store.pareto`` carries it (the compare stage imports no chart)."""
+        if self.draw is None:
+            raise InputError(
+                "ParetoFront.chart: this result was made without its chart; draw it with "
+                "hylo_analytics.charts.pareto_intervals(front) (Store.pareto's results draw "
+                "themselves)"
+            )
+        return self.draw(self, log_cost=log_cost, title=title)
 
     def __repr__(self) -> str:
         with pl.Config(tbl_rows=20, tbl_cols=12, float_precision=4):

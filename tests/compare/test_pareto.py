@@ -15,7 +15,7 @@ from hostile_data import CORPUS
 from pareto_data import commit, pareto_store, run_row
 
 import hylo_analytics as ha
-from hylo_analytics import api
+from hylo_analytics import _stat_verbs
 from hylo_analytics.compare.pareto import COLUMNS, ParetoFront
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.stats.pareto import DEFAULT_PARETO_RESAMPLES, dominated_by, pareto_bootstrap
@@ -156,7 +156,10 @@ def test_refusals(store: ha.Store) -> None:
         store.pareto(cost="nope")
     with pytest.raises(InputError, match="pairing"):
         store.pareto(cost="steps", pairing="sometimes")  # type: ignore[arg-type]
-    assert api.DEFAULT_PARETO_RESAMPLES == DEFAULT_PARETO_RESAMPLES
+    assert _stat_verbs.DEFAULT_PARETO_RESAMPLES == DEFAULT_PARETO_RESAMPLES
+    from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
+
+    assert _stat_verbs.DEFAULT_LEVEL == DEFAULT_LEVEL
 
 
 def test_html_and_chart_keep_hostile_names_inert(tmp_path: Path) -> None:
@@ -175,6 +178,14 @@ def test_html_and_chart_keep_hostile_names_inert(tmp_path: Path) -> None:
         assert im.size[0] > 600 and im.size[1] > 400
     spec = got.chart().to_dict()
     assert spec["layer"][2]["mark"]["interpolate"] == "step-after"
+    # made by the stage function, a result has no chart of its own (compare imports none):
+    # the chart function takes it whole
+    from hylo_analytics.compare import pareto_runs
+
+    bare = pareto_runs(store, cost="steps", n_resamples=50)
+    with pytest.raises(InputError, match="pareto_intervals"):
+        bare.chart()
+    assert charts.pareto_intervals(bare).to_dict()["layer"][0]["mark"]["type"] == "rule"
 
 
 def test_two_thousand_policies(tmp_path: Path) -> None:
