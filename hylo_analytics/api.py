@@ -4,7 +4,7 @@
 SQL), so every stage can depend on it without an import cycle. :class:`Store` holds one (as
 :attr:`Store.parquet`, for power users and tests) and exposes only the verbs a user reaches for
 (``ingest``, ``score``, ``aggregate``, ``scorecard``, ``summarize``, ``compare``, ``flips``,
-``rank``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
+``rank``, ``pareto``, ``trend``, ``declare_parent``, ``report``, ``sql``, ``register``, ...), each with the
 explicit keywords of the stage function it calls; it sits above all of them and nothing in the
 package imports it. Committing, publishing, the lock and the raw DuckDB connection are not verbs.
     from hylo_analytics.compare.item_matrix import FlipMatrix, Order
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics._stat_verbs import StatVerbs
 from hylo_analytics.errors import SelectionError
 from hylo_analytics.store import CompactionReport, ParquetStore
 
@@ -55,7 +56,7 @@ TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
 
-class Store:
+class Store(StatVerbs):
     """A store you can ingest into, score, aggregate and compare (see the module docstring).
 
     ``Store(path)`` opens the store at ``path`` as :func:`open_store` does (same keywords).

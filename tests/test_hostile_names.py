@@ -115,6 +115,24 @@ def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
                 }
             )
         ),
+        "pareto_intervals": charts.pareto_intervals(
+            pl.DataFrame(
+                {
+                    "policy": [BIG, AGENT, *CORPUS],
+                    "quality": [0.5, 0.6, *[0.1 * i for i in range(9)]],
+                    "quality_low": 0.0,
+                    "quality_high": 1.0,
+                    "cost": [1.0, 2.0, *[1.0 + i for i in range(9)]],
+                    "cost_low": 0.5,
+                    "cost_high": 12.0,
+                    "on_front": [True, True, *[i % 2 == 0 for i in range(9)]],
+                    "p_front": 0.5,
+                }
+            ),
+            quality=CORPUS[0],
+            cost=CORPUS[6],
+            log_cost=True,
+        ),
     }
 
 

@@ -157,18 +157,14 @@ def metric_trend(
 def pareto_front(frame: pl.DataFrame, *, cost: str = "cost", value: str = "success") -> pl.Series:
     """Whether each row is on the Pareto front (lower ``cost``, higher ``value`` both better).
 
-    A row is on the front when no other row is at least as cheap and strictly better, or
-    strictly cheaper and at least as good. Vectorized: sort by cost (value descending within
-    a cost), and a row is on the front iff its value beats every cheaper-or-equal row before it.
+    A row is on the front when no other row is at least as cheap and as good and better on
+    one; two rows at one point are both on it, a null never is. The one implementation is
+    :func:`hylo_analytics.stats.pareto.pareto_front` (sort by cost, running maximum of value).
     """
-    ordered = (
-        frame.select(cost, value).with_row_index("_i").sort([cost, value], descending=[False, True])
-    )
-    best_before = pl.col(value).cum_max().shift(1)
-    flags = ordered.with_columns(
-        (best_before.is_null() | (pl.col(value) > best_before)).alias("on_front")
-    ).sort("_i")
-    return flags.get_column("on_front").alias("on_front")
+    from hylo_analytics.stats.pareto import pareto_front as front
+
+    q, c = (frame[col].cast(pl.Float64).fill_null(float("nan")).to_numpy() for col in (value, cost))
+    return pl.Series("on_front", front(q, c))
 
 
 def cost_vs_success(

@@ -15,6 +15,8 @@
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
+- :func:`pareto_runs` (``Store.pareto``): the cost-quality Pareto front of N policies, each
+  one's P(on the front) by a bootstrap of keys (:class:`ParetoFront`);
 - :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches;
 - :func:`trend_scores` / :func:`trend_runs` (``Store.trend``): runs ordered by version, each
   task's rate per version and its regression point (:class:`Trend`).
@@ -24,6 +26,7 @@ from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
 from hylo_analytics.compare.item_matrix import OUTCOMES, FlipMatrix, flip_matrix
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
+from hylo_analytics.compare.pareto import ParetoFront, pareto_runs
 from hylo_analytics.compare.planning import RunPlan, plan_from_runs
 from hylo_analytics.compare.pooled import pooled_compare
 from hylo_analytics.compare.pooled_runs import pooled_compare_runs
@@ -47,6 +50,7 @@ __all__ = [
     "ComparabilityError",
     "FlipMatrix",
     "PairedComparison",
+    "ParetoFront",
     "Ranking",
     "RelativeNoiseRule",
     "RunPlan",
@@ -60,6 +64,7 @@ __all__ = [
     "flip_runs",
     "flip_scores",
     "paired_compare",
+    "pareto_runs",
     "plan_from_runs",
     "pooled_compare",
     "pooled_compare_runs",

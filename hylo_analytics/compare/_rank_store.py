@@ -43,10 +43,13 @@ def store_values(
     policies: Sequence[str] | None,
     errors: Errors | None,
     reducer: Reducer | None,
+    keys_of: Sequence[str] = (),
 ) -> tuple[PolicyValues, pl.DataFrame, pl.DataFrame]:
     """The ranking's values of ``runs`` (ids, prefixes or selectors naming every run they
     match; None: every run), the directions their scores declare, and the runs left out
-    (``run_id``, ``reason``: no policy field, or no score of the metric)."""
+    (``run_id``, ``reason``: no policy field, or no score of the metric). ``keys_of``: other
+    metrics whose keys are coded with the metric's, so the ``key_code`` of two calls (one
+    per metric, the same ``keys_of``) name the same keys (``Store.pareto``)."""
     from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.resolution import preferred_query, run_filter
 
@@ -59,8 +62,12 @@ def store_values(
         params["runs"] = filt
     if source is not None:
         params["sources"] = [source]
-    keys, key_hash = _hashed(store, f"select distinct key from ({scores}) where key is not null",
-                             params, "key")  # fmt: skip
+    keys, key_hash = _hashed(
+        store,
+        f"select distinct key from ({scores}) where key is not null",
+        {**params, "metrics": list(dict.fromkeys([metric, *keys_of]))},
+        "key",
+    )
     keys = keys.sort("key")
     fill = _failing_runs(store, meta, scores, params, metric)
     how = reducer or "mean"

@@ -27,7 +27,7 @@ several. A numeric metric of such policies gets no test.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -70,7 +70,8 @@ class PolicyValues:
 
     ``row_value`` is NaN where the policy abstained on the key (its row has no valid value);
     a (key, policy) without a row is absent. Keys are numbered within ``key_stratum`` order
-    (each key's suite, an index into ``strata``).
+    (each key's suite, an index into ``strata``); ``key_code`` is each numbered key's code as
+    :meth:`from_codes` was given it (so two metrics' values of one store line up).
     """
 
     policies: tuple[str, ...]
@@ -80,6 +81,7 @@ class PolicyValues:
     row_policy: IntArray
     row_value: FloatArray
     errors: str
+    key_code: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_keys(self) -> int:
@@ -135,6 +137,7 @@ class PolicyValues:
             row_policy=np.asarray(policy, dtype=np.int64)[order],
             row_value=np.asarray(value, dtype=np.float64)[order],
             errors=errors,
+            key_code=(uniq % max(span, 1)).astype(np.int64),
         )
 
     def blocks(
@@ -170,6 +173,7 @@ class PolicyValues:
         return replace(
             self,
             key_stratum=self.key_stratum[keep],
+            key_code=self.key_code[keep] if len(self.key_code) == self.n_keys else self.key_code,
             row_key=renumber[self.row_key[mine]],
             row_policy=self.row_policy[mine],
             row_value=self.row_value[mine],

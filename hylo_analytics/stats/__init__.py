@@ -23,7 +23,8 @@ Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a diff
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
-improvement, as rliable).
+improvement, as rliable), :mod:`~hylo_analytics.stats.pareto` (cost-quality Pareto fronts and
+each policy's P(on the front) by a bootstrap of keys).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -57,6 +58,7 @@ from hylo_analytics.stats.methods import (
     Seed,
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
+from hylo_analytics.stats.pareto import ParetoBootstrap, pareto_bootstrap, pareto_front
 from hylo_analytics.stats.pooled import (
     PooledBootstrap,
     SignFlip,
@@ -96,6 +98,7 @@ __all__ = [
     "CIMethod",
     "IntervalSpec",
     "PairedInterval",
+    "ParetoBootstrap",
     "PooledBootstrap",
     "Reducer",
     "Seed",
@@ -120,6 +123,8 @@ __all__ = [
     "newcombe_ci",
     "normal_ci",
     "paired_interval",
+    "pareto_bootstrap",
+    "pareto_front",
     "pass_at_k",
     "performance_profile",
     "pooled_bootstrap",
