@@ -102,7 +102,7 @@ def width_table(reps: int) -> pl.DataFrame:
         within = float(np.mean(pa * (1 - pa) + pb * (1 - pb)))  # times 1 / epochs
         group = np.repeat(np.arange(reps), m)
         split = variance_split(group, *_split_args(rng, pa, pb, e0, reps))
-        factor, to_halve = epochs_to_halve(split)
+        _, to_halve = epochs_to_halve(split)
         finite = np.isfinite(to_halve)
         target = e1 if e1 is not None else int(np.median(to_halve[finite]))
         predicted = width_at(split, target)

@@ -22,6 +22,8 @@ score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
 Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a difference pooled
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
+:mod:`~hylo_analytics.stats.repeated` (repeated samples of an item: pass@k and pass^k curves,
+the within / between split of a difference and the epochs that halve its interval),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
 improvement, as rliable).
 """
@@ -67,6 +69,16 @@ from hylo_analytics.stats.pooled import (
     suite_weights,
 )
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
+from hylo_analytics.stats.repeated import (
+    PassCurves,
+    VarianceSplit,
+    epochs_to_halve,
+    pass_at,
+    pass_curves,
+    pass_hat,
+    variance_split,
+    width_at,
+)
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,
@@ -96,12 +108,14 @@ __all__ = [
     "CIMethod",
     "IntervalSpec",
     "PairedInterval",
+    "PassCurves",
     "PooledBootstrap",
     "Reducer",
     "Seed",
     "SignFlip",
     "StatisticsWarning",
     "TaskSummary",
+    "VarianceSplit",
     "Weighting",
     "at_least",
     "benjamini_hochberg",
@@ -110,6 +124,7 @@ __all__ = [
     "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
+    "epochs_to_halve",
     "hall_ci",
     "holm",
     "interquartile_mean",
@@ -120,7 +135,10 @@ __all__ = [
     "newcombe_ci",
     "normal_ci",
     "paired_interval",
+    "pass_at",
     "pass_at_k",
+    "pass_curves",
+    "pass_hat",
     "performance_profile",
     "pooled_bootstrap",
     "probability_of_improvement",
@@ -132,6 +150,8 @@ __all__ = [
     "summarize_tasks",
     "tango_ci",
     "tango_p",
+    "variance_split",
+    "width_at",
     "wilcoxon_p",
     "wilson",
     "z_value",

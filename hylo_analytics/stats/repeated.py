@@ -84,13 +84,30 @@ def pass_hat(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> FloatArray:
         raise InputError("pass_hat: expects k >= 1 and 0 <= c <= n")
     if nn.size == 0:
         return np.zeros(shape)
-    keys, back = np.unique(np.stack([nn, cc, kk]), axis=1, return_inverse=True)
-    un, uc, uk = keys
+    un, uc, uk, back = _distinct(nn, cc, kk)
     i = np.arange(int(uk.max()))
     top, bottom = uc[:, None] - i, un[:, None] - i
     factors = np.where(i < uk[:, None], np.maximum(top, 0) / np.where(bottom > 0, bottom, 1), 1.0)
     out = np.where(uk <= un, factors.prod(axis=1), np.nan)
-    return np.asarray(out[back.ravel()].reshape(shape), dtype=np.float64)
+    return np.asarray(out[back].reshape(shape), dtype=np.float64)
+
+
+def _distinct(*columns: IntArray) -> tuple[IntArray, ...]:
+    """The distinct rows of non-negative integer ``columns`` (each column, in the order of
+    the rows' codes) and each row's index among them: one integer code per row and a 1-D
+    ``unique`` (``unique(axis=1)`` sorts a million rows ten times slower)."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    bases = [int(col.max(initial=0)) + 1 for col in columns]
+    if np.prod([float(b) for b in bases]) >= 2**62:
+        raise InputError("pass_hat: n, c and k too large to count")
+    for col, base in zip(columns, bases, strict=True):
+        code = code * base + col
+    found, back = np.unique(code, return_inverse=True)
+    out = []
+    for base in reversed(bases):
+        out.append(found % base)
+        found = found // base
+    return (*reversed(out), back.ravel().astype(np.int64))
 
 
 def pass_at(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> FloatArray:
@@ -165,16 +182,15 @@ def pass_curves(
     if np.any(nn < 0) or np.any(cc < 0) or np.any(cc > nn) or np.any(gg < 0):
         raise InputError("pass_curves: expects 0 <= c <= n and group codes >= 0")
     n_groups = int(gg.max()) + 1 if len(gg) else 0
-    found, cat_of = np.unique(np.stack([nn, cc]), axis=1, return_inverse=True)
-    cats: IntArray = found.astype(np.int64)  # (2, U): each kind of item, (n, c)
+    cat_n, cat_c, cat_of = _distinct(nn, cc)
+    cats: IntArray = np.stack([cat_n, cat_c])  # (2, U): each kind of item, (n, c)
     n_cats = cats.shape[1]
-    flat = np.bincount(gg * n_cats + cat_of.ravel(), minlength=n_groups * n_cats)
+    flat = np.bincount(gg * n_cats + cat_of, minlength=n_groups * n_cats)
     counts: FloatArray = flat.reshape(n_groups, n_cats).astype(np.float64)  # (G, U)
     wanted = _wanted(counts, cats[0], ks)  # (G, K): the points each group's curve has
     grid = np.arange(1, wanted.shape[1] + 1)
     eligible = (cats[0][:, None] >= grid[None, :]).astype(np.float64)  # (U, K)
-    values = [np.nan_to_num(f(cats[0][:, None], cats[1][:, None], grid[None, :]))
-              for f in (pass_at, pass_hat)]  # fmt: skip
+    values = _by_k(cats[0], cats[1], len(grid))  # (U, K) each: pass@k, pass^k; 0 if n < k
     n_items = counts @ eligible
     with np.errstate(invalid="ignore", divide="ignore"):
         points = [(counts @ (v * eligible)) / n_items for v in values]
@@ -198,6 +214,19 @@ def pass_curves(
         n_samples=((counts * cats[0][None, :]) @ eligible)[g_idx, k_idx].astype(np.int64),
         ci_method=CURVE_CI_METHODS[method],
     )  # fmt: skip
+
+
+def _by_k(n: IntArray, c: IntArray, k_max: int) -> list[FloatArray]:
+    """pass@k and pass^k of each (n, c) at k = 1 .. ``k_max`` (0 where n < k): the running
+    products of :func:`pass_hat`'s ratios, so k = 500 costs as much as k = 1."""
+    i = np.arange(k_max)
+    bottom = n[:, None] - i
+    safe = np.where(bottom > 0, bottom, 1)
+    out = []
+    for top in (n - c, c):  # failures (pass@k is one minus their pass^k), successes
+        ratio = np.cumprod(np.maximum(top[:, None] - i, 0) / safe, axis=1)
+        out.append(np.where(bottom > 0, ratio, 0.0))
+    return [(1.0 - out[0]) * (bottom > 0), out[1]]
 
 
 def _wanted(counts: FloatArray, cat_n: IntArray, ks: ArrayLike | None) -> npt.NDArray[np.bool_]:

@@ -175,9 +175,11 @@ def _balanced(m: int, e: int, seed: int, spread: float = 1.0) -> pd.DataFrame:
     rows = []
     for run, shift in (("a", 0.4), ("b", 0.0)):
         p = 1 / (1 + np.exp(-(skill + shift + rng.normal(0, 0.5, m))))
-        for i in range(m):
-            for _ in range(e):
-                rows.append({"item": f"i{i}", "run": run, "y": float(rng.random() < p[i])})
+        rows += [
+            {"item": f"i{i}", "run": run, "y": float(rng.random() < p[i])}
+            for i in range(m)
+            for _ in range(e)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -255,3 +257,16 @@ def test_epochs_to_halve() -> None:
     factor, count = epochs_to_halve(wide)
     assert np.isinf(factor[0]) and np.isinf(count[0])
     assert wide.floor_width[0] > wide.ci_width[0] / 2
+
+
+def test_the_curves_running_products_are_the_estimators() -> None:
+    from hylo_analytics.stats.repeated import _by_k
+
+    n, c = np.array([1, 5, 5, 40, 300, 300]), np.array([0, 2, 5, 17, 1, 299])
+    at, hat = _by_k(n, c, 320)
+    ks = np.arange(1, 321)
+    for j in range(len(n)):
+        want_at = np.nan_to_num(pass_at(n[j], c[j], ks))
+        want_hat = np.nan_to_num(pass_hat(n[j], c[j], ks))
+        assert at[j] == pytest.approx(want_at, rel=1e-12, abs=1e-300)
+        assert hat[j] == pytest.approx(want_hat, rel=1e-12, abs=1e-300)
