@@ -13,6 +13,7 @@ offline, unless another renderer was chosen.
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
 from hylo_analytics.charts.item_matrix import OUTCOME_COLORS, flip_matrix
+from hylo_analytics.charts.pass_k import pass_k_curves
 from hylo_analytics.charts.ranking import ranking_matrix, strength_intervals
 from hylo_analytics.charts.runs import (
     cost_vs_success,
@@ -38,6 +39,7 @@ __all__ = [
     "metric_trend",
     "paired_forest",
     "pareto_front",
+    "pass_k_curves",
     "performance_profiles",
     "ranking_matrix",
     "save",
