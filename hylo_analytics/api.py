@@ -442,57 +442,35 @@ class Store:
         )
 
     def pass_at_k(
-        self,
-        runs: Sequence[str] | str | None = None,
-        *,
-        k: int | Sequence[int] | None = None,
-        by: Sequence[str] = ("run_id",),
-        metric: str = "success",
-        item: str = "key",
-        errors: Errors | None = None,
-        ci: CurveMethod = "wilson",
-        level: float = DEFAULT_LEVEL,
-        n_resamples: int = DEFAULT_RESAMPLES,
-        seed: Seed = 0,
-        source: str | Sequence[str] | None = None,
-        registry: MetricRegistry | None = None,
-    ) -> pl.DataFrame:
-        """pass@k (unbiased, Chen et al. 2021) and pass^k (tau-bench) of each ``by`` group
-        over its items, k = 1 .. the most samples of an item (or ``k``), with intervals over
-        items; items with fewer than k samples are counted (``n_items_short``), not used.
-        ``item``: ``key`` (its epochs are its samples) or ``task_id`` (its seeds and epochs).
-        ``runs``: ids, prefixes or selectors (default every run). See
-        :func:`hylo_analytics.aggregate.pass_k_curves`."""
+        self, runs: Sequence[str] | str | None = None, *, k: int | Sequence[int] | None = None,
+        by: Sequence[str] = ("run_id",), metric: str = "success", item: str = "key",
+        errors: Errors | None = None, ci: CurveMethod = "wilson", level: float = DEFAULT_LEVEL,
+        n_resamples: int = DEFAULT_RESAMPLES, seed: Seed = 0,
+        source: str | Sequence[str] | None = None, registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:  # fmt: skip
+        """pass@k (unbiased) and pass^k of each ``by`` group over its items (``item``: ``key``
+        or ``task_id``) with intervals, items short of k counted; ``runs``: ids, prefixes or
+        selectors. See :func:`hylo_analytics.aggregate.pass_k_curves`."""
         from hylo_analytics.aggregate.repeated import pass_k_curves
 
         ids = None if runs is None else self.parquet.select_runs(runs)
-        return pass_k_curves(
-            self.parquet, by=by, metric=metric, item=item, k=k, runs=ids, errors=errors, ci=ci,
-            level=level, n_resamples=n_resamples, seed=seed, source=source, registry=registry,
-        )  # fmt: skip
+        return pass_k_curves(self.parquet, by=by, metric=metric, item=item, k=k, runs=ids,
+                             errors=errors, ci=ci, level=level, n_resamples=n_resamples,
+                             seed=seed, source=source, registry=registry)  # fmt: skip
 
     def epochs_plan(
-        self,
-        candidate: str | Sequence[str],
-        parent: str | Sequence[str] | None = None,
-        *,
-        metric: str = "success",
-        item: str = "key",
-        errors: Errors | None = None,
-        level: float = DEFAULT_LEVEL,
-        source: str | Sequence[str] | None = None,
+        self, candidate: str | Sequence[str], parent: str | Sequence[str] | None = None, *,
+        metric: str = "success", item: str = "key", errors: Errors | None = None,
+        level: float = DEFAULT_LEVEL, source: str | Sequence[str] | None = None,
         registry: MetricRegistry | None = None,
-    ) -> pl.DataFrame:
-        """The variance of ``candidate``'s paired difference to ``parent`` (or of its mean)
-        split into the within-item part (the epochs' noise) and the between-item part, and
-        the epochs per item, or the items, that would halve its interval (none when the
-        between part is over a quarter). See :func:`hylo_analytics.compare.epochs_plan`."""
+    ) -> pl.DataFrame:  # fmt: skip
+        """A paired difference's variance split into its within-item (epochs) and between-item
+        parts, and the epochs per item or the items that would halve its interval; see
+        :func:`hylo_analytics.compare.epochs_plan`."""
         from hylo_analytics.compare.epochs import epochs_plan
 
-        return epochs_plan(
-            self.parquet, candidate, parent, metric=metric, item=item, errors=errors,
-            level=level, source=source, registry=registry,
-        )  # fmt: skip
+        return epochs_plan(self.parquet, candidate, parent, metric=metric, item=item,
+                           errors=errors, level=level, source=source, registry=registry)  # fmt: skip
 
     def pooled_compare(
         self,
