@@ -15,13 +15,23 @@ by both, an item-specific difference of sd ``tau``), ``e0`` epochs each: from ea
 compares the mean predicted width with the mean width the replicates run at ``e1`` epochs
 actually get, and says where more epochs can never halve the width.
 
+**At scale** (``--scale DIR``): a store of 2,000 runs x 500 keys x 5 epochs (5M samples,
+made with numpy by ``tests/repeated_data.py`` and committed once into DIR, about 1-2 min),
+then ``Store.pass_at_k`` by run, by policy (200 policies of 10 runs) and by task, and
+``Store.epochs_plan`` of one policy against another, each timed after a warm-up read, with
+the load average beside it.
+
     python benchmarks/bench_repeated.py [--reps 2000] [--resamples 2000]
+    python benchmarks/bench_repeated.py --only scale --scale DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -131,16 +141,50 @@ def _split_args(
     return ma, va, n, mb, vb, n
 
 
+def scale_table(root: Path) -> pl.DataFrame:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from repeated_data import epochs_store  # type: ignore[import-not-found]
+
+    import hylo_analytics as ha
+
+    t = time.perf_counter()
+    if (root / "store").exists():
+        store = ha.open_store(root / "store")
+    else:
+        store, _ = epochs_store(root / "store", 2000, 500, 5, agents=200)
+    print(f"store: {time.perf_counter() - t:.1f} s")
+    store.pass_at_k(k=1)  # warm: the views bound, the files' metadata read
+    cases = {
+        "pass_at_k by run (2,000 curves, k 1-5)": lambda: store.pass_at_k(),
+        "pass_at_k by policy (200 curves, k 1-50)": lambda: store.pass_at_k(by=["agent_name"]),
+        "pass_at_k by policy, item task_id (k 1-1,250)": lambda: store.pass_at_k(
+            by=["agent_name"], item="task_id"
+        ),
+        "epochs_plan policy vs policy (10 runs each)": lambda: store.epochs_plan(
+            "agent=policy-000", "agent=policy-001"
+        ),
+    }
+    rows = []
+    for name, call in cases.items():
+        t = time.perf_counter()
+        out = call()
+        rows.append({"call": name, "seconds": time.perf_counter() - t, "rows": out.height,
+                     "load": os.getloadavg()[0]})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--resamples", type=int, default=2000)
-    ap.add_argument("--only", choices=("coverage", "widths"), default=None)
+    ap.add_argument("--only", choices=("coverage", "widths", "scale"), default=None)
+    ap.add_argument("--scale", type=Path, metavar="DIR", help="the store's folder (--only scale)")
     args = ap.parse_args()
     pl.Config.set_tbl_rows(200)
     pl.Config.set_tbl_cols(20)
     pl.Config.set_tbl_width_chars(200)
     pl.Config.set_float_precision(3)
+    pl.Config.set_fmt_str_lengths(60)
     if args.only in (None, "coverage"):
         t = time.perf_counter()
         print(coverage_table(args.reps, args.resamples))
@@ -149,6 +193,10 @@ def main() -> None:
         t = time.perf_counter()
         print(width_table(args.reps))
         print(f"widths: {time.perf_counter() - t:.1f} s")
+    if args.only == "scale":
+        if args.scale is None:
+            ap.error("--only scale needs --scale DIR")
+        print(scale_table(args.scale))
 
 
 if __name__ == "__main__":
