@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hylo_analytics._stat_verbs import StatVerbs
 from hylo_analytics.errors import SelectionError
 from hylo_analytics.store import CompactionReport, ParquetStore
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.scoring.graders import Grader, GradingReport
     from hylo_analytics.stats.bootstrap import Seed
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
-    from hylo_analytics.stats.repeated import CurveMethod
     from hylo_analytics.stats.significance import Alternative
 
 __all__ = ["Store", "open_store"]
@@ -56,7 +56,7 @@ TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
 
-class Store:
+class Store(StatVerbs):
     """A store you can ingest into, score, aggregate and compare (see the module docstring).
 
     ``Store(path)`` opens the store at ``path`` as :func:`open_store` does (same keywords).
@@ -440,37 +440,6 @@ class Store:
         return flip_matrix(
             self.parquet, runs, metric=metric, order=order, errors=errors, source=source
         )
-
-    def pass_at_k(
-        self, runs: Sequence[str] | str | None = None, *, k: int | Sequence[int] | None = None,
-        by: Sequence[str] = ("run_id",), metric: str = "success", item: str = "key",
-        errors: Errors | None = None, ci: CurveMethod = "wilson", level: float = DEFAULT_LEVEL,
-        n_resamples: int = DEFAULT_RESAMPLES, seed: Seed = 0,
-        source: str | Sequence[str] | None = None, registry: MetricRegistry | None = None,
-    ) -> pl.DataFrame:  # fmt: skip
-        """pass@k (unbiased) and pass^k of each ``by`` group over its items (``item``: ``key``
-        or ``task_id``) with intervals, items short of k counted; ``runs``: ids, prefixes or
-        selectors. See :func:`hylo_analytics.aggregate.pass_k_curves`."""
-        from hylo_analytics.aggregate.repeated import pass_k_curves
-
-        ids = None if runs is None else self.parquet.select_runs(runs)
-        return pass_k_curves(self.parquet, by=by, metric=metric, item=item, k=k, runs=ids,
-                             errors=errors, ci=ci, level=level, n_resamples=n_resamples,
-                             seed=seed, source=source, registry=registry)  # fmt: skip
-
-    def epochs_plan(
-        self, candidate: str | Sequence[str], parent: str | Sequence[str] | None = None, *,
-        metric: str = "success", item: str = "key", errors: Errors | None = None,
-        level: float = DEFAULT_LEVEL, source: str | Sequence[str] | None = None,
-        registry: MetricRegistry | None = None,
-    ) -> pl.DataFrame:  # fmt: skip
-        """A paired difference's variance split into its within-item (epochs) and between-item
-        parts, and the epochs per item or the items that would halve its interval; see
-        :func:`hylo_analytics.compare.epochs_plan`."""
-        from hylo_analytics.compare.epochs import epochs_plan
-
-        return epochs_plan(self.parquet, candidate, parent, metric=metric, item=item,
-                           errors=errors, level=level, source=source, registry=registry)  # fmt: skip
 
     def pooled_compare(
         self,

@@ -89,7 +89,7 @@ def epochs_store(
     runs = []
     for i, run in enumerate(ids.tolist()):
         row = run_row(run, f"{i // agents + 1}.0", "hylo.evallog/v0.1", at=i)
-        row["agent_name"] = f"policy-{i % agents:02d}"
+        row["agent_name"] = f"policy-{i % agents:03d}"
         runs.append(row)
     store = ha.open_store(root)
     with store.parquet.lock():

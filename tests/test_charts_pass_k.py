@@ -33,8 +33,8 @@ def test_two_curves_and_two_bands_per_group(curves: pl.DataFrame, tmp_path: Path
     rows = spec["data"]["values"] if "data" in spec else band["data"]["values"]
     assert len(rows) == 3 * 20 * 2  # groups x k x curves
     assert {r["curve"] for r in rows} == {"pass@k (any of k succeeds)", "pass^k (all k succeed)"}
-    at = curves.filter(pl.col("agent_name") == "policy-01", pl.col("k") == 3).row(0, named=True)
-    got = next(r for r in rows if r["agent_name"] == "policy-01" and r["k"] == 3
+    at = curves.filter(pl.col("agent_name") == "policy-001", pl.col("k") == 3).row(0, named=True)
+    got = next(r for r in rows if r["agent_name"] == "policy-001" and r["k"] == 3
                and r["curve"].startswith("pass@"))  # fmt: skip
     assert (got["estimate"], got["low"], got["high"]) == pytest.approx(
         (at["pass_at_k"], at["pass_at_k_low"], at["pass_at_k_high"])

@@ -208,3 +208,11 @@ def test_statistics_of_a_million_items_take_seconds() -> None:
     got = pass_curves(np.full(c.size, 5), c, np.repeat(np.arange(2000), 500))
     assert time.perf_counter() - t < 20
     assert got.k.size == 10_000 and np.all(got.pass_at_k_low <= got.pass_at_k)
+
+
+def test_the_verbs_defaults_are_the_engines() -> None:
+    from hylo_analytics import _stat_verbs
+    from hylo_analytics.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+    assert _stat_verbs.DEFAULT_LEVEL == DEFAULT_LEVEL
+    assert _stat_verbs.DEFAULT_RESAMPLES == DEFAULT_RESAMPLES

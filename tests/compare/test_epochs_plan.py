@@ -102,7 +102,7 @@ def test_within_only_halves_with_about_four_times_the_epochs(tmp_path: Path) -> 
 
 def test_policies_pool_their_runs_per_item(tmp_path: Path) -> None:
     store, values = epochs_store(tmp_path / "s", 40, 60, 3, agents=2)  # 20 runs per policy
-    row = epochs_plan(store, "agent=policy-00", "agent=policy-01").row(0, named=True)
+    row = epochs_plan(store, "agent=policy-000", "agent=policy-001").row(0, named=True)
     a, b = values[0::2].transpose(1, 0, 2).reshape(60, -1), values[1::2].transpose(1, 0, 2)
     b = b.reshape(60, -1)
     want = variance_split(np.zeros(60, int), a.mean(1), a.var(1, ddof=1), np.full(60, 60),

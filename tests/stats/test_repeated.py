@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from inspect_ai import scorer
+from inspect_ai.scorer._reducer import reducer
 from statsmodels.formula.api import mixedlm, ols
 from statsmodels.stats.anova import anova_lm
 
@@ -23,10 +25,6 @@ from hylo_analytics.stats.repeated import (
     variance_split,
     width_at,
 )
-
-reducer = pytest.importorskip("inspect_ai.scorer._reducer.reducer")
-scorer = pytest.importorskip("inspect_ai.scorer")
-
 
 # -- the estimators -------------------------------------------------------------------------
 
