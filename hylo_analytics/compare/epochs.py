@@ -12,8 +12,8 @@ side). More epochs shrink only the within part, more items both. Without a paren
 is of the candidate's own mean (the one-way random-effects ANOVA).
 
 The interval the widths describe is the Wald interval of the mean paired difference over
-items (``2 z sd / sqrt(items)``), which ``compare``'s intervals are close to at these sizes;
-the plan is its ratios: the factor on the epochs that halves it, or inf when the between
+items (``2 z sd / sqrt(items)``; ``compare``'s own intervals differ in form, not in how they
+shrink); the plan is its ratios: the factor on the epochs that halves it, or inf when the between
 part is over a quarter of the total (then only items help: four times as many).
 """
 
