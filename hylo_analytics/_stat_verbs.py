@@ -1,10 +1,13 @@
-"""Store's verbs of the across-policy statistics (the Pareto front), kept out of ``api.py``.
+"""Store's verbs of the across-policy and repeated-sample statistics, kept out of ``api.py``.
 
 :class:`StatVerbs` is a mixin of :class:`~hylo_analytics.api.Store` (``api.py`` holds the
-pipeline's verbs and is at its 600 lines); like every verb, each method names the keywords of
-the stage function it calls and imports its stage on first use, so opening a store stays
-cheap. It sits in the interface stage, so it may hand a result the chart that draws it: the
-compare stage imports no chart.
+pipeline's verbs and is at its 600 lines): ``pareto`` (the cost-quality front and each
+policy's probability of being on it), ``pass_at_k`` (pass@k and pass^k curves over the items
+of repeated samples) and ``epochs_plan`` (a difference's variance split and the epochs that
+halve its interval). Like every verb, each method names the keywords of the stage function it
+calls and imports its stage on first use, so opening a store stays cheap. It sits in the
+interface stage, so it may hand a result the chart that draws it: the compare stage imports
+no chart.
 """
 
 from __future__ import annotations
@@ -15,18 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import altair as alt
+    import polars as pl
 
     from hylo_analytics._harness import Errors
     from hylo_analytics.compare.engine import Reducer
     from hylo_analytics.compare.pareto import ParetoFront
-    from hylo_analytics.metrics import Direction
+    from hylo_analytics.metrics import Direction, MetricRegistry
     from hylo_analytics.stats.bootstrap import Seed
     from hylo_analytics.stats.pareto import Pairing
+    from hylo_analytics.stats.repeated import CurveMethod
     from hylo_analytics.store import ParquetStore
 
 __all__ = ["DEFAULT_PARETO_RESAMPLES", "StatVerbs"]
 
-DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
+DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL (tests pin it)
+DEFAULT_RESAMPLES = 10_000  # stats.methods.DEFAULT_RESAMPLES (pinned there too)
 DEFAULT_PARETO_RESAMPLES = 1_000  # stats.pareto.DEFAULT_PARETO_RESAMPLES (tests pin both)
 
 
@@ -68,6 +74,63 @@ class StatVerbs:
             reducer=reducer, pairing=pairing, n_resamples=n_resamples, level=level, seed=seed,
         )  # fmt: skip
         return replace(front, draw=_draw_pareto)
+
+    def pass_at_k(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        k: int | Sequence[int] | None = None,
+        by: Sequence[str] = ("run_id",),
+        metric: str = "success",
+        item: str = "key",
+        errors: Errors | None = None,
+        ci: CurveMethod = "wilson",
+        level: float = DEFAULT_LEVEL,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        seed: Seed = 0,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:
+        """pass@k (unbiased, Chen et al. 2021) and pass^k (tau-bench) of each ``by`` group
+        over its items, k = 1 .. the most samples of an item (or ``k``), with intervals over
+        items; items with fewer than k samples are counted (``n_items_short``), not used.
+        ``item``: ``key`` (its epochs are its samples) or ``task_id`` (its seeds and epochs).
+        ``runs``: ids, prefixes or selectors (default every run). See
+        :func:`hylo_analytics.aggregate.pass_k_curves`; ``charts.pass_k_curves`` draws it.
+        """
+        from hylo_analytics.aggregate.repeated import pass_k_curves
+
+        ids = None if runs is None else self.parquet.select_runs(runs)
+        return pass_k_curves(
+            self.parquet, by=by, metric=metric, item=item, k=k, runs=ids, errors=errors, ci=ci,
+            level=level, n_resamples=n_resamples, seed=seed, source=source, registry=registry,
+        )  # fmt: skip
+
+    def epochs_plan(
+        self,
+        candidate: str | Sequence[str],
+        parent: str | Sequence[str] | None = None,
+        *,
+        metric: str = "success",
+        item: str = "key",
+        errors: Errors | None = None,
+        level: float = DEFAULT_LEVEL,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:
+        """The variance of ``candidate``'s paired difference to ``parent`` (or of its mean)
+        split into the within-item part (the epochs' noise) and the between-item part, and
+        the epochs per item, or the items, that would halve its interval (none when the
+        between part is over a quarter). ``candidate``, ``parent``: ids, prefixes or
+        selectors, a side's runs pooled per item. See
+        :func:`hylo_analytics.compare.epochs_plan`.
+        """
+        from hylo_analytics.compare.epochs import epochs_plan
+
+        return epochs_plan(
+            self.parquet, candidate, parent, metric=metric, item=item, errors=errors,
+            level=level, source=source, registry=registry,
+        )  # fmt: skip
 
 
 def _draw_pareto(front: ParetoFront, **options: Any) -> alt.LayerChart:

@@ -34,6 +34,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState, generate
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+_FLAKY_CALLS: dict[int, int] = {}  # calls per prompt number, for the flaky model
+
 
 @modelapi(name="hylotest")
 class HyloTestModel(ModelAPI):
@@ -66,6 +68,9 @@ class HyloTestModel(ModelAPI):
                 f"bad config {self.model_args!r} read from {Path.cwd() / 'cfg.json'}"
             )
         answer = str(n) if n % 2 == 0 else "wrong"
+        if self.model_name.startswith("flaky"):  # right in some epochs of a sample only
+            _FLAKY_CALLS[n] = calls = _FLAKY_CALLS.get(n, 0) + 1
+            answer = str(n) if (7 * n + 3 * calls) % 10 < n % 10 else "wrong"
         if self.model_name.startswith("odd"):  # right where det is wrong: every key flips
             answer = str(n) if n % 2 else "wrong"
         out = ModelOutput.from_content(model=self.model_name, content=answer)
@@ -141,6 +146,29 @@ def make_logs(
         )
         paths.extend(Path(lg.location) for lg in logs)
     return paths
+
+
+EPOCHS = 6  # of generate_epochs' run; its reducers are Inspect's pass_at_k and pass_k_k
+
+
+def generate_epochs(root: Path) -> dict[str, Path]:
+    """One run of a flaky model (each sample right in some of its epochs), reduced by
+    Inspect's own ``pass_at_k`` and ``pass_k_k`` for k = 1 .. :data:`EPOCHS`."""
+    from inspect_ai import Epochs
+
+    reducers = [f"{name}_{k}" for name in ("pass_at", "pass_k") for k in range(1, EPOCHS + 1)]
+    [lg] = eval(
+        arith(n=12),
+        model="hylotest/flaky-1",
+        log_dir=str(root / "epochs"),
+        log_format="eval",
+        epochs=Epochs(EPOCHS, reducers),
+        display="none",
+        log_samples=True,
+        max_connections=1,
+        max_samples=1,
+    )
+    return {"epochs": Path(lg.location)}
 
 
 def strip_to_journal(src: Path, dst: Path) -> Path:

@@ -104,6 +104,24 @@ def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
                 }
             )
         ),
+        "pass_k_curves": charts.pass_k_curves(
+            pl.DataFrame(
+                {
+                    "run_id": [name for name in (BIG, *CORPUS[:5]) for _ in (1, 2)],
+                    "k": [1, 2] * 6,
+                    **{c: [0.5, 0.7] * 6 for c in ("pass_at_k", "pass_at_k_low", "pass_at_k_high")},
+                    **{
+                        c: [0.5, 0.3] * 6
+                        for c in ("pass_hat_k", "pass_hat_k_low", "pass_hat_k_high")
+                    },
+                    "n_items": [10] * 12,
+                    "n_items_short": [0, 1] * 6,
+                    "ci_method": [CORPUS[6]] * 12,
+                    "ci_level": [0.95] * 12,
+                }
+            ),
+            title=CORPUS[0],
+        ),
         "cost_vs_success": charts.cost_vs_success(
             pl.DataFrame(
                 {

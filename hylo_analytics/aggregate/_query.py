@@ -154,6 +154,26 @@ class GroupRows:
         """
         return self._sql(body, params)
 
+    def moments(self) -> pl.DataFrame:
+        """One row per (group, metric) in group order: ``n_total``, ``n_valid``, the valid
+        values' ``sum``, ``mean`` and ``var`` (ddof 1; null under two values), ``n_errors``,
+        ``errors`` and ``_is01``: an item's samples, as the repeated-sample statistics read
+        them (no list per group: a million items are one pass)."""
+        keys = self._keys()
+        return self._sql(
+            f"""select {keys}metric,
+                count(*) as n_total,
+                count(*) filter (where _valid) as n_valid,
+                coalesce(sum(_value) filter (where _valid), 0.0) as sum,
+                avg(_value) filter (where _valid) as mean,
+                var_samp(_value) filter (where _valid) as var,
+                count(*) filter (where _errored) as n_errors,
+                case when min(_policy) = max(_policy) then min(_policy) else 'mixed' end
+                    as errors,
+                bool_and(_value in (0.0, 1.0) or _value is null) as _is01
+            from s group by all order by {self._order()}metric"""
+        )
+
     def reasons(self) -> pl.DataFrame:
         """How many rows of each (group, metric) abstained, per reason."""
         keys = self._keys()

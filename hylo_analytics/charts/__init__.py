@@ -14,6 +14,7 @@ from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
 from hylo_analytics.charts.item_matrix import OUTCOME_COLORS, flip_matrix
 from hylo_analytics.charts.pareto import pareto_intervals
+from hylo_analytics.charts.pass_k import pass_k_curves
 from hylo_analytics.charts.ranking import ranking_matrix, strength_intervals
 from hylo_analytics.charts.runs import (
     cost_vs_success,
@@ -40,6 +41,7 @@ __all__ = [
     "paired_forest",
     "pareto_front",
     "pareto_intervals",
+    "pass_k_curves",
     "performance_profiles",
     "ranking_matrix",
     "save",

@@ -34,6 +34,8 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.pareto",
     "hylo_analytics.cli.trend",
     "hylo_analytics.cli.flip_matrix",
+    "hylo_analytics.cli.pass_k",
+    "hylo_analytics.cli.epochs_plan",
     "hylo_analytics.cli.plan",
     "hylo_analytics.cli.sequential",
     "hylo_analytics.cli.evaluate",

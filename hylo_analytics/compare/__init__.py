@@ -13,6 +13,8 @@
 - :func:`flip_matrix` (``Store.flip_matrix``): each key's outcome in each of a set of runs
   (:class:`FlipMatrix`): difficulty, keys that always fail, keys newly broken in the latest;
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
+- :func:`epochs_plan` (``Store.epochs_plan``): a difference's variance split into its
+  within-item (epochs) and between-item parts, and the epochs or items that halve it;
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
 - :func:`pareto_runs` (``Store.pareto``): the cost-quality Pareto front of N policies, each
@@ -23,6 +25,7 @@
 """
 
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
+from hylo_analytics.compare.epochs import epochs_plan
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
 from hylo_analytics.compare.item_matrix import OUTCOMES, FlipMatrix, flip_matrix
 from hylo_analytics.compare.paired import PairedComparison, paired_compare
@@ -60,6 +63,7 @@ __all__ = [
     "add_verdicts",
     "compare_runs",
     "compare_scores",
+    "epochs_plan",
     "flip_matrix",
     "flip_runs",
     "flip_scores",

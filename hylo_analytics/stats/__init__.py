@@ -22,6 +22,8 @@ score test of equivalence), :mod:`~hylo_analytics.stats.significance` (McNemar,
 Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a difference pooled
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
+:mod:`~hylo_analytics.stats.repeated` (repeated samples of an item: pass@k and pass^k curves,
+the within / between split of a difference and the epochs that halve its interval),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
 improvement, as rliable), :mod:`~hylo_analytics.stats.pareto` (cost-quality Pareto fronts and
 each policy's P(on the front) by a bootstrap of keys).
@@ -69,6 +71,16 @@ from hylo_analytics.stats.pooled import (
     suite_weights,
 )
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
+from hylo_analytics.stats.repeated import (
+    PassCurves,
+    VarianceSplit,
+    epochs_to_halve,
+    pass_at,
+    pass_curves,
+    pass_hat,
+    variance_split,
+    width_at,
+)
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,
@@ -99,12 +111,14 @@ __all__ = [
     "IntervalSpec",
     "PairedInterval",
     "ParetoBootstrap",
+    "PassCurves",
     "PooledBootstrap",
     "Reducer",
     "Seed",
     "SignFlip",
     "StatisticsWarning",
     "TaskSummary",
+    "VarianceSplit",
     "Weighting",
     "at_least",
     "benjamini_hochberg",
@@ -113,6 +127,7 @@ __all__ = [
     "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
+    "epochs_to_halve",
     "hall_ci",
     "holm",
     "interquartile_mean",
@@ -125,7 +140,10 @@ __all__ = [
     "paired_interval",
     "pareto_bootstrap",
     "pareto_front",
+    "pass_at",
     "pass_at_k",
+    "pass_curves",
+    "pass_hat",
     "performance_profile",
     "pooled_bootstrap",
     "probability_of_improvement",
@@ -137,6 +155,8 @@ __all__ = [
     "summarize_tasks",
     "tango_ci",
     "tango_p",
+    "variance_split",
+    "width_at",
     "wilcoxon_p",
     "wilson",
     "z_value",

@@ -18,19 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
-from hylo_analytics._lazy import LazyModule
 from hylo_analytics._text import did_you_mean
 from hylo_analytics.errors import InputError
-
-if TYPE_CHECKING:
-    from scipy import special
-else:  # scipy is imported on first use: it costs half a second at startup
-    special = LazyModule("scipy.special")
 
 __all__ = ["REDUCERS", "Reducer", "at_least", "pass_at_k", "reduce_epochs", "reducer"]
 
@@ -121,16 +114,8 @@ def reduce_epochs(frame: pl.DataFrame, keys: Sequence[str], how: Reducer) -> pl.
 
 
 def _pass_at_k(n: pl.Series, c: pl.Series, k: int) -> np.ndarray:
-    nn = n.to_numpy().astype(np.float64)
-    cc = c.to_numpy().astype(np.float64)
-    fail = nn - cc
-    with np.errstate(invalid="ignore"):
-        # C(n - c, k) / C(n, k) in log space; it is 0 when fewer than k epochs failed.
-        log_ratio = (
-            special.gammaln(fail + 1)
-            - special.gammaln(np.maximum(fail - k, 0) + 1)
-            - special.gammaln(nn + 1)
-            + special.gammaln(np.maximum(nn - k, 0) + 1)
-        )
-        out = np.where(fail < k, 1.0, 1.0 - np.exp(log_ratio))
-    return np.where(nn >= k, out, np.nan)
+    """The estimator of :func:`hylo_analytics.stats.repeated.pass_at` (one implementation);
+    NaN where fewer than ``k`` epochs are valid."""
+    from hylo_analytics.stats.repeated import pass_at
+
+    return pass_at(n.to_numpy(), c.to_numpy(), k)
