@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.aggregate._engine import CIMethod
     from hylo_analytics.aggregate.scorecard import MetricsArg, Scorecard
     from hylo_analytics.aggregate.summaries import TaskSummaries
+    from hylo_analytics.compare.critical_difference import CriticalDifference
     from hylo_analytics.compare.engine import CiMethod, Family, Reducer
     from hylo_analytics.compare.item_matrix import FlipMatrix, Order
     from hylo_analytics.compare.ranking import Ranking, StrengthCI
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.scoring import ScorersArg, ScoringReport
     from hylo_analytics.scoring.graders import Grader, GradingReport
     from hylo_analytics.stats.bootstrap import Seed
+    from hylo_analytics.stats.critical_difference import CDTest
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
     from hylo_analytics.stats.significance import Alternative
 
@@ -395,6 +397,39 @@ class Store:
             policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
             penalty=penalty, strength_ci=strength_ci, n_resamples=n_resamples, level=level,
             seed=seed, progress=progress,
+        )  # fmt: skip
+
+    def critical_difference(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        policy: str = "agent_name",
+        blocks: str | Sequence[str] = "task_id",
+        metric: str = "success",
+        test: CDTest = "nemenyi",
+        alpha: float = 0.05,
+        policies: Sequence[str] | None = None,
+        directions: Mapping[str, Direction] | None = None,
+        errors: Errors | None = None,
+        reducer: str | EpochReducer | None = "mean",
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> CriticalDifference:
+        """Average ranks of the policies across tasks (``blocks="task_id"``, a task of its
+        suite) or suites (``"suite"``), Friedman's test, Nemenyi's critical difference or
+        Wilcoxon-Holm (``test=``) and the cliques; ``.chart()`` draws the diagram. Blocks a
+        policy has no value on are left out (``notes``, the ``blocks`` frame). ``runs``: ids,
+        prefixes or selectors (default every run). See
+        :func:`hylo_analytics.compare.critical_difference_scores`.
+        """
+        from hylo_analytics.aggregate.summaries import select_runs
+        from hylo_analytics.compare import critical_difference_scores
+
+        ids = None if runs is None else select_runs(self.parquet, runs)
+        return critical_difference_scores(
+            self.parquet, policy=policy, blocks=blocks, metric=metric, test=test, alpha=alpha,
+            runs=ids, policies=policies, directions=directions, errors=errors,
+            reducer=reducer, source=source, registry=registry,
         )  # fmt: skip
 
     def flips(

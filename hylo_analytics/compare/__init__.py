@@ -15,11 +15,18 @@
 - :func:`plan_from_runs`: how many pairs a comparison needs (power planning);
 - :func:`rank_policies` / :func:`rank_runs` (``Store.rank``): N policies ranked with the
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
+- :func:`critical_difference_scores` (``Store.critical_difference``): average ranks across
+  tasks or suites, Friedman's test, Nemenyi or Wilcoxon-Holm cliques
+  (:class:`CriticalDifference`);
 - :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches;
 - :func:`trend_scores` / :func:`trend_runs` (``Store.trend``): runs ordered by version, each
   task's rate per version and its regression point (:class:`Trend`).
 """
 
+from hylo_analytics.compare.critical_difference import (
+    CriticalDifference,
+    critical_difference_scores,
+)
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
 from hylo_analytics.compare.item_matrix import OUTCOMES, FlipMatrix, flip_matrix
@@ -45,6 +52,7 @@ __all__ = [
     "OUTCOMES",
     "VERDICTS",
     "ComparabilityError",
+    "CriticalDifference",
     "FlipMatrix",
     "PairedComparison",
     "Ranking",
@@ -56,6 +64,7 @@ __all__ = [
     "add_verdicts",
     "compare_runs",
     "compare_scores",
+    "critical_difference_scores",
     "flip_matrix",
     "flip_runs",
     "flip_scores",

@@ -23,7 +23,8 @@ Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a diff
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
-improvement, as rliable).
+improvement, as rliable), :mod:`~hylo_analytics.stats.critical_difference` (average ranks across
+blocks, Friedman, Nemenyi, Wilcoxon-Holm cliques: Demšar's diagram).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -42,6 +43,16 @@ from hylo_analytics.stats.closed_form import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.critical_difference import (
+    CriticalDifferenceStats,
+    Friedman,
+    block_ranks,
+    critical_difference_test,
+    friedman_test,
+    nemenyi_cd,
+    nemenyi_p,
+    wilcoxon_pairs,
 )
 from hylo_analytics.stats.interval import (
     IntervalSpec,
@@ -94,6 +105,8 @@ __all__ = [
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
+    "CriticalDifferenceStats",
+    "Friedman",
     "IntervalSpec",
     "PairedInterval",
     "PooledBootstrap",
@@ -105,11 +118,14 @@ __all__ = [
     "Weighting",
     "at_least",
     "benjamini_hochberg",
+    "block_ranks",
     "bootstrap_ci",
     "bootstrap_means",
     "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
+    "critical_difference_test",
+    "friedman_test",
     "hall_ci",
     "holm",
     "interquartile_mean",
@@ -117,6 +133,8 @@ __all__ = [
     "mcnemar_p",
     "mean_interval",
     "mover_ci",
+    "nemenyi_cd",
+    "nemenyi_p",
     "newcombe_ci",
     "normal_ci",
     "paired_interval",
@@ -133,6 +151,7 @@ __all__ = [
     "tango_ci",
     "tango_p",
     "wilcoxon_p",
+    "wilcoxon_pairs",
     "wilson",
     "z_value",
 ]
