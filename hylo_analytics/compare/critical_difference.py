@@ -283,6 +283,7 @@ def _critical_difference(
 ) -> CriticalDifference:
     """The matrix of the cells' means (blocks x policies), the statistics, the frames."""
     notes: list[str] = []
+    errored = cells.filter(pl.col("n_valid") == 0, pl.col("n_errors").fill_null(0) > 0).height
     cells = cells.filter(pl.col("n_valid") > 0, pl.col("mean").is_not_null())
     unnamed = cells.filter(pl.col(policy).is_null()).height
     cells = cells.filter(pl.col(policy).is_not_null())
@@ -311,10 +312,20 @@ def _critical_difference(
             "directions={...: 'minimize'} / --direction minimize if lower is better)"
         )
     maximize = direction != "minimize"
+    hint = (
+        f"{errored:,} (policy, block) cell(s) have only errored episodes, left out under "
+        "errors='exclude': errors='failure' (--errors failure) counts them as failures and "
+        "keeps their blocks"
+        if errored
+        else ""
+    )
     if complete.sum() < 2:
-        raise SelectionError(_too_few(names, missing, int(complete.sum()), n_all))
+        raise SelectionError(
+            _too_few(names, missing, int(complete.sum()), n_all) + (f"; {hint}" if hint else "")
+        )
     if not complete.all():
         notes.append(_dropped_note(names, missing, int((~complete).sum()), n_all))
+        notes += [hint] if hint else []
     found = critical_difference_test(matrix[complete], maximize=maximize, test=test, alpha=alpha)
     if found.friedman.p >= alpha:
         notes.append(

@@ -77,16 +77,19 @@ _NEGLIGIBLE = 1e-20  # ... over the z where its density exceeds this
 _Q_CHUNK = 20_000  # ranges integrated at once (x nodes: ~40 MB)
 
 
-def _units(values: FloatArray) -> IntArray:
-    """``values`` as integers on a grid of 2**-36 of their largest magnitude (a power of two:
-    the rounding is exact, and so is every difference of two), so a mean summed in another
-    order, or 0.7 - 0.6 against 0.8 - 0.7, is the tie it is, not two values one ulp apart;
-    ranks of values and of differences are then sorts of integers."""
+def _step(values: FloatArray) -> float:
+    """The grid on which two numbers are one: 2**-36 of the largest magnitude (a power of
+    two, so the rounding is exact), far above float noise (2**-52) and below any real
+    difference of means: a mean summed in another order, or 0.7 - 0.6 against 0.8 - 0.7, is
+    the tie it is, not two values an ulp apart."""
     finite = np.abs(values[np.isfinite(values)])
     top = float(finite.max()) if finite.size else 0.0
-    if top == 0.0:
-        return np.zeros(values.shape, dtype=np.int64)
-    step = 2.0 ** (np.ceil(np.log2(top)) - _SNAP_BITS)
+    return float(2.0 ** (np.ceil(np.log2(top)) - _SNAP_BITS)) if top > 0 else 1.0
+
+
+def _units(values: FloatArray, step: float) -> IntArray:
+    """``values`` as integer multiples of ``step`` (:func:`_step`): ranks are then sorts of
+    integers, and equal numbers are equal."""
     return np.asarray(np.rint(values / step), dtype=np.int64)
 
 
@@ -96,7 +99,7 @@ def block_ranks(values: npt.ArrayLike, *, maximize: bool = True) -> FloatArray:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 2 or np.isnan(x).any():
         raise InputError("block_ranks: values must be a blocks x policies matrix without NaN")
-    units = _units(x)
+    units = _units(x, _step(x))
     ranked = stats.rankdata(-units if maximize else units, method="average", axis=1)
     return np.asarray(ranked, dtype=np.float64)
 
@@ -200,7 +203,9 @@ def nemenyi_p(rank_diff: npt.ArrayLike, k: int, n_blocks: int) -> FloatArray:
     d = np.abs(np.asarray(rank_diff, dtype=np.float64))
     q = d / np.sqrt(k * (k + 1) / (6.0 * n_blocks)) * np.sqrt(2.0)
     distinct, back = np.unique(q, return_inverse=True)
-    return np.asarray(studentized_range_sf(distinct, k)[back.ravel()].reshape(d.shape))
+    p = studentized_range_sf(distinct, k)
+    p[distinct == 0] = 1.0  # equal average ranks: no evidence at all (the integral gives 1)
+    return np.asarray(p[back.ravel()].reshape(d.shape))
 
 
 @dataclass(frozen=True)
@@ -227,14 +232,16 @@ def wilcoxon_pairs(values: npt.ArrayLike, i: npt.ArrayLike, j: npt.ArrayLike) ->
     (scipy: NaN). The differences of a chunk of pairs are ranked by one sort along the
     block axis; ranks are never computed one pair at a time.
     """
-    units = _units(np.asarray(values, dtype=np.float64))
+    x = np.asarray(values, dtype=np.float64)
+    step = _step(x)
     a, b = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-    n_blocks = units.shape[0]
-    cols = np.ascontiguousarray(units.T)  # policies x blocks: a pair's differences, one row
+    n_blocks = x.shape[0]
+    cols = np.ascontiguousarray(x.T)  # policies x blocks: a pair's differences, one row
     p, stat = np.empty(a.size), np.empty(a.size)
     n, method = np.empty(a.size, dtype=np.int64), np.empty(a.size, dtype=np.int64)
     for s in range(0, a.size, _PAIR_CHUNK):
-        d = cols[a[s : s + _PAIR_CHUNK]] - cols[b[s : s + _PAIR_CHUNK]]
+        # differences as scipy takes them, then on the grid: equal differences tie
+        d = _units(cols[a[s : s + _PAIR_CHUNK]] - cols[b[s : s + _PAIR_CHUNK]], step)
         group, size, positive = _tie_blocks(d)
         totals = np.full(len(d), n_blocks, dtype=np.int64)
         found = signed_ranks(group, size, positive, totals, alternative="two-sided")
