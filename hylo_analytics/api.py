@@ -415,20 +415,13 @@ class Store:
         source: str | Sequence[str] | None = None,
         registry: MetricRegistry | None = None,
     ) -> CriticalDifference:
-        """Average ranks of the policies across tasks (``blocks="task_id"``, a task of its
-        suite) or suites (``"suite"``), Friedman's test, Nemenyi's critical difference or
-        Wilcoxon-Holm (``test=``) and the cliques; ``.chart()`` draws the diagram. Blocks a
-        policy has no value on are left out (``notes``, the ``blocks`` frame). ``runs``: ids,
-        prefixes or selectors (default every run). See
-        :func:`hylo_analytics.compare.critical_difference_scores`.
-        """
-        from hylo_analytics.aggregate.summaries import select_runs
+        """Average ranks across tasks or suites, Friedman, Nemenyi or Wilcoxon-Holm cliques and
+        ``.chart()``, the diagram: :func:`hylo_analytics.compare.critical_difference_scores`."""
         from hylo_analytics.compare import critical_difference_scores
 
-        ids = None if runs is None else select_runs(self.parquet, runs)
         return critical_difference_scores(
-            self.parquet, policy=policy, blocks=blocks, metric=metric, test=test, alpha=alpha,
-            runs=ids, policies=policies, directions=directions, errors=errors,
+            self.parquet, runs=runs, policy=policy, blocks=blocks, metric=metric, test=test,
+            alpha=alpha, policies=policies, directions=directions, errors=errors,
             reducer=reducer, source=source, registry=registry,
         )  # fmt: skip
 

@@ -1,5 +1,7 @@
-"""``hylo-analytics critical-difference`` (``cd``): average ranks across tasks or suites,
-Friedman's test and the cliques of a critical-difference diagram."""
+"""``hylo-analytics critical-difference`` (``cd``): average ranks and their cliques.
+
+Across tasks or suites: Friedman's test, Nemenyi or Wilcoxon-Holm, the diagram's cliques.
+"""
 
 from __future__ import annotations
 

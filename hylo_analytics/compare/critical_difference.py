@@ -176,7 +176,7 @@ def critical_difference_scores(
     metric: str = "success",
     test: CDTest = "nemenyi",
     alpha: float = 0.05,
-    runs: Sequence[str] | None = None,
+    runs: Sequence[str] | str | None = None,
     policies: Sequence[str] | None = None,
     directions: Mapping[str, Direction] | None = None,
     errors: Errors | None = None,
@@ -198,7 +198,8 @@ def critical_difference_scores(
     test : ``nemenyi`` (average ranks more than the critical difference apart) or
         ``wilcoxon`` (each pair's signed-rank test on its block means, Holm over all pairs:
         Benavoli et al. 2016).
-    runs : run ids to keep (:meth:`Store.critical_difference` resolves selectors).
+    runs : the runs to keep: from a store ids, unique prefixes or selectors, a selector naming
+        every run it matches (``agent=pi05``); from a frame, run ids.
     policies : the policies to compare (default: every one with a value).
     directions : metric -> ``maximize`` / ``minimize``, over what the scores declare and the
         registry say; a metric of unknown direction is ranked higher-is-better (a note says so).
@@ -210,6 +211,8 @@ def critical_difference_scores(
     if test not in CD_TESTS:
         raise InputError(f"critical_difference: test must be one of {CD_TESTS}, got {test!r}")
     scores = unwrap_store(scores)
+    if isinstance(scores, ParquetStore) and runs is not None:
+        runs = scores.select_runs(runs)  # ids, prefixes or selectors naming every run they match
     names = None if isinstance(scores, ParquetStore) else scores.collect_schema().names()
     block_cols = _block_columns(blocks, names)
     if policy in block_cols:
