@@ -336,6 +336,14 @@ def _critical_difference(
             f" >= alpha = {alpha:g}): Demšar's procedure stops here; the pairs are shown, "
             "but no difference among the policies is established"
         )
+    n_pairs, n_blocks = k * (k - 1) // 2, found.friedman.n_blocks
+    if test == "wilcoxon" and n_blocks <= 50 and n_pairs * 2.0 ** (1 - n_blocks) >= alpha:
+        notes.append(
+            f"with {n_blocks} blocks no Wilcoxon p is below 2 / 2^{n_blocks} = "
+            f"{2.0 ** (1 - n_blocks):.3g}, and Holm multiplies the smallest by the "
+            f"{n_pairs:,} pairs: no pair can be significant at alpha = {alpha:g}; use more "
+            "blocks (tasks rather than suites) or test='nemenyi'"
+        )
     if found.friedman.n_blocks < 10:
         notes.append(
             f"only {found.friedman.n_blocks} blocks: the chi-square approximation of "

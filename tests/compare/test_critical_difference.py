@@ -125,6 +125,17 @@ def test_too_few_complete_blocks_and_other_refusals() -> None:
         critical_difference_scores(_frame(x), policy="agent", metric="done")
 
 
+def test_too_few_blocks_for_wilcoxon_holm_is_said() -> None:
+    """Five blocks: the smallest signed-rank p is 2/32 > 0.05, so no pair can differ."""
+    x = np.arange(20.0).reshape(5, 4)  # every block agrees: the strongest evidence there is
+    cd = critical_difference_scores(_frame(x), policy="agent", test="wilcoxon")
+    assert not cd.pairs["significant"].any()
+    assert any("no pair can be significant" in n for n in cd.notes)
+    many = critical_difference_scores(_frame(np.arange(40.0).reshape(10, 4)), policy="agent",
+                                      test="wilcoxon")  # fmt: skip
+    assert many.pairs["significant"].all() and not any("no pair can" in n for n in many.notes)
+
+
 def test_unknown_direction_is_ranked_higher_better_and_said() -> None:
     x = np.random.default_rng(2).normal(size=(10, 3))
     cd = critical_difference_scores(_frame(x, "quality"), policy="agent", metric="quality")
