@@ -2,7 +2,8 @@
 
 :class:`StatVerbs` is a mixin of :class:`~hylo_analytics.api.Store` (``api.py`` holds the
 pipeline's verbs and is at its 600 lines): ``pareto`` (the cost-quality front and each
-policy's probability of being on it), ``pass_at_k`` (pass@k and pass^k curves over the items
+policy's probability of being on it), ``critical_difference`` (average ranks, Friedman,
+Nemenyi or Wilcoxon-Holm cliques), ``pass_at_k`` (pass@k and pass^k curves over the items
 of repeated samples) and ``epochs_plan`` (a difference's variance split and the epochs that
 halve its interval). Like every verb, each method names the keywords of the stage function it
 calls and imports its stage on first use, so opening a store stays cheap. It sits in the
@@ -21,11 +22,14 @@ if TYPE_CHECKING:
     import polars as pl
 
     from hylo_analytics._harness import Errors
+    from hylo_analytics.compare.critical_difference import CriticalDifference
     from hylo_analytics.compare.engine import Reducer
     from hylo_analytics.compare.pareto import ParetoFront
     from hylo_analytics.metrics import Direction, MetricRegistry
     from hylo_analytics.stats.bootstrap import Seed
+    from hylo_analytics.stats.critical_difference import CDTest
     from hylo_analytics.stats.pareto import Pairing
+    from hylo_analytics.stats.reducers import Reducer as EpochReducer
     from hylo_analytics.stats.repeated import CurveMethod
     from hylo_analytics.store import ParquetStore
 
@@ -132,6 +136,33 @@ class StatVerbs:
             level=level, source=source, registry=registry,
         )  # fmt: skip
 
+    def critical_difference(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        policy: str = "agent_name",
+        blocks: str | Sequence[str] = "task_id",
+        metric: str = "success",
+        test: CDTest = "nemenyi",
+        alpha: float = 0.05,
+        policies: Sequence[str] | None = None,
+        directions: Mapping[str, Direction] | None = None,
+        errors: Errors | None = None,
+        reducer: str | EpochReducer | None = "mean",
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> CriticalDifference:
+        """Average ranks across tasks or suites, Friedman, Nemenyi or Wilcoxon-Holm cliques and
+        ``.chart()``, the diagram: :func:`hylo_analytics.compare.critical_difference_scores`."""
+        from hylo_analytics.compare import critical_difference_scores
+
+        result = critical_difference_scores(
+            self.parquet, runs=runs, policy=policy, blocks=blocks, metric=metric, test=test,
+            alpha=alpha, policies=policies, directions=directions, errors=errors,
+            reducer=reducer, source=source, registry=registry,
+        )  # fmt: skip
+        return replace(result, draw=_draw_cd)
+
 
 def _draw_pareto(front: ParetoFront, **options: Any) -> alt.LayerChart:
     """:func:`~hylo_analytics.charts.pareto.pareto_intervals` of ``front`` (altair is
@@ -139,3 +170,11 @@ def _draw_pareto(front: ParetoFront, **options: Any) -> alt.LayerChart:
     from hylo_analytics.charts.pareto import pareto_intervals
 
     return pareto_intervals(front, **options)
+
+
+def _draw_cd(result: CriticalDifference, **options: Any) -> alt.LayerChart:
+    """:func:`~hylo_analytics.charts.critical_difference.critical_difference_diagram` of
+    ``result`` (altair is imported when a chart is asked for, not with the result)."""
+    from hylo_analytics.charts.critical_difference import critical_difference_diagram
+
+    return critical_difference_diagram(result, **options)

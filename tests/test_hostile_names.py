@@ -81,10 +81,31 @@ def test_csp_hash_is_the_sha256_a_browser_computes() -> None:
 # -- charts ---------------------------------------------------------------------------------
 
 
+def _critical_difference() -> Any:
+    """The diagram of the corpus's names as policies over hostile task names."""
+    from hostile_data import task_names
+
+    from hylo_analytics.compare import critical_difference_scores
+
+    tasks = task_names(6)
+    rows = pl.DataFrame(
+        {
+            "policy": [name for name in CORPUS for _ in tasks],
+            "task_id": tasks * len(CORPUS),
+            "metric": CORPUS[5],
+            "value": [float((i * 7) % 11) for i in range(len(CORPUS) * len(tasks))],
+        }
+    )
+    return charts.critical_difference_diagram(
+        critical_difference_scores(rows, policy="policy", metric=CORPUS[5])
+    )
+
+
 def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
     frames = report.frames
     tasks = frames["tasks"]
     return {
+        "critical_difference": _critical_difference(),
         "paired_forest": charts.paired_forest(tasks, title=f"{CANDIDATE} vs {PARENT}"),
         "win_loss_bars": charts.win_loss_bars(tasks),
         "success_rate_by_task": charts.success_rate_by_task(

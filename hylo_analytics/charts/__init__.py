@@ -12,6 +12,7 @@ offline, unless another renderer was chosen.
 
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
+from hylo_analytics.charts.critical_difference import critical_difference_diagram
 from hylo_analytics.charts.item_matrix import OUTCOME_COLORS, flip_matrix
 from hylo_analytics.charts.pareto import pareto_intervals
 from hylo_analytics.charts.pass_k import pass_k_curves
@@ -34,6 +35,7 @@ __all__ = [
     "VERDICT_COLORS",
     "cost_vs_success",
     "coverage_breakdown",
+    "critical_difference_diagram",
     "flip_matrix",
     "iqm_intervals",
     "metric_distribution",

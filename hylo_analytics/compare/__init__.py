@@ -19,11 +19,18 @@
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
 - :func:`pareto_runs` (``Store.pareto``): the cost-quality Pareto front of N policies, each
   one's P(on the front) by a bootstrap of keys (:class:`ParetoFront`);
+- :func:`critical_difference_scores` (``Store.critical_difference``): average ranks across
+  tasks or suites, Friedman's test, Nemenyi or Wilcoxon-Holm cliques
+  (:class:`CriticalDifference`);
 - :func:`sequential_compare` / :class:`SequentialMonitor`: anytime-valid looks after batches;
 - :func:`trend_scores` / :func:`trend_runs` (``Store.trend``): runs ordered by version, each
   task's rate per version and its regression point (:class:`Trend`).
 """
 
+from hylo_analytics.compare.critical_difference import (
+    CriticalDifference,
+    critical_difference_scores,
+)
 from hylo_analytics.compare.engine import COLUMNS, compare_scores
 from hylo_analytics.compare.epochs import epochs_plan
 from hylo_analytics.compare.flips import CHANGES, flip_runs, flip_scores
@@ -51,6 +58,7 @@ __all__ = [
     "OUTCOMES",
     "VERDICTS",
     "ComparabilityError",
+    "CriticalDifference",
     "FlipMatrix",
     "PairedComparison",
     "ParetoFront",
@@ -63,6 +71,7 @@ __all__ = [
     "add_verdicts",
     "compare_runs",
     "compare_scores",
+    "critical_difference_scores",
     "epochs_plan",
     "flip_matrix",
     "flip_runs",

@@ -26,7 +26,9 @@ over suites: the stratified sign-flip test, MOVER, the stratified paired bootstr
 the within / between split of a difference and the epochs that halve its interval),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
 improvement, as rliable), :mod:`~hylo_analytics.stats.pareto` (cost-quality Pareto fronts and
-each policy's P(on the front) by a bootstrap of keys).
+each policy's P(on the front) by a bootstrap of keys),
+:mod:`~hylo_analytics.stats.critical_difference` (average ranks across blocks, Friedman,
+Nemenyi, Wilcoxon-Holm cliques: Demšar's diagram).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -45,6 +47,16 @@ from hylo_analytics.stats.closed_form import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.critical_difference import (
+    CriticalDifferenceStats,
+    Friedman,
+    block_ranks,
+    critical_difference_test,
+    friedman_test,
+    nemenyi_cd,
+    nemenyi_p,
+    wilcoxon_pairs,
 )
 from hylo_analytics.stats.interval import (
     IntervalSpec,
@@ -108,6 +120,8 @@ __all__ = [
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
+    "CriticalDifferenceStats",
+    "Friedman",
     "IntervalSpec",
     "PairedInterval",
     "ParetoBootstrap",
@@ -122,12 +136,15 @@ __all__ = [
     "Weighting",
     "at_least",
     "benjamini_hochberg",
+    "block_ranks",
     "bootstrap_ci",
     "bootstrap_means",
     "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
+    "critical_difference_test",
     "epochs_to_halve",
+    "friedman_test",
     "hall_ci",
     "holm",
     "interquartile_mean",
@@ -135,6 +152,8 @@ __all__ = [
     "mcnemar_p",
     "mean_interval",
     "mover_ci",
+    "nemenyi_cd",
+    "nemenyi_p",
     "newcombe_ci",
     "normal_ci",
     "paired_interval",
@@ -158,6 +177,7 @@ __all__ = [
     "variance_split",
     "width_at",
     "wilcoxon_p",
+    "wilcoxon_pairs",
     "wilson",
     "z_value",
 ]

