@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # each verb imports its stage on first use: opening a store s
     from hylo_analytics.scoring.graders import Grader, GradingReport
     from hylo_analytics.stats.bootstrap import Seed
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
+    from hylo_analytics.stats.shrinkage import ShrinkInterval
     from hylo_analytics.stats.significance import Alternative
 
 __all__ = ["Store", "open_store"]
@@ -52,6 +53,8 @@ DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS
+SUITE_COLUMNS = ("benchmark_id", "split")  # aggregate.shrinkage.SUITE_COLUMNS
+DEFAULT_BOOTSTRAP = 200  # stats.shrinkage.DEFAULT_BOOTSTRAP
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
 
@@ -318,6 +321,36 @@ class Store:
             self.parquet, by=by, metric=metric, runs=ids, errors=errors, task=task, taus=taus,
             level=level, n_resamples=n_resamples, seed=seed, source=source, registry=registry,
             progress=progress,
+        )  # fmt: skip
+
+    def shrink(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        by: Sequence[str] = ("run_id",),
+        task: Sequence[str] = ("task_id",),
+        suite: Sequence[str] = SUITE_COLUMNS,
+        metric: str = "success",
+        errors: Errors | None = None,
+        level: float = DEFAULT_LEVEL,
+        interval: ShrinkInterval = "hierarchical",
+        n_resamples: int = DEFAULT_BOOTSTRAP,
+        seed: Seed = 0,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:
+        """Each task's raw rate and Wilson interval beside its rate shrunk toward its suite
+        (empirical-Bayes beta-binomial, one prior per ``by`` + ``suite`` group); see
+        :func:`hylo_analytics.aggregate.shrunk_rates`. ``runs``: ids, prefixes or selectors
+        (default every run)."""
+        from hylo_analytics.aggregate.shrinkage import shrunk_rates
+        from hylo_analytics.aggregate.summaries import select_runs
+
+        ids = None if runs is None else select_runs(self.parquet, runs)
+        return shrunk_rates(
+            self.parquet, by=by, task=task, suite=suite, metric=metric, runs=ids, errors=errors,
+            level=level, interval=interval, n_resamples=n_resamples, seed=seed, source=source,
+            registry=registry,
         )  # fmt: skip
 
     def compare(

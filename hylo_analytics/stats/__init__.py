@@ -23,7 +23,8 @@ Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a diff
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
-improvement, as rliable).
+improvement, as rliable), :mod:`~hylo_analytics.stats.shrinkage` (small-n pooling: per-task
+rates shrunk toward their suite, empirical-Bayes beta-binomial).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -67,6 +68,12 @@ from hylo_analytics.stats.pooled import (
     suite_weights,
 )
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
+from hylo_analytics.stats.shrinkage import (
+    BetaBinomialFit,
+    ShrunkRates,
+    fit_beta_binomial,
+    shrink_rates,
+)
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,
@@ -91,6 +98,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "Alternative",
+    "BetaBinomialFit",
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
@@ -99,6 +107,7 @@ __all__ = [
     "PooledBootstrap",
     "Reducer",
     "Seed",
+    "ShrunkRates",
     "SignFlip",
     "StatisticsWarning",
     "TaskSummary",
@@ -110,6 +119,7 @@ __all__ = [
     "bootstrap_test",
     "clopper_pearson",
     "clustered_stderr",
+    "fit_beta_binomial",
     "hall_ci",
     "holm",
     "interquartile_mean",
@@ -126,6 +136,7 @@ __all__ = [
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "reducer",
+    "shrink_rates",
     "sign_flip_p",
     "signed_rank_p",
     "suite_weights",
