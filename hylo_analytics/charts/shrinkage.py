@@ -113,5 +113,5 @@ def shrinkage(
             row=alt.Row("_group:N", title=None, sort=data["_group"].unique(maintain_order=True)
                         .to_list(), header=alt.Header(labelOrient="top", labelAnchor="start",
                                                       labelFontWeight="bold", labelLimit=700)),
-        ).resolve_scale(y="independent").properties(title=_title(title, subtitle))  # fmt: skip
+        ).resolve_scale(y="independent").resolve_axis(x="independent").properties(title=_title(title, subtitle))  # fmt: skip
     return _styled(chart)  # type: ignore[no-any-return]

@@ -190,6 +190,24 @@ def test_hierarchical_interval_is_the_integrated_posterior(suite) -> None:
     assert out.method == "hierarchical (flat mean and icc)"
 
 
+def test_the_hierarchical_grid_is_converged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hylo_analytics.stats import shrinkage
+
+    rng = np.random.default_rng(3)
+    groups, tasks = 200, 10
+    n = np.repeat(rng.choice([10, 20, 50], groups), tasks).astype(float)
+    shapes = rng.choice([0.5, 2, 8, 30, 1000], (2, groups))
+    p = rng.beta(np.repeat(shapes[0], tasks), np.repeat(shapes[1], tasks))
+    k = rng.binomial(n.astype(int), p).astype(float)
+    g = np.repeat(np.arange(groups), tasks)
+    coarse = shrink_rates(k, n, g)
+    monkeypatch.setattr(shrinkage, "_GRID_SHRINK", 96)
+    monkeypatch.setattr(shrinkage, "_GRID_MEAN", 64)
+    fine = shrink_rates(k, n, g)
+    assert np.max(np.abs(coarse.low - fine.low)) < 1e-3
+    assert np.max(np.abs(coarse.high - fine.high)) < 1e-3
+
+
 def test_laird_louis_bootstrap_is_seeded_and_wider_than_plain() -> None:
     k, n, g = _flat(SUITES)
     boot = shrink_rates(k, n, g, interval="bootstrap", n_resamples=300, seed=3)
