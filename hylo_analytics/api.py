@@ -53,8 +53,6 @@ DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 DEFAULT_PENALTY = 0.01  # stats.bradley_terry.DEFAULT_PENALTY
 TASK_COLUMNS = ("benchmark_id", "split", "task_id")  # aggregate.summaries.TASK_COLUMNS
-SUITE_COLUMNS = ("benchmark_id", "split")  # aggregate.shrinkage.SUITE_COLUMNS
-DEFAULT_BOOTSTRAP = 200  # stats.shrinkage.DEFAULT_BOOTSTRAP
 _OMITTED: Any = object()  # a deprecated keyword not given (passed on only when it was)
 
 
@@ -324,25 +322,15 @@ class Store:
         )  # fmt: skip
 
     def shrink(
-        self,
-        runs: Sequence[str] | str | None = None,
-        *,
-        by: Sequence[str] = ("run_id",),
-        task: Sequence[str] = ("task_id",),
-        suite: Sequence[str] = SUITE_COLUMNS,
-        metric: str = "success",
-        errors: Errors | None = None,
-        level: float = DEFAULT_LEVEL,
-        interval: ShrinkInterval = "hierarchical",
-        n_resamples: int = DEFAULT_BOOTSTRAP,
-        seed: Seed = 0,
-        source: str | Sequence[str] | None = None,
-        registry: MetricRegistry | None = None,
-    ) -> pl.DataFrame:
-        """Each task's raw rate and Wilson interval beside its rate shrunk toward its suite
-        (empirical-Bayes beta-binomial, one prior per ``by`` + ``suite`` group); see
-        :func:`hylo_analytics.aggregate.shrunk_rates`. ``runs``: ids, prefixes or selectors
-        (default every run)."""
+        self, runs: Sequence[str] | str | None = None, *, by: Sequence[str] = ("run_id",),
+        task: Sequence[str] = ("task_id",), suite: Sequence[str] = ("benchmark_id", "split"),
+        metric: str = "success", errors: Errors | None = None, level: float = DEFAULT_LEVEL,
+        interval: ShrinkInterval = "hierarchical", n_resamples: int = 200, seed: Seed = 0,
+        source: str | Sequence[str] | None = None, registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:  # fmt: skip
+        """Per task, the raw rate beside the rate shrunk toward its suite (empirical-Bayes
+        beta-binomial); see :func:`hylo_analytics.aggregate.shrunk_rates` (``runs``: ids,
+        prefixes or selectors, default every run)."""
         from hylo_analytics.aggregate.shrinkage import shrunk_rates
         from hylo_analytics.aggregate.summaries import select_runs
 

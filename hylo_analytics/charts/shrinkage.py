@@ -74,8 +74,8 @@ def shrinkage(
     order = data["_task"].unique(maintain_order=True).to_list()
     y = alt.Y("_task:N", title=None, sort=order)
     offset = alt.YOffset("lane:N", sort=list(_LANES))
-    color = alt.Color("lane:N", title=None,
-                      scale=alt.Scale(domain=list(_LANES), range=list(_LANES.values())))  # fmt: skip
+    scale = alt.Scale(domain=list(_LANES), range=list(_LANES.values()))
+    color = alt.Color("lane:N", title=None, scale=scale)
     x_low = alt.X("lo:Q", title="task success rate", scale=alt.Scale(domain=[0, 1]),
                   axis=alt.Axis(format="%"))  # fmt: skip
     base = alt.Chart(_data(lanes) if n_groups == 1 else alt.Undefined)
@@ -108,10 +108,14 @@ def shrinkage(
         head = str(data["_group"][0])
         chart = layers.properties(title=_title(f"{title}: {head}", subtitle))
     else:
-        chart = layers.facet(
-            data=_data(lanes),
-            row=alt.Row("_group:N", title=None, sort=data["_group"].unique(maintain_order=True)
-                        .to_list(), header=alt.Header(labelOrient="top", labelAnchor="start",
-                                                      labelFontWeight="bold", labelLimit=700)),
-        ).resolve_scale(y="independent").resolve_axis(x="independent").properties(title=_title(title, subtitle))  # fmt: skip
+        panels = data["_group"].unique(maintain_order=True).to_list()
+        header = alt.Header(labelOrient="top", labelAnchor="start", labelFontWeight="bold",
+                            labelLimit=700)  # fmt: skip
+        row = alt.Row("_group:N", title=None, sort=panels, header=header)
+        chart = (
+            layers.facet(data=_data(lanes), row=row)
+            .resolve_scale(y="independent")
+            .resolve_axis(x="independent")
+            .properties(title=_title(title, subtitle))
+        )
     return _styled(chart)  # type: ignore[no-any-return]

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="comma-separated columns of one group (run_id); one prior per group "
                    "and suite")  # fmt: skip
     p.add_argument("--task", default="task_id",
-                   help="comma-separated columns naming a task within a suite (task_id)")  # fmt: skip
+                   help="comma-separated columns naming a task in a suite (task_id)")  # fmt: skip
     p.add_argument("--suite", default="benchmark_id,split",
                    help="comma-separated columns naming a suite (benchmark_id,split); pass "
                    "'' to pool every task of a group together")  # fmt: skip
@@ -67,7 +67,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--level", type=float, default=DEFAULT_LEVEL, help="interval coverage (0.95)")
     p.add_argument("--resamples", type=int, default=DEFAULT_BOOTSTRAP,
-                   help=f"--interval bootstrap: refits of the prior (default {DEFAULT_BOOTSTRAP})")  # fmt: skip
+                   help="--interval bootstrap: refits of the prior (default "
+                   f"{DEFAULT_BOOTSTRAP})")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="--interval bootstrap: seed (default 0)")
     p.add_argument("--chart", type=Path, metavar="FILE",
                    help="also write the raw-vs-shrunk chart (.png, .svg or .html) of the first "

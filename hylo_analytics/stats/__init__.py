@@ -24,9 +24,10 @@ over suites: the stratified sign-flip test, MOVER, the stratified paired bootstr
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
 improvement, as rliable), :mod:`~hylo_analytics.stats.shrinkage` (small-n pooling: per-task
-rates shrunk toward their suite, empirical-Bayes beta-binomial).
+rates shrunk toward their suite's :mod:`~hylo_analytics.stats.beta_binomial` prior).
 """
 
+from hylo_analytics.stats.beta_binomial import BetaBinomialFit, fit_beta_binomial
 from hylo_analytics.stats.bootstrap import (
     BootstrapMethod,
     BootstrapTest,
@@ -68,12 +69,7 @@ from hylo_analytics.stats.pooled import (
     suite_weights,
 )
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
-from hylo_analytics.stats.shrinkage import (
-    BetaBinomialFit,
-    ShrunkRates,
-    fit_beta_binomial,
-    shrink_rates,
-)
+from hylo_analytics.stats.shrinkage import ShrunkRates, shrink_rates
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,

@@ -3,6 +3,7 @@ stats.shrinkage figures as a frame; on a store (Store.shrink) and at 2,000 runs.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -13,7 +14,8 @@ import hylo_analytics as ha
 from hylo_analytics import api
 from hylo_analytics.aggregate import aggregate_scores, shrunk_rates
 from hylo_analytics.errors import InputError, SelectionError
-from hylo_analytics.stats.shrinkage import fit_beta_binomial, shrink_rates
+from hylo_analytics.stats.beta_binomial import fit_beta_binomial
+from hylo_analytics.stats.shrinkage import shrink_rates
 
 # successes out of 10 episodes per task, per run; run "c" has two suites
 WINS = {("a", "libero_spatial"): [9, 7, 10, 4, 8, 6], ("b", "libero_spatial"): [2, 5, 3, 5, 1, 4],
@@ -89,7 +91,9 @@ def test_the_facades_defaults_are_the_engines() -> None:
     from hylo_analytics.aggregate.shrinkage import SUITE_COLUMNS
     from hylo_analytics.stats.shrinkage import DEFAULT_BOOTSTRAP
 
-    assert api.SUITE_COLUMNS == SUITE_COLUMNS and api.DEFAULT_BOOTSTRAP == DEFAULT_BOOTSTRAP
+    params = inspect.signature(api.Store.shrink).parameters
+    assert params["suite"].default == SUITE_COLUMNS
+    assert params["n_resamples"].default == DEFAULT_BOOTSTRAP
 
 
 @pytest.mark.slow

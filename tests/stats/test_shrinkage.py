@@ -14,12 +14,9 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from hylo_analytics.errors import InputError
+from hylo_analytics.stats.beta_binomial import beta_binomial_loglik, fit_beta_binomial
 from hylo_analytics.stats.closed_form import wilson
-from hylo_analytics.stats.shrinkage import (
-    beta_binomial_loglik,
-    fit_beta_binomial,
-    shrink_rates,
-)
+from hylo_analytics.stats.shrinkage import shrink_rates
 
 # three suites of tasks: successes and episodes per task (unequal n in the second)
 SUITES = [
