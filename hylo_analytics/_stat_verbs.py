@@ -1,11 +1,11 @@
-"""Store's verbs of the across-policy and repeated-sample statistics, kept out of ``api.py``.
+"""Store's verbs of the statistics beyond a mean and a paired difference, kept out of ``api.py``.
 
 :class:`StatVerbs` is a mixin of :class:`~hylo_analytics.api.Store` (``api.py`` holds the
 pipeline's verbs and is at its 600 lines): ``pareto`` (the cost-quality front and each
 policy's probability of being on it), ``critical_difference`` (average ranks, Friedman,
-Nemenyi or Wilcoxon-Holm cliques), ``pass_at_k`` (pass@k and pass^k curves over the items
-of repeated samples) and ``epochs_plan`` (a difference's variance split and the epochs that
-halve its interval). Like every verb, each method names the keywords of the stage function it
+Nemenyi or Wilcoxon-Holm cliques), ``shrink`` (per-task rates shrunk toward their suite),
+``pass_at_k`` (pass@k and pass^k curves over the items of repeated samples) and
+``epochs_plan`` (a difference's variance split and the epochs that halve its interval). Like every verb, each method names the keywords of the stage function it
 calls and imports its stage on first use, so opening a store stays cheap. It sits in the
 interface stage, so it may hand a result the chart that draws it: the compare stage imports
 no chart.
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from hylo_analytics.stats.pareto import Pairing
     from hylo_analytics.stats.reducers import Reducer as EpochReducer
     from hylo_analytics.stats.repeated import CurveMethod
+    from hylo_analytics.stats.shrinkage import ShrinkInterval
     from hylo_analytics.store import ParquetStore
 
 __all__ = ["DEFAULT_PARETO_RESAMPLES", "StatVerbs"]
@@ -78,6 +79,34 @@ class StatVerbs:
             reducer=reducer, pairing=pairing, n_resamples=n_resamples, level=level, seed=seed,
         )  # fmt: skip
         return replace(front, draw=_draw_pareto)
+
+    def shrink(
+        self,
+        runs: Sequence[str] | str | None = None,
+        *,
+        by: Sequence[str] = ("run_id",),
+        task: Sequence[str] = ("task_id",),
+        suite: Sequence[str] = ("benchmark_id", "split"),
+        metric: str = "success",
+        errors: Errors | None = None,
+        level: float = DEFAULT_LEVEL,
+        interval: ShrinkInterval = "hierarchical",
+        n_resamples: int = 200,
+        seed: Seed = 0,
+        source: str | Sequence[str] | None = None,
+        registry: MetricRegistry | None = None,
+    ) -> pl.DataFrame:
+        """Per task, the raw rate beside the rate shrunk toward its suite (empirical-Bayes
+        beta-binomial); see :func:`hylo_analytics.aggregate.shrunk_rates` (``runs``: ids,
+        prefixes or selectors, default every run)."""
+        from hylo_analytics.aggregate.shrinkage import shrunk_rates
+
+        ids = None if runs is None else self.parquet.select_runs(runs)
+        return shrunk_rates(
+            self.parquet, by=by, task=task, suite=suite, metric=metric, runs=ids, errors=errors,
+            level=level, interval=interval, n_resamples=n_resamples, seed=seed, source=source,
+            registry=registry,
+        )  # fmt: skip
 
     def pass_at_k(
         self,

@@ -29,6 +29,7 @@ from hostile_data import (
     Elements,
     assert_nothing_injected,
     big_key,
+    task_names,
     write_hostile_runs,
 )
 
@@ -172,7 +173,20 @@ def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
             cost=CORPUS[6],
             log_cost=True,
         ),
+        "shrinkage": charts.shrinkage(_hostile_shrinkage()),
     }
+
+
+def _hostile_shrinkage() -> pl.DataFrame:
+    """``shrunk_rates`` of two hostile runs on hostile tasks and suites (two panels)."""
+    from hylo_analytics.aggregate import shrunk_rates
+
+    rows = [
+        {"run_id": run, "benchmark_id": AGENT, "split": CORPUS[7], "task_id": task,
+         "key": f"{task}#{e}", "metric": "success", "value": float(e <= i % 6)}
+        for run in (PARENT, CANDIDATE) for i, task in enumerate(task_names(9)) for e in range(6)
+    ]  # fmt: skip
+    return shrunk_rates(pl.DataFrame(rows))
 
 
 @pytest.mark.slow

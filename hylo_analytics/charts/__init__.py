@@ -25,6 +25,7 @@ from hylo_analytics.charts.runs import (
     pareto_front,
     summarize_distribution,
 )
+from hylo_analytics.charts.shrinkage import shrinkage
 from hylo_analytics.charts.summaries import iqm_intervals, performance_profiles
 from hylo_analytics.charts.trends import trend
 
@@ -47,6 +48,7 @@ __all__ = [
     "performance_profiles",
     "ranking_matrix",
     "save",
+    "shrinkage",
     "strength_intervals",
     "success_rate_by_task",
     "summarize_distribution",

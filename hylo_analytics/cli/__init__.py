@@ -29,6 +29,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.aggregate",
     "hylo_analytics.cli.scorecard",
     "hylo_analytics.cli.summarize",
+    "hylo_analytics.cli.shrink",
     "hylo_analytics.cli.compare",
     "hylo_analytics.cli.rank",
     "hylo_analytics.cli.pareto",

@@ -28,9 +28,12 @@ the within / between split of a difference and the epochs that halve its interva
 improvement, as rliable), :mod:`~hylo_analytics.stats.pareto` (cost-quality Pareto fronts and
 each policy's P(on the front) by a bootstrap of keys),
 :mod:`~hylo_analytics.stats.critical_difference` (average ranks across blocks, Friedman,
-Nemenyi, Wilcoxon-Holm cliques: Demšar's diagram).
+Nemenyi, Wilcoxon-Holm cliques: Demšar's diagram), :mod:`~hylo_analytics.stats.shrinkage`
+(small-n pooling: per-task rates shrunk toward their suite's
+:mod:`~hylo_analytics.stats.beta_binomial` prior).
 """
 
+from hylo_analytics.stats.beta_binomial import BetaBinomialFit, fit_beta_binomial
 from hylo_analytics.stats.bootstrap import (
     BootstrapMethod,
     BootstrapTest,
@@ -93,6 +96,7 @@ from hylo_analytics.stats.repeated import (
     variance_split,
     width_at,
 )
+from hylo_analytics.stats.shrinkage import ShrunkRates, shrink_rates
 from hylo_analytics.stats.significance import (
     Alternative,
     benjamini_hochberg,
@@ -117,6 +121,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "Alternative",
+    "BetaBinomialFit",
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
@@ -129,6 +134,7 @@ __all__ = [
     "PooledBootstrap",
     "Reducer",
     "Seed",
+    "ShrunkRates",
     "SignFlip",
     "StatisticsWarning",
     "TaskSummary",
@@ -144,6 +150,7 @@ __all__ = [
     "clustered_stderr",
     "critical_difference_test",
     "epochs_to_halve",
+    "fit_beta_binomial",
     "friedman_test",
     "hall_ci",
     "holm",
@@ -168,6 +175,7 @@ __all__ = [
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "reducer",
+    "shrink_rates",
     "sign_flip_p",
     "signed_rank_p",
     "suite_weights",

@@ -189,6 +189,18 @@ def test_summarize_prints_names_escaped(
         assert all(not cell.startswith("=") for row in csv.reader(io.StringIO(out)) for cell in row)
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_shrink_prints_names_escaped(
+    hostile_store: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["shrink", "--store", str(hostile_store), "--format", fmt, "--wide"],
+                        capsys)  # fmt: skip
+    assert code == 0
+    assert printable(CAND) in out and printable(PARENT) in out
+    if fmt == "csv":
+        assert all(not cell.startswith("=") for row in csv.reader(io.StringIO(out)) for cell in row)
+
+
 def test_a_cut_table_of_hostile_ids_stays_escaped(
     hostile_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
