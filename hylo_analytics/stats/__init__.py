@@ -23,7 +23,8 @@ Wilcoxon, Holm, Benjamini-Hochberg), :mod:`~hylo_analytics.stats.pooled` (a diff
 over suites: the stratified sign-flip test, MOVER, the stratified paired bootstrap),
 :mod:`~hylo_analytics.stats.reducers` (epochs of a key),
 :mod:`~hylo_analytics.stats.summaries` (across tasks: IQM, performance profiles, probability of
-improvement, as rliable).
+improvement, as rliable), :mod:`~hylo_analytics.stats.clustered` (CR2 cluster-robust inference
+on a mean or paired difference, Bell-McCaffrey df: ``cluster=``).
 """
 
 from hylo_analytics.stats.bootstrap import (
@@ -42,6 +43,13 @@ from hylo_analytics.stats.closed_form import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.clustered import (
+    ClusterRobust,
+    cluster_robust,
+    cluster_robust_over,
+    cluster_totals,
+    pool_strata,
 )
 from hylo_analytics.stats.interval import (
     IntervalSpec,
@@ -94,6 +102,7 @@ __all__ = [
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
+    "ClusterRobust",
     "IntervalSpec",
     "PairedInterval",
     "PooledBootstrap",
@@ -109,6 +118,9 @@ __all__ = [
     "bootstrap_means",
     "bootstrap_test",
     "clopper_pearson",
+    "cluster_robust",
+    "cluster_robust_over",
+    "cluster_totals",
     "clustered_stderr",
     "hall_ci",
     "holm",
@@ -122,6 +134,7 @@ __all__ = [
     "paired_interval",
     "pass_at_k",
     "performance_profile",
+    "pool_strata",
     "pooled_bootstrap",
     "probability_of_improvement",
     "probability_of_improvement_ci",
