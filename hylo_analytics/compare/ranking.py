@@ -210,6 +210,7 @@ def rank_policies(
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
     progress: bool | None = None,
+    cluster: str | None = None,
 ) -> Ranking:
     """Rank the policies of ``scores`` on ``metric``, with the uncertainty of the ranking.
 
@@ -234,26 +235,32 @@ def rank_policies(
         ``strength_ci="bootstrap"``); ``level`` is every interval's.
     progress : a progress bar on a terminal or in Jupyter (None: when one is watching; it
         shows after two seconds, so a quick ranking prints none).
+    cluster : a column whose values cluster the keys within a suite (``task_id``), when the
+        population is the clusters: every pair's interval and test are the CR2 cluster-robust
+        ones (``ci_method`` ``cr2``; the matrix gains ``n_clusters``, ``ci_se``, ``ci_df``)
+        and the strengths' sandwich sums the keys' score terms within clusters (resampling
+        clusters within suites). Not with ``strength_ci="bootstrap"``.
 
     A metric without a known direction gets two-sided tests, so no pair is separated (every
     rank set is 1-N), and its strengths read a higher value as a win.
     """
     _check_level(level)
-    base = _policy_rows(scores, policy, list(strata), metric)
+    base = _policy_rows(scores, policy, list(strata), metric, cluster)
     held = sorted(set(base["_pol"].to_list()))
     names = names_ranked(policies, held, metric)
     base = base.filter(pl.col("_pol").is_in(names))
     frame = base.rename({"_pol": "run_id", "_key": "key"})
+    keep = ["_cluster"] if cluster is not None else []
     reduced, _, _, applied = prepare_scores(frame, names[:-1], names[-1], [metric], [], ["key"],
-                                            reducer, errors)  # fmt: skip
+                                            reducer, errors, keep)  # fmt: skip
     stratum = base.select("_key", "_stratum").unique("_key")
-    long = reduced.select(_pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64)).join(
-        stratum, on="_key", how="left"
-    )
+    long = reduced.select(
+        _pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64), *keep
+    ).join(stratum, on="_key", how="left")
     declared = declared_pairs(scores) if "metadata" in scores.columns else None
     values = PolicyValues.from_frame(long, names, applied)
     return _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
-                    IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+                    IntervalSpec("auto", level, n_resamples, seed), progress, cluster)  # fmt: skip
 
 
 @pinned
@@ -276,6 +283,7 @@ def rank_runs(
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
     progress: bool | None = None,
+    cluster: str | None = None,
 ) -> Ranking:
     """:func:`rank_policies` over the store's resolved scores (``Store.rank``), in one query.
 
@@ -298,10 +306,11 @@ def rank_runs(
                          f"{reducer!r}")  # fmt: skip
     values, declared, left_out = store_values(
         store, runs, policy=policy, strata=strata, metric=metric, source=source,
-        policies=policies, errors=policy_arg, reducer=reducer,
+        policies=policies, errors=policy_arg, reducer=reducer, cluster=cluster,
     )  # fmt: skip
     ranking = _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
-                       IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+                       IntervalSpec("auto", level, n_resamples, seed), progress,
+                       cluster)  # fmt: skip
     if left_out.is_empty():
         return ranking
     shown = ", ".join(f"{r} ({why})" for r, why in left_out.head(3).iter_rows())
@@ -320,10 +329,18 @@ def _ranking(
     strength_ci: StrengthCI,
     spec: IntervalSpec,
     progress: bool | None,
+    cluster: str | None = None,
 ) -> Ranking:
     """The matrix, strengths and ranks of ``values`` (the part both readers share)."""
     if strength_ci not in STRENGTH_CIS:
         raise InputError(f"strength_ci must be one of {STRENGTH_CIS}, got {strength_ci!r}")
+    if cluster is not None:
+        if strength_ci == "bootstrap":
+            raise InputError(
+                "rank: cluster= with strength_ci='bootstrap' is not available (that bootstrap "
+                "resamples keys); the default 'sandwich' resamples clusters within suites"
+            )
+        spec = replace(spec, method="cr2")
     names = list(values.policies)
     if strength_ci == "bootstrap" and len(names) > _BOOTSTRAP_MAX:
         raise InputError(
@@ -345,7 +362,7 @@ def _ranking(
         # the strengths first: their N x N work is done before the matrix's two million rows
         # exist, and the counts are dropped as soon as the matrix has read them
         bar.set_postfix_str("strengths")
-        strengths = _strengths(values, wins, flip, penalty, strength_ci, spec)
+        strengths = _strengths(values, wins, flip, penalty, strength_ci, spec, cluster)
         # a policy no key pairs has no strength (only the prior's 0): the ranks order it by
         # its mean, after the policies the keys place
         alone = alone_policies(counts[0], n)
@@ -359,8 +376,22 @@ def _ranking(
     strengths = strengths.with_columns(mean=pl.Series(values.policy_means()).fill_nan(None))
     ranks = _ranks(matrix, strengths, names, flip)
     notes = _unpaired_note(matrix, names)
+    if cluster is not None:
+        notes = (*notes, _cluster_note(matrix, values, cluster))
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
                    spec.n_resamples, strength_ci, notes)  # fmt: skip
+
+
+def _cluster_note(matrix: pl.DataFrame, values: PolicyValues, cluster: str) -> str:
+    """What a clustered ranking's intervals rest on, in words."""
+    assert values.key_cluster is not None
+    n = int(values.key_cluster.max(initial=-1)) + 1
+    alone = matrix.filter((pl.col("n_pairs") > 0) & (pl.col("n_clusters") < 2)).height
+    said = (f"; {alone:,} pair(s) share keys of one cluster only: no cluster-robust test "
+            "separates them") if alone else ""  # fmt: skip
+    return (f"clustered by {cluster!r}: {n:,} clusters of keys (within suites); every pair's "
+            "interval and test are CR2 cluster-robust (Bell-McCaffrey df) and the strengths' "
+            f"sandwich resamples clusters{said}")  # fmt: skip
 
 
 def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
@@ -397,9 +428,13 @@ def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:
-    """The rows of ``metric`` with ``_pol`` (the policy) and ``_key`` (suite and key)."""
-    missing = [c for c in ["key", "metric", "value", policy, *strata] if c not in scores.columns]
+def _policy_rows(
+    scores: pl.DataFrame, policy: str, strata: list[str], metric: str, cluster: str | None = None
+) -> pl.DataFrame:
+    """The rows of ``metric`` with ``_pol`` (the policy) and ``_key`` (suite and key), and
+    ``_cluster`` (the ``cluster`` column as text) when clustered."""
+    need = ["key", "metric", "value", policy, *strata, *([cluster] if cluster else [])]
+    missing = [c for c in need if c not in scores.columns]
     if missing:
         raise InputError(f"rank: the scores lack column(s) {missing}; they have {scores.columns}")
     keep = [c for c in _KEEP if c in scores.columns]
@@ -419,6 +454,7 @@ def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: s
             pl.col("metric").cast(pl.String),
             "value",
             *keep,
+            *([pl.col(cluster).cast(pl.String).alias("_cluster")] if cluster else []),
         )
         .collect()
     )
@@ -435,20 +471,24 @@ def _strengths(
     penalty: float,
     strength_ci: StrengthCI,
     spec: IntervalSpec,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """Bradley-Terry strengths of the keys' games, with their interval (see the module)."""
     theta = bradley_terry(wins, penalty=penalty)
     if strength_ci == "bootstrap":
         lo, hi = _bootstrap_strengths(values, flip, penalty, spec)
     else:
-        sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
         n = len(theta)
-        meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
-        for k0, k1, v, _ in values.blocks(max_cells=2**22):
-            g = key_scores(theta, _oriented(v, flip))
-            part, part_sums = stratified_meat(g, values.key_stratum[k0:k1], sizes)
-            meat += part
-            sums += part_sums
+        if values.key_cluster is None:
+            sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
+            meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
+            for k0, k1, v, _ in values.blocks(max_cells=2**22):
+                g = key_scores(theta, _oriented(v, flip))
+                part, part_sums = stratified_meat(g, values.key_stratum[k0:k1], sizes)
+                meat += part
+                sums += part_sums
+        else:
+            meat, sums, sizes = _cluster_meat(values, theta, flip)
         cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)
         half = z_value(spec.level) * np.sqrt(np.maximum(np.diag(cov), 0.0))
         lo, hi = theta - half, theta + half
@@ -464,9 +504,28 @@ def _strengths(
             "strength_high": pl.Series(hi).fill_nan(None),
             "wins": wins.sum(axis=1).astype(np.int64),
             "losses": wins.sum(axis=0).astype(np.int64),
-            "strength_method": strength_ci,
+            "strength_method": strength_ci
+            if cluster is None
+            else f"{strength_ci} (clusters of {cluster})",
         }
     )
+
+
+def _cluster_meat(
+    values: PolicyValues, theta: npt.NDArray[np.float64], flip: bool
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """The sandwich's meat with clusters as the units: each cluster's score terms summed
+    over its keys, spread within suites (a stratified bootstrap of clusters, in closed form)."""
+    assert values.key_cluster is not None
+    n_clusters = int(values.key_cluster.max(initial=-1)) + 1
+    totals = np.zeros((n_clusters, len(theta)))
+    for k0, k1, v, _ in values.blocks(max_cells=2**22):
+        np.add.at(totals, values.key_cluster[k0:k1], key_scores(theta, _oriented(v, flip)))
+    stratum = np.zeros(n_clusters, dtype=np.int64)
+    stratum[values.key_cluster] = values.key_stratum
+    sizes = np.bincount(stratum, minlength=len(values.strata))
+    meat, sums = stratified_meat(totals, stratum, sizes)
+    return meat, sums, sizes
 
 
 def _bootstrap_strengths(
