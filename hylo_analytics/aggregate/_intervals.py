@@ -44,7 +44,7 @@ def _with_intervals(
     methods = pairs.with_columns(
         ci_method=pl.Series(
             [_method(m, k, ci, *how) for m, k in pairs.iter_rows()], dtype=pl.String
-        )  # fmt: skip
+        )
     )
     out = out.join(
         methods, on=["metric", "_kind"], how="left", nulls_equal=True, maintain_order="left"

@@ -255,7 +255,7 @@ def rank_policies(
                                             reducer, errors, keep)  # fmt: skip
     stratum = base.select("_key", "_stratum").unique("_key")
     long = reduced.select(
-        _pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64), *keep
+        *keep, _pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64)
     ).join(stratum, on="_key", how="left")
     declared = declared_pairs(scores) if "metadata" in scores.columns else None
     values = PolicyValues.from_frame(long, names, applied)

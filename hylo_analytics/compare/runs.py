@@ -263,7 +263,7 @@ class _Reader:
         cols = list(
             dict.fromkeys(
                 ["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by, *kept]
-            )  # fmt: skip
+            )
         )
         err = (
             ', (value is null and coalesce(errored, false)) as "_err"' if "errored" in have else ""
