@@ -52,6 +52,13 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._harness import Errors
+from hylo_analytics.compare._clusters import (
+    ClusterFits,
+    clustered_method,
+    fit_columns,
+    one_cluster_note,
+    pattern_fits,
+)
 from hylo_analytics.compare._columns import (
     Family,
     _adjust,
@@ -75,12 +82,12 @@ from hylo_analytics.compare._prepare import (
     one_direction,
     prepare_scores,
 )
-from hylo_analytics.compare._sums import _D, _N, _OK, _aggregate, _levels, _sums, _up
+from hylo_analytics.compare._sums import _aggregate, _levels, _sums
 from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, StatisticsWarning
-from hylo_analytics.stats.clustered import ClusterRobust, cluster_robust
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, paired_interval
 from hylo_analytics.stats.methods import (
     DEFAULT_RESAMPLES,
@@ -227,7 +234,7 @@ def compare_scores(
         raise InputError(
             f"parent {parent!r} is also listed as a candidate; drop it from the candidates"
         )
-    ci = cast(CIMethod, _clustered_method(check_method(ci, _CI_METHODS, "compare"), cluster))
+    ci = cast(CIMethod, clustered_method(check_method(ci, _CI_METHODS, "compare"), cluster))
     if family not in ("comparison", "level"):
         raise InputError(f"family must be 'comparison' or 'level', got {family!r}")
     rule = rule or StatisticalRule()
@@ -350,7 +357,7 @@ def _statistics(
     out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)
     # the family each row's p is adjusted in, so its interval can be adjusted the same way
     out = out.with_columns(family_size=pl.len().over(_family_keys(family)).cast(pl.Int64))
-    clusters = _cluster_fits(pat, by) if rows.cluster is not None else None
+    clusters = pattern_fits(pat, by) if rows.cluster is not None else None
     out = _with_ci(out, _pair_differences(rows, parent), spec, rule.equivalence_level,
                    clusters=clusters)  # fmt: skip
     out = _with_test(out, alternative)
@@ -358,62 +365,6 @@ def _statistics(
     out = _with_drops(out, pat, by, rows.has_reason)
     out = _adjust(out, family, by)
     return one_cluster_note(add_verdicts(out, rule), rows.cluster)
-
-
-def _clustered_method(ci: str, cluster: str | None) -> str:
-    """The interval ``ci`` names once ``cluster`` is known: with clusters only CR2 (``auto``
-    means it); without, no CR2 (it has no clusters to read)."""
-    if cluster is None:
-        if ci == "cr2":
-            raise InputError(
-                "ci='cr2' needs cluster= (the score column whose values are the clusters, "
-                "e.g. cluster='task_id'; CLI: --cluster task_id)"
-            )
-        return ci
-    if ci not in ("auto", "cr2"):
-        raise InputError(
-            f"cluster={cluster!r} gives the cluster-robust interval (ci='cr2'); ci={ci!r} "
-            "treats the keys as independent: drop ci= (or cluster=)"
-        )
-    return "cr2"
-
-
-def one_cluster_note(out: pl.DataFrame, cluster: str | None) -> pl.DataFrame:
-    """The verdict note of a clustered row resting on one cluster, said as such."""
-    if cluster is None or "n_clusters" not in out.columns:
-        return out
-    alone = (pl.col("n_clusters") < 2) & (pl.col("n_pairs") > 0)
-    note = pl.format(
-        "its pairs lie in {} cluster of '{}': no cluster-robust interval or test (the "
-        "population is the clusters), so no verdict",
-        pl.col("n_clusters").cast(pl.String),
-        pl.lit(cluster),
-    )
-    return out.with_columns(verdict_note=pl.when(alone).then(note).otherwise("verdict_note"))
-
-
-ClusterFits = Callable[[pl.DataFrame, npt.NDArray[np.bool_]], ClusterRobust]
-"""``(st, rows)`` -> the CR2 fit of the paired differences of ``st``'s ``rows``, in order."""
-
-
-def _cluster_fits(pat: pl.DataFrame, by: list[str]) -> ClusterFits:
-    """Each row's clusters (count and sum of its pairs' differences per ``_cl``), read from
-    the pair patterns, so the other errors policy's relabelled patterns cluster the same."""
-    fine = (
-        pat.filter(_OK)
-        .group_by(["candidate", "metric", *by, "_cl"], maintain_order=True)
-        .agg(n=_N.sum().cast(pl.Float64), t=(_D * _N).sum())
-    )
-    sums = _up(fine, by, ["n", "t"], [])
-
-    def read(st: pl.DataFrame, rest: npt.NDArray[np.bool_]) -> ClusterRobust:
-        gcols = ["candidate", "metric", "level", *by]
-        ids = st.with_row_index("_gid").filter(pl.Series(rest)).select(*gcols, "_gid")
-        d = sums.join(ids, on=gcols, nulls_equal=True).sort("_gid", "_cl", nulls_last=True)
-        counts = np.bincount(d["_gid"].to_numpy(), minlength=len(st))[rest]
-        return cluster_robust(d["n"].to_numpy(), d["t"].to_numpy(), counts)
-
-    return read
 
 
 Differences = Callable[
@@ -552,18 +503,7 @@ def _with_ci(
         )  # fmt: skip
         put(rest, got)
     done = _ci_columns(st, out, method, tested).drop("n_11", "sd_diff")
-    return done if fitted is None else _fit_columns(done, fitted, n > 0)
-
-
-def _fit_columns(st: pl.DataFrame, fit: ClusterRobust, rows: npt.NDArray[np.bool_]) -> pl.DataFrame:
-    """``n_clusters``, ``ci_se`` and ``ci_df`` of the rows ``rows`` (``fit``'s, in order)."""
-    cols = {k: np.full(len(st), np.nan) for k in ("n_clusters", "ci_se", "ci_df")}
-    cols["n_clusters"][rows] = fit.n_clusters
-    cols["ci_se"][rows], cols["ci_df"][rows] = fit.se, fit.df
-    return st.with_columns(
-        pl.Series("n_clusters", cols["n_clusters"]).fill_nan(None).cast(pl.Int64),
-        *(pl.Series(k, cols[k], dtype=pl.Float64).fill_nan(None) for k in ("ci_se", "ci_df")),
-    )
+    return done if fitted is None else fit_columns(done, fitted, n > 0)
 
 
 TEST_LABELS = {

@@ -34,11 +34,12 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._progress import Progress
+from hylo_analytics.compare import _clusters
 from hylo_analytics.compare._columns import _with_test, _with_tost
 from hylo_analytics.compare.engine import Differences, _with_ci
 from hylo_analytics.compare.verdicts import Rule, add_verdicts
 from hylo_analytics.stats.bradley_terry import win_counts
-from hylo_analytics.stats.clustered import ClusterRobust, cluster_robust_over
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, unpaired_interval
 from hylo_analytics.stats.significance import benjamini_hochberg, holm, mcnemar_p
 from hylo_analytics.stats.unpaired import score_diff_p
@@ -50,7 +51,6 @@ __all__ = [
     "PolicyValues",
     "Rates",
     "alone_policies",
-    "pair_cluster_fits",
     "pair_counts",
     "pair_statistics",
 ]
@@ -81,9 +81,7 @@ class PolicyValues:
     row_policy: IntArray
     row_value: FloatArray
     errors: str
-    #: each key's cluster (clusters nested in suites: a (suite, task) code), when the
-    #: ranking is clustered (``cluster=``); None otherwise
-    key_cluster: IntArray | None = None
+    key_cluster: IntArray | None = None  # clustered: each key's (suite, cluster) code
 
     @property
     def n_keys(self) -> int:
@@ -91,8 +89,7 @@ class PolicyValues:
 
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, names: Sequence[str], errors: str) -> PolicyValues:
-        """From rows ``_pol, _stratum, _key, value`` (one per policy and suite key) and, in a
-        clustered ranking, ``_cluster`` (null values together one cluster)."""
+        """From rows ``_pol, _stratum, _key, value`` [``_cluster``], one per policy and suite key."""
         codes = [
             frame.select(pl.col(c).cast(pl.String).fill_null("").rank("dense") - 1)
             .to_series()
@@ -128,20 +125,14 @@ class PolicyValues:
         """From one row per (policy, suite key): each row's policy index, suite index (into
         ``strata``, in text order) and key code (in the keys' text order). The keys are
         numbered by (suite, key) in that order, so a bootstrap reads a pair's differences in
-        one order whatever the order the rows came in. ``cluster``: each row's cluster code
-        (its key's), numbered within suites."""
+        one order whatever the order the rows came in. ``cluster``: each row's cluster code."""
         s = np.asarray(stratum, dtype=np.int64)
         k = np.asarray(key, dtype=np.int64)
         span = int(k.max(initial=-1)) + 1
         uniq, back = np.unique(s * span + k, return_inverse=True)
         row_key = back.ravel().astype(np.int64)
         order = np.argsort(row_key, kind="stable")
-        key_cluster = None
-        if cluster is not None:
-            c = np.asarray(cluster, dtype=np.int64)
-            nested = np.unique(s * (int(c.max(initial=-1)) + 1) + c, return_inverse=True)[1]
-            key_cluster = np.zeros(len(uniq), dtype=np.int64)
-            key_cluster[row_key] = nested.ravel()
+        kc = None if cluster is None else _clusters.key_clusters(s, cluster, row_key, len(uniq))
         return cls(
             policies=tuple(policies),
             strata=tuple(strata),
@@ -150,7 +141,7 @@ class PolicyValues:
             row_policy=np.asarray(policy, dtype=np.int64)[order],
             row_value=np.asarray(value, dtype=np.float64)[order],
             errors=errors,
-            key_cluster=key_cluster,
+            key_cluster=kc,
         )
 
     def blocks(
@@ -171,31 +162,6 @@ class PolicyValues:
             values[keys, pols] = self.row_value[r0:r1]
             present[keys, pols] = True
             yield k0, k1, values, present
-
-    def cluster_blocks(self, max_cells: int = _BLOCK_CELLS) -> Iterator[tuple[int, FloatArray]]:
-        """Dense blocks of each cluster's keys, clusters in order: ``(cluster, values)``,
-        values NaN where a policy has no valid value; a large cluster comes in several
-        blocks (its sums are sums over them)."""
-        if self.key_cluster is None:
-            raise ValueError("cluster_blocks: the values are not clustered")
-        n, kc = len(self.policies), self.key_cluster
-        step = max(1, max_cells // max(n, 1))
-        sizes = np.bincount(kc)
-        first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        korder = np.argsort(kc, kind="stable")
-        pos = np.empty(self.n_keys, dtype=np.int64)  # each key's place in its cluster
-        pos[korder] = np.arange(self.n_keys) - first[kc[korder]]
-        code = kc[self.row_key] * self.n_keys + pos[self.row_key]
-        rorder = np.argsort(code, kind="stable")
-        code = code[rorder]
-        for g, size in enumerate(sizes.tolist()):
-            for p0 in range(0, size, step):
-                p1 = min(p0 + step, size)
-                r0, r1 = np.searchsorted(code, [g * self.n_keys + p0, g * self.n_keys + p1])
-                rows = rorder[r0:r1]
-                values = np.full((p1 - p0, n), np.nan)
-                values[pos[self.row_key[rows]] - p0, self.row_policy[rows]] = self.row_value[rows]
-                yield g, values
 
     def policy_means(self) -> FloatArray:
         """Each policy's mean: the average over the suites it has values in of its mean there
@@ -298,35 +264,6 @@ def pair_counts(values: PolicyValues) -> PairCounts:
         sum_d2=np.maximum(sum_d2, 0.0),
         wins=wins,
     )
-
-
-def pair_cluster_fits(values: PolicyValues, counts: PairCounts) -> ClusterRobust:
-    """Every pair's CR2 fit of its paired differences, clusters streamed
-    (:func:`~hylo_analytics.stats.cluster_robust_over`): a cluster's pairs (``M_g'M_g``)
-    and sums of differences (``A_g - A_g'``, ``A_g = V_g'M_g``) are two products over its
-    keys, taken out to the pairs, so the work is a loop over clusters, never over pairs."""
-    n = counts.n_pairs.astype(np.float64)
-    return cluster_robust_over(n, counts.sum_i - counts.sum_j, _cluster_sums(values, counts))
-
-
-def _cluster_sums(
-    values: PolicyValues, counts: PairCounts
-) -> Iterator[tuple[FloatArray, FloatArray]]:
-    """Each cluster's (pairs, sum of differences) for every pair ``(i, j)``."""
-    n = len(values.policies)
-    here, there = counts.i * n + counts.j, counts.j * n + counts.i
-    current, pairs, sums = -1, np.zeros((n, n), np.float32), np.zeros((n, n))
-    for g, v in values.cluster_blocks():
-        if g != current and current >= 0:
-            yield pairs.ravel()[here].astype(np.float64), sums.ravel()[here] - sums.ravel()[there]
-            pairs, sums = np.zeros((n, n), np.float32), np.zeros((n, n))
-        current = g
-        valid = ~np.isnan(v)
-        m = valid.astype(np.float32)
-        pairs += m.T @ m
-        sums += np.where(valid, v, 0.0).T @ valid.astype(np.float64)
-    if current >= 0:
-        yield pairs.ravel()[here].astype(np.float64), sums.ravel()[here] - sums.ravel()[there]
 
 
 def alone_policies(counts: PairCounts, n: int) -> npt.NDArray[np.bool_]:
@@ -507,7 +444,6 @@ _ORDER = ("policy", "opponent", "metric", "direction", "n_pairs", "wins", "losse
           "eq_high", "margin", "p_mcnemar", "p_two_sided", "p_verdict", "verdict",
           "verdict_note", "verdict_rule", "higher_is_better", "is_binary", "p_tost",
           "errors")  # fmt: skip
-_CLUSTERED = ("n_clusters", "ci_se", "ci_df")  # the matrix's columns when clustered
 
 
 def pair_statistics(
@@ -531,7 +467,7 @@ def pair_statistics(
     method = "percentile" if numeric <= BOOTSTRAP_BUDGET else "normal"
     read = _differences(values, c)
     rates = Rates.of(values, c)
-    fits = pair_cluster_fits(values, c) if spec.method == "cr2" else None
+    fits = _clusters.pair_cluster_fits(values, c) if spec.method == "cr2" else None
     tested: list[pl.DataFrame | None] = []
     for s in range(0, max(len(c.i), 1), _ROWS):
         tested.append(_tested(c, s, direction, rule, spec, method, read, rates, fits))
@@ -565,7 +501,7 @@ def pair_statistics(
             )
             .rename({"candidate_wins": "wins", "parent_wins": "losses",
                      "mean_candidate": "mean_policy", "mean_parent": "mean_opponent"})
-            .select(*_ORDER, *(_CLUSTERED if spec.method == "cr2" else ()))
+            .select(*_ORDER, *(_clusters.FIT_COLUMNS if spec.method == "cr2" else ()))
         )  # fmt: skip
         if bar is not None:
             bar.update()
@@ -584,8 +520,7 @@ def _tested(
     fits: ClusterRobust | None = None,
 ) -> pl.DataFrame:
     """Pairs ``start`` to ``start + _ROWS``: the engine's columns up to the adjustment (the
-    pairs of policies no key pairs compared by their ``rates``; ``fits``: every pair's CR2
-    fit, in a clustered ranking)."""
+    pairs of policies no key pairs compared by their ``rates``; clustered: by ``fits``)."""
     cut = slice(start, start + _ROWS)
     n_pairs, n_pos, n_neg = c.n_pairs[cut], c.n_pos[cut], c.n_neg[cut]
     sum_i, sum_j = c.sum_i[cut], c.sum_j[cut]
@@ -638,12 +573,8 @@ def _tested(
         whole[offset + np.flatnonzero(rest)] = True
         return read(st, whole)
 
-    def chunk_fits(st: pl.DataFrame, rest: npt.NDArray[np.bool_]) -> ClusterRobust:
-        assert fits is not None
-        return fits.take(offset + np.flatnonzero(rest))
-
     frame = _with_ci(frame, chunk_read, spec, rule.equivalence_level, method,
-                     clusters=chunk_fits if fits is not None else None)  # fmt: skip
+                     clusters=None if fits is None else _clusters.chunk_fits(fits, start))  # fmt: skip
     use = np.zeros(len(frame), dtype=bool)
     got: dict[str, FloatArray] = {}
     if rates is not None and len(frame):

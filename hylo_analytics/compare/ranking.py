@@ -40,6 +40,7 @@ import polars as pl
 from hylo_analytics import _progress
 from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics._html import text
+from hylo_analytics.compare._clusters import ranking_note, ranking_spec, strength_meat
 from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
 from hylo_analytics.compare._rank_store import names_ranked, store_values
 from hylo_analytics.compare.pairwise import (
@@ -55,9 +56,7 @@ from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.bradley_terry import (
     DEFAULT_PENALTY,
     bradley_terry,
-    key_scores,
     sandwich_covariance,
-    stratified_meat,
 )
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, _check_level, z_value
 from hylo_analytics.stats.interval import IntervalSpec
@@ -334,13 +333,7 @@ def _ranking(
     """The matrix, strengths and ranks of ``values`` (the part both readers share)."""
     if strength_ci not in STRENGTH_CIS:
         raise InputError(f"strength_ci must be one of {STRENGTH_CIS}, got {strength_ci!r}")
-    if cluster is not None:
-        if strength_ci == "bootstrap":
-            raise InputError(
-                "rank: cluster= with strength_ci='bootstrap' is not available (that bootstrap "
-                "resamples keys); the default 'sandwich' resamples clusters within suites"
-            )
-        spec = replace(spec, method="cr2")
+    spec = ranking_spec(spec, strength_ci, cluster)
     names = list(values.policies)
     if strength_ci == "bootstrap" and len(names) > _BOOTSTRAP_MAX:
         raise InputError(
@@ -377,21 +370,9 @@ def _ranking(
     ranks = _ranks(matrix, strengths, names, flip)
     notes = _unpaired_note(matrix, names)
     if cluster is not None:
-        notes = (*notes, _cluster_note(matrix, values, cluster))
+        notes = (*notes, ranking_note(matrix, values, cluster))
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
                    spec.n_resamples, strength_ci, notes)  # fmt: skip
-
-
-def _cluster_note(matrix: pl.DataFrame, values: PolicyValues, cluster: str) -> str:
-    """What a clustered ranking's intervals rest on, in words."""
-    assert values.key_cluster is not None
-    n = int(values.key_cluster.max(initial=-1)) + 1
-    alone = matrix.filter((pl.col("n_pairs") > 0) & (pl.col("n_clusters") < 2)).height
-    said = (f"; {alone:,} pair(s) share keys of one cluster only: no cluster-robust test "
-            "separates them") if alone else ""  # fmt: skip
-    return (f"clustered by {cluster!r}: {n:,} clusters of keys (within suites); every pair's "
-            "interval and test are CR2 cluster-robust (Bell-McCaffrey df) and the strengths' "
-            f"sandwich resamples clusters{said}")  # fmt: skip
 
 
 def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
@@ -478,17 +459,7 @@ def _strengths(
     if strength_ci == "bootstrap":
         lo, hi = _bootstrap_strengths(values, flip, penalty, spec)
     else:
-        n = len(theta)
-        if values.key_cluster is None:
-            sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
-            meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
-            for k0, k1, v, _ in values.blocks(max_cells=2**22):
-                g = key_scores(theta, _oriented(v, flip))
-                part, part_sums = stratified_meat(g, values.key_stratum[k0:k1], sizes)
-                meat += part
-                sums += part_sums
-        else:
-            meat, sums, sizes = _cluster_meat(values, theta, flip)
+        meat, sums, sizes = strength_meat(values, theta, flip)
         cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)
         half = z_value(spec.level) * np.sqrt(np.maximum(np.diag(cov), 0.0))
         lo, hi = theta - half, theta + half
@@ -504,28 +475,9 @@ def _strengths(
             "strength_high": pl.Series(hi).fill_nan(None),
             "wins": wins.sum(axis=1).astype(np.int64),
             "losses": wins.sum(axis=0).astype(np.int64),
-            "strength_method": strength_ci
-            if cluster is None
-            else f"{strength_ci} (clusters of {cluster})",
+            "strength_method": strength_ci + (f" (clusters of {cluster})" if cluster else ""),
         }
     )
-
-
-def _cluster_meat(
-    values: PolicyValues, theta: npt.NDArray[np.float64], flip: bool
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """The sandwich's meat with clusters as the units: each cluster's score terms summed
-    over its keys, spread within suites (a stratified bootstrap of clusters, in closed form)."""
-    assert values.key_cluster is not None
-    n_clusters = int(values.key_cluster.max(initial=-1)) + 1
-    totals = np.zeros((n_clusters, len(theta)))
-    for k0, k1, v, _ in values.blocks(max_cells=2**22):
-        np.add.at(totals, values.key_cluster[k0:k1], key_scores(theta, _oriented(v, flip)))
-    stratum = np.zeros(n_clusters, dtype=np.int64)
-    stratum[values.key_cluster] = values.key_stratum
-    sizes = np.bincount(stratum, minlength=len(values.strata))
-    meat, sums = stratified_meat(totals, stratum, sizes)
-    return meat, sums, sizes
 
 
 def _bootstrap_strengths(
