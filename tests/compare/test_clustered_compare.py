@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import hylo_analytics as ha
 from hylo_analytics.compare import StatisticalRule, compare_scores
@@ -304,3 +305,30 @@ def test_cli_compare_rank_and_aggregate_take_cluster(
     agg = ["aggregate", *base, "--metric", "success", "--cluster", "task_id", "--format", "json"]
     assert main(agg) == 0
     assert {r["ci_method"] for r in json.loads(capsys.readouterr().out)} == {"cr2"}
+
+
+def test_hostile_cluster_names_and_values_are_only_labels():
+    """A cluster column named like SQL and task ids from the hostile corpus cluster exactly
+    as plain labels do, in compare, rank and aggregate."""
+    from hostile_data import task_names
+
+    frame = _many(4, 9, 6, seed=3)
+    plain = sorted(frame["task_id"].unique().to_list())
+    hostile = dict(zip(plain, task_names(len(plain)), strict=True))
+    column = 'task"; drop table _scores; --'
+    evil = frame.with_columns(pl.col("task_id").replace_strict(hostile).alias(column))
+    kw = {"candidates": ["p0001", "p0002"], "parent": "p0000"}
+    cols = ["candidate", "mean_diff", "ci_low", "ci_high", "p_value", "ci_df", "n_clusters"]
+    a = compare_scores(frame, cluster="task_id", **kw).select(cols)
+    b = compare_scores(evil, cluster=column, **kw).select(cols)
+    # equal up to the order the cluster sums are added in (their labels sort differently)
+    assert_frame_equal(a, b, rel_tol=1e-12)
+    assert (a["n_clusters"] == 9).all()
+    ra = rank_policies(frame, cluster="task_id", progress=False).matrix
+    rb = rank_policies(evil, cluster=column, progress=False).matrix
+    assert_frame_equal(ra.select("ci_low", "ci_df"), rb.select("ci_low", "ci_df"), rel_tol=1e-12)
+    from hylo_analytics.aggregate import aggregate_scores
+
+    ga = aggregate_scores(frame, cluster="task_id").select("ci_low", "ci_high")
+    gb = aggregate_scores(evil, cluster=column).select("ci_low", "ci_high")
+    assert_frame_equal(ga, gb, rel_tol=1e-12)
