@@ -19,9 +19,17 @@ differences, 2,000 resamples here, otherwise), ``cr1_t`` (CR1, statsmodels' and 
 ``cluster``, with t on G - 1 df), ``cr2_bm`` (CR2 with Bell-McCaffrey df: ``cluster=``),
 ``wild_t`` (the wild cluster bootstrap-t, unrestricted, Webb's six-point weights, 999
 draws). The Monte-Carlo standard error of a coverage near 0.95 is ``sqrt(0.95 * 0.05 /
-reps)`` (0.005 at 2,000 replicates).
+reps)`` (0.005 at 2,000 replicates, 0.0034 at 4,000). ``cr2_df``: the mean Bell-McCaffrey df
+(below G - 1: the clusters are unequal); ``width_x``: the median width of ``cr2_bm`` over
+today's.
 
-    python benchmarks/bench_cluster_coverage.py [--reps 2000]
+Why CR2 with Bell-McCaffrey df is ``cluster=``'s interval: it holds 0.93 or more in every
+cell (4,000 replicates: 0.933 at worst, 10 clusters, rates 0.85 / 0.95, rho 0.5), where CR1's
+t and the wild cluster bootstrap-t fall to 0.929 and 0.926, and it is at least as high as
+either in nearly every cell; and it is a closed form (no seed, no resamples) whose sums over
+clusters vectorize over a ranking's two million pairs, where a bootstrap per pair would not.
+
+    python benchmarks/bench_cluster_coverage.py [--reps 4000]
 """
 
 from __future__ import annotations
@@ -84,15 +92,17 @@ def _cell(kind: str, p0: float, p1: float, n_clusters: int, rho: float, reps: in
                               "clusters": n_clusters, "keys": n, "rho": rho}  # fmt: skip
     if kind == "binary":
         b, c = (d > 0).sum(axis=1), (d < 0).sum(axis=1)
-        row["today"] = _covered(*tango_ci(b, c, np.full(reps, n)), true)
+        lo, hi = tango_ci(b, c, np.full(reps, n))
     else:
         lo, hi = bootstrap_ci(d.ravel(), np.full(reps, n), n_resamples=2000, seed=1)
-        row["today"] = _covered(lo, hi, true)
+    row["today"] = _covered(lo, hi, true)
     q1 = special.stdtrit(n_clusters - 1, 0.975)
     row["cr1_t"] = _covered(fit.mean - q1 * fit.se_cr1, fit.mean + q1 * fit.se_cr1, true)
-    row["cr2_bm"] = _covered(*fit.bounds(0.95), true)
+    lo2, hi2 = fit.bounds(0.95)
+    row["cr2_bm"] = _covered(lo2, hi2, true)
     row["wild_t"] = _covered(*_wild_t(sums, sizes, fit.mean, fit.se, n), true)
     row["cr2_df"] = float(np.nanmean(fit.df))
+    row["width_x"] = float(np.nanmedian(hi2 - lo2) / np.median(hi - lo))  # cr2 / today
     return row
 
 
@@ -123,7 +133,7 @@ def _wild_t(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=4000)
     args = ap.parse_args()
     t = time.perf_counter()
     rows = [

@@ -3,8 +3,9 @@
 Episodes of one task (or one init state) are not independent samples when the population is
 tasks: a policy better on a task is better on its every seed. An interval that treats the
 keys as independent is then too narrow, the more so the larger the intra-cluster
-correlation and the fewer the clusters (``benchmarks/bench_cluster_coverage.py``: 0.64 at
-10 tasks and ICC 0.5). This module gives the interval whose population is the clusters.
+correlation (``benchmarks/bench_cluster_coverage.py``: Tango's 95 % interval covers 0.52 of
+the time at intra-task correlation 0.5, the percentile bootstrap 0.40; this one 0.93-0.96 at
+10 to 50 tasks). This module gives the interval whose population is the clusters.
 
 The model is the intercept-only regression ``y_k = mu + e_k`` of the ``N`` values of a group
 (paired differences, for ``compare``), ``G`` clusters of ``n_g`` keys. Its cluster-robust
