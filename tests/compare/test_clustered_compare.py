@@ -114,7 +114,7 @@ def test_what_cluster_refuses(sample_store: ha.Store):
         sample_store.compare(CANDS, PARENT, ci="score", cluster="task_id")
     with pytest.raises(InputError, match="ci='cr2' needs cluster="):
         sample_store.compare(CANDS, PARENT, ci="cr2")
-    with pytest.raises(InputError, match="no column 'tsk_id'.*did you mean 'task_id'"):
+    with pytest.raises(InputError, match=r"no column 'tsk_id'.*did you mean 'task_id'"):
         sample_store.compare(CANDS, PARENT, cluster="tsk_id")
     with pytest.raises(InputError, match="no column 'tsk_id'"):
         sample_store.rank(cluster="tsk_id")
