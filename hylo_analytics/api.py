@@ -343,6 +343,7 @@ class Store(StatVerbs):
         family: Family = "comparison",
         errors: Errors | None = None,
         errors_as_failures: bool | None = None,
+        cluster: str | None = None,
     ) -> pl.DataFrame:
         """Every candidate run against ``parent``, overall and per ``by`` group, in one join.
 
@@ -359,6 +360,7 @@ class Store(StatVerbs):
             reducer=reducer, pair_on_epoch=pair_on_epoch, alternative=alternative, mid_p=mid_p,
             directions=directions, ci=ci, n_resamples=n_resamples, level=level, seed=seed,
             rule=rule, family=family, errors=errors, errors_as_failures=errors_as_failures,
+            cluster=cluster,
         )  # fmt: skip
 
     def rank(
@@ -380,6 +382,7 @@ class Store(StatVerbs):
         level: float = DEFAULT_LEVEL,
         seed: int = 0,
         progress: bool | None = None,
+        cluster: str | None = None,
     ) -> Ranking:
         """N policies ranked with the uncertainty of the ranking: the pairwise matrix (Holm
         over all pairs), rank sets, tie groups and Bradley-Terry strengths with intervals.
@@ -395,7 +398,7 @@ class Store(StatVerbs):
             self.parquet, runs, policy=policy, strata=strata, metric=metric, source=source,
             policies=policies, directions=directions, rule=rule, errors=errors, reducer=reducer,
             penalty=penalty, strength_ci=strength_ci, n_resamples=n_resamples, level=level,
-            seed=seed, progress=progress,
+            seed=seed, progress=progress, cluster=cluster,
         )  # fmt: skip
 
     def flips(
@@ -460,6 +463,7 @@ class Store(StatVerbs):
         rule: Rule | None = None,
         errors: Errors | None = None,
         errors_as_failures: bool | None = None,
+        cluster: str | None = None,
     ) -> pl.DataFrame:
         """The runs ``candidate`` selects (``agent=xvla``) against those ``parent`` selects,
         paired by suite (benchmark, split) and by key: the suite rows and one pooled row.
@@ -473,7 +477,7 @@ class Store(StatVerbs):
             self.parquet, candidate, parent, metrics=tuple(metrics), weights=weights,
             source=source, force=force, reducer=reducer, alternative=alternative, mid_p=mid_p,
             directions=directions, n_resamples=n_resamples, level=level, seed=seed, rule=rule,
-            errors=errors, errors_as_failures=errors_as_failures,
+            errors=errors, errors_as_failures=errors_as_failures, cluster=cluster,
         )  # fmt: skip
 
     def trend(

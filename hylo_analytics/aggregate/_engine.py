@@ -39,7 +39,12 @@ import polars as pl
 
 from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics._text import did_you_mean
-from hylo_analytics.aggregate._intervals import CI_METHODS, _with_clustered, _with_intervals
+from hylo_analytics.aggregate._intervals import (
+    CI_METHODS,
+    _cluster_fit,
+    _with_clustered,
+    _with_intervals,
+)
 from hylo_analytics.aggregate._query import GroupRows, frame_rows
 from hylo_analytics.aggregate._rows import (  # noqa: F401  (_validity: read by its old path)
     _check_present,
@@ -131,8 +136,12 @@ def aggregate_scores(
     stratify
         Column (usually ``task_id``) whose levels the bootstrap resamples within, as rliable.
     cluster
-        Column (usually ``task_id``) for the clustered standard error (Miller 2024): adds
-        ``n_clusters``, ``stderr_clustered`` and ``stderr_clustered_corrected`` (x G/(G-1)).
+        Column (usually ``task_id``) whose values cluster the rows (the seeds of a task; null
+        values together one cluster), when the population is the clusters: ``auto`` is then
+        the CR2 cluster-robust interval on Bell-McCaffrey df for every group (``ci_method``
+        ``cr2``, :mod:`hylo_analytics.stats.clustered`; a group of one cluster has none),
+        and the rows gain ``n_clusters``, ``stderr_clustered`` and
+        ``stderr_clustered_corrected`` (x G/(G-1); Miller 2024). An explicit ``ci`` is kept.
     errors
         ``failure``: an errored key of a 0/1 metric counts as 0; ``exclude``: it abstains;
         None (default): each run's harness convention (vla-eval counts failures, Inspect and
@@ -197,9 +206,12 @@ def _aggregate(
     stats = rows.statistics(_norms(reg), threshold)
     out = _statistics(stats, rows.reasons(), by, reg, errors_known)
     out = out.with_columns(reducer=pl.lit(str(how) if how else "none"))
-    out = _with_intervals(out, rows, ci, spec, stratify)
     if cluster:
-        out = _with_clustered(out, rows, by, cluster)
+        fetched, used, fit = _cluster_fit(out, rows, by, cluster)
+        out = _with_intervals(out, rows, ci, spec, stratify, (used, fit))
+        out = _with_clustered(out, fetched)
+    else:
+        out = _with_intervals(out, rows, ci, spec, stratify)
     out = out.sort([*by, "metric"], nulls_last=True)
     return _order(out, by, wanted, cluster is not None)
 

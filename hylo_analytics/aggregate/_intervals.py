@@ -1,8 +1,9 @@
 """Each group's interval in ``aggregate``: the method its kind asks for, by the one entry point.
 
 ``auto`` is Wilson for a 0/1 group, Hall's interval otherwise (the percentile bootstrap when
-stratified); every method is computed by :func:`hylo_analytics.stats.mean_interval`, groups
-of one method and one resampling path (0/1 values, -1/0/1 values, others) in one call.
+stratified), the CR2 cluster-robust interval of every group when ``cluster`` is set; every
+method is computed by :func:`hylo_analytics.stats.mean_interval`, groups of one method and
+one resampling path (0/1 values, -1/0/1 values, others) in one call.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import polars as pl
 from hylo_analytics.aggregate._query import GroupRows
 from hylo_analytics.errors import InputError
 from hylo_analytics.stats import closed_form
+from hylo_analytics.stats.clustered import ClusterRobust, cluster_robust, cluster_totals
 from hylo_analytics.stats.interval import IntervalSpec, mean_interval
 from hylo_analytics.stats.methods import ONE_SAMPLE_METHODS, CIMethod, check_method
 
@@ -30,16 +32,18 @@ def _with_intervals(
     ci: CIMethod | Mapping[str, CIMethod],
     spec: IntervalSpec,
     stratify: str | None,
+    clustered: tuple[np.ndarray, ClusterRobust] | None = None,
 ) -> pl.DataFrame:
     """Each group's interval by its method (``spec``: its level, resamples and seed). Groups resampled together share a path: 0/1
     values, -1/0/1 values, others (``_path``), so a group's bounds depend on its values, the
-    seed and the method alone."""
+    seed and the method alone. ``clustered``: the groups (``_g``, ascending) that have values
+    and their CR2 fit (:func:`_cluster_fit`), which ``auto`` then means."""
     # the method of each (metric, kind): a handful of pairs, joined onto the groups
     pairs = out.select("metric", "_kind").unique(maintain_order=True)
+    how = (stratify is not None, clustered is not None)
     methods = pairs.with_columns(
         ci_method=pl.Series(
-            [_method(m, k, ci, stratify is not None) for m, k in pairs.iter_rows()],
-            dtype=pl.String,
+            [_method(m, k, ci, *how) for m, k in pairs.iter_rows()], dtype=pl.String
         )
     )
     out = out.join(
@@ -70,7 +74,19 @@ def _with_intervals(
         idx = rows_m["_g"].to_numpy()
         k, n = rows_m["_sum"].fill_null(0).to_numpy(), rows_m["n_valid"].to_numpy()
         level = spec.level
-        if name in ("wilson", "clopper_pearson"):
+        if name == "cr2":
+            if clustered is None:
+                raise InputError("aggregate: ci='cr2' needs cluster= (e.g. cluster='task_id')")
+            used, fit = clustered
+            pos = np.searchsorted(used, idx)
+            hit = pos < len(used)
+            hit[hit] = used[pos[hit]] == idx[hit]  # a group with values has a fit
+            lo, hi = mean_interval(name, n[hit], level=level, clusters=fit.take(pos[hit]))
+            # a rate's interval stays in [0, 1], as Wilson's does (clipping keeps coverage)
+            rate = (rows_m["_kind"] == "binary").to_numpy()[hit]
+            low[idx[hit]] = np.where(rate, np.clip(lo, 0.0, 1.0), lo)
+            high[idx[hit]] = np.where(rate, np.clip(hi, 0.0, 1.0), hi)
+        elif name in ("wilson", "clopper_pearson"):
             low[idx], high[idx] = mean_interval(name, n, level=level, successes=k)
         elif name == "hall":
             moments = [rows_m[c].fill_null(np.nan).to_numpy() for c in ("mean", "std", "_skew")]
@@ -132,13 +148,26 @@ def _strata_sizes(strata: pl.DataFrame, out: pl.DataFrame, sub: np.ndarray) -> n
     return sizes
 
 
-def _with_clustered(
+def _cluster_fit(
     out: pl.DataFrame, rows: GroupRows, by: list[str], cluster: str
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, np.ndarray, ClusterRobust]:
+    """The groups' valid values with their cluster (null values together one cluster) and
+    group number ``_g``, the groups that have any (ascending) and their CR2 fit."""
     keys = [*by, "metric"]
-    fetched = rows.clustered(cluster).join(
-        out.select([*keys, "_g"]), on=keys, how="inner", nulls_equal=True
+    fetched = (
+        rows.clustered(cluster)
+        .join(out.select([*keys, "_g"]), on=keys, how="inner", nulls_equal=True)
+        .with_columns(pl.col("_cluster").fill_null(""))
     )
+    g = fetched["_g"].to_numpy()
+    counts, sizes, sums = cluster_totals(fetched["_value"].to_numpy(), fetched["_cluster"], g)
+    used = np.unique(g)
+    # the groups' codes are dense in ``used`` order: the fit's i-th group is ``used[i]``
+    return fetched, used, cluster_robust(sizes, sums, counts)
+
+
+def _with_clustered(out: pl.DataFrame, fetched: pl.DataFrame) -> pl.DataFrame:
+    """``n_clusters`` and the clustered standard errors (plain and ``G / (G - 1)``)."""
     g = fetched["_g"].to_numpy()
     values, clusters = fetched["_value"].to_numpy(), fetched["_cluster"].to_numpy()
     plain = closed_form.clustered_stderr(values, clusters, g)
@@ -155,10 +184,20 @@ def _with_clustered(
     return out.join(se.with_columns(pl.all().fill_nan(None)), on="_g", how="left")
 
 
-def _method(metric: str, kind: str, ci: CIMethod | Mapping[str, CIMethod], stratified: bool) -> str:
+def _method(
+    metric: str,
+    kind: str,
+    ci: CIMethod | Mapping[str, CIMethod],
+    stratified: bool,
+    clustered: bool = False,
+) -> str:
     chosen: str = ci.get(metric, "auto") if isinstance(ci, Mapping) else ci
     chosen = check_method(chosen, CI_METHODS, "aggregate")
+    if chosen == "cr2" and not clustered:
+        raise InputError("aggregate: ci='cr2' needs cluster= (e.g. cluster='task_id')")
     if chosen == "auto":
+        if clustered:
+            return "cr2"
         if kind == "binary":
             return "wilson"
         return "percentile" if stratified else "hall"

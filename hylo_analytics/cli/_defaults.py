@@ -13,7 +13,7 @@ DEFAULT_LEVEL = 0.95  # stats.closed_form.DEFAULT_LEVEL
 DEFAULT_RESAMPLES = 10_000  # stats.bootstrap.DEFAULT_RESAMPLES
 CI_METHODS: tuple[str, ...] = (  # aggregate.CI_METHODS
     "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",
-    "none",
+    "cr2", "none",
 )  # fmt: skip
 STATISTICS: tuple[str, ...] = (  # aggregate.STATISTICS
     "mean", "std", "stderr", "median", "p95", "min", "max", "iqm", "optimality_gap",

@@ -65,7 +65,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--reduce", dest="reduce_old", default=None, help=argparse.SUPPRESS)
     p.add_argument("--source", action="append", help="keep only scores of this source")
     p.add_argument("--stratify", help="bootstrap within the levels of this column (task_id)")
-    p.add_argument("--cluster", help="add the clustered stderr by this column (task_id)")
+    p.add_argument("--cluster", metavar="COLUMN",
+                   help="the rows are clustered by this column (task_id: the seeds of a "
+                   "task): the default interval is then CR2 cluster-robust (ci_method cr2), "
+                   "and n_clusters and the clustered stderr columns are added")  # fmt: skip
     add_errors_arg(p)
     p.add_argument(
         "--optimality-threshold",

@@ -61,6 +61,13 @@ intervals (0/1 metrics; the stratified paired bootstrap otherwise), adjusted wit
 rows as one family (Holm). p_pooled_mcnemar (summed discordant pairs) is shown for reference:
 it weighs suites by their discordant pairs, not by 1/S.
 
+--cluster task_id: the keys of one task are one cluster (the seeds of a task are not
+independent when the population is tasks): every row's interval and test are then the CR2
+cluster-robust ones on Bell-McCaffrey degrees of freedom (ci_method cr2, test 'cr2 t', with
+n_clusters, ci_se and ci_df), for 0/1 and numeric metrics alike, and the verdict reads them; a
+row of one cluster (a --by task_id row) has no interval and no verdict. With --pooled the
+clusters lie within suites and the pooled row is the CR2 of the suite-weighted difference.
+
 example: hylo-analytics compare --store out/store --candidate version=1.2.0-rc1 \
              --parent version=1.0.0 --by task_id --margin 0.05
          hylo-analytics compare --store out/store --candidate agent=octo-ft \
@@ -167,13 +174,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "bca",
             "studentized",
             "normal",
+            "cr2",
             "none",
             "bootstrap",
         ),
         default="auto",
         help="CI of the mean difference (default auto: Tango score interval for 0/1 metrics, "
-        "seeded percentile bootstrap of the paired differences otherwise; normal = Wald; "
-        "bootstrap: the deprecated name of percentile)",
+        "seeded percentile bootstrap of the paired differences otherwise, CR2 with --cluster; "
+        "normal = Wald; bootstrap: the deprecated name of percentile)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="COLUMN",
+        default=None,
+        help="a score column whose values cluster the keys (task_id): cluster-robust (CR2) "
+        "intervals, tests and verdicts (see above)",
     )
     p.add_argument(
         "--flips",
@@ -216,6 +231,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "n_resamples": args.resamples,
         "level": args.level,
         "seed": args.seed,
+        "cluster": args.cluster,
         **verdict_options(args),
     }
 
@@ -273,7 +289,8 @@ def _run_pooled(args: argparse.Namespace) -> int:
     if args.format != "table":
         emit(result, args.format, args.output, wide=args.wide)
         return 0
-    emit(result.select(_POOLED_COLUMNS), "table", args.output, wide=args.wide)
+    clustered = ("n_clusters", "ci_df") if args.cluster else ()
+    emit(result.select(*_POOLED_COLUMNS, *clustered), "table", args.output, wide=args.wide)
     notes = [
         opts["rule"].describe(),
         "pooled: the suite-weighted paired difference; p_pooled_mcnemar weighs suites by "
@@ -311,8 +328,9 @@ def run(args: argparse.Namespace) -> int:
         emit(result, args.format, args.output, wide=args.wide)
         return 0
     wide = _WIDE_COLUMNS if args.wide else ()
+    clustered = ("n_clusters", "ci_df") if args.cluster else ()
     emit(
-        result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:], *wide),
+        result.select(*_TABLE_COLUMNS[:3], *args.by, *_TABLE_COLUMNS[3:], *clustered, *wide),
         "table",
         args.output,
         wide=args.wide,

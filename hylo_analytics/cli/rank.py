@@ -37,7 +37,10 @@ the keys' games (sum 0, L2 penalty --penalty) with sandwich intervals over keys 
 --errors (default: each run's harness convention). Policies that share no key with any other (a
 harness's published "k of n" without its samples) rank from their counts: their pairs are
 compared by rates as independent samples (Miettinen-Nurminen score test), they are ordered by
-mean and have no strength.
+mean and have no strength. --cluster task_id: the keys of one task are one cluster (the
+population is the tasks): every pair's interval and test are CR2 cluster-robust (Bell-McCaffrey
+df; the matrix's ci_method cr2, n_clusters, ci_df) and the strengths' sandwich resamples
+clusters within suites.
 
 A table shows the --top K strongest (default 50; the matrix: the pairs among them) and says
 how many it leaves out; --format csv/json/parquet write every row unless --top is given. Charts
@@ -100,6 +103,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--strength-ci", choices=("sandwich", "bootstrap"), default="sandwich",
                    help="the strengths' interval: sandwich over keys within suites (default) "
                    "or a bootstrap refitting each resample (up to 100 policies)")  # fmt: skip
+    p.add_argument("--cluster", metavar="COLUMN", default=None,
+                   help="a score column clustering the keys within a suite (task_id): "
+                   "cluster-robust (CR2) pairs and strengths")  # fmt: skip
     add_errors_arg(p)
     add_interval_args(p, what="strength interval")
     p.add_argument("--top", type=int, default=None, metavar="K",
@@ -141,6 +147,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         "level": args.level,
         "seed": args.seed,
         "progress": False if args.quiet else None,
+        "cluster": args.cluster,
     }
 
 
@@ -173,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         shown = shown.select(
             "policy", "opponent", "n_pairs", "wins", "losses", "ties", "errors", "mean_diff",
             "ci_adj_low", "ci_adj_high", "ci_adj_level", "p_verdict", "verdict",
-            "verdict_note",
+            "verdict_note", *(("n_clusters", "ci_df") if args.cluster else ()),
         )  # fmt: skip
     emit(shown, args.format, args.output, wide=args.wide)
     if top is not None and top < n:

@@ -14,6 +14,7 @@ import polars as pl
 
 from hylo_analytics.compare._sums import _OK, _PV, _V, _up
 from hylo_analytics.compare.verdicts import Rule
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.paired import tango_p
 from hylo_analytics.stats.significance import (
     Alternative,
@@ -55,12 +56,24 @@ def _with_test(st: pl.DataFrame, alternative: Alternative) -> pl.DataFrame:
 def _with_tost(st: pl.DataFrame, rule: Rule) -> pl.DataFrame:
     """``p_tost``: the larger of the two one-sided score tests of equivalence within the
     rule's margin, for 0/1 metrics (the p that decides "unchanged"; others decide by the
-    interval alone)."""
+    interval alone); of the two cluster-robust t tests for clustered rows (``ci_se``)."""
     margin = st.select(rule.margin_expr().alias("m"))["m"].to_numpy()
     b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
     n = st["n_pairs"].to_numpy()
     use = st["is_binary"].to_numpy() & np.isfinite(margin) & (n > 0)
     p = np.full(len(st), np.nan)
+    if "ci_se" in st.columns:  # clustered: every row's test is the CR2 t test
+        se = st["ci_se"].fill_null(np.nan).to_numpy()
+        fit = ClusterRobust(
+            mean=st["mean_diff"].fill_null(np.nan).to_numpy(), se=se,
+            df=st["ci_df"].fill_null(np.nan).to_numpy(),
+            n_clusters=st["n_clusters"].fill_null(0).to_numpy(), n=n.astype(np.float64),
+            se_cr1=np.full(len(st), np.nan),
+        )  # fmt: skip
+        with np.errstate(invalid="ignore"):
+            p = np.maximum(fit.p("greater", -margin), fit.p("less", margin))
+        p = np.where(np.isfinite(margin) & ~np.isnan(se), p, np.nan)
+        use = np.zeros(len(st), dtype=bool)
     if use.any():
         m = margin[use]
         p[use] = np.maximum(

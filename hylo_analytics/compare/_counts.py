@@ -50,6 +50,9 @@ class PairedRows:
     #: the rows carry ``_err``: the key abstained for a harness error (under ``exclude``)
     #: or its value is such an abstention counted as a failure (under ``failure``)
     has_errored: bool = False
+    #: the column whose values are the clusters (``task_id``): the patterns then carry each
+    #: pair's (the candidate row's, as text; null keys together form one cluster) as ``_cl``
+    cluster: str | None = None
 
     def _pairs(self) -> str:
         """Each candidate row with the parent's value of its pair key (left join)."""
@@ -63,6 +66,8 @@ class PairedRows:
         c_reason = "c.skip_reason" if self.has_reason else reason
         err = "coalesce(_err, false)" if self.has_errored else "false"
         c_err = "coalesce(c._err, false)" if self.has_errored else "false"
+        if self.cluster is not None:
+            order += f", cast(c.{_q(self.cluster)} as varchar) as _cl"
         return f"""
         par as (
             select {pk}, metric, value as pv, {reason} as parent_reason, true as m,
@@ -96,6 +101,8 @@ class PairedRows:
         other errors policy would count differently.
         """
         g = self._groups()
+        if self.cluster is not None:
+            g += ", _cl"
         return self._sql(
             f"""
             select {g}, v, pv, matched, c_err, p_err,
@@ -143,9 +150,14 @@ class PairedRows:
 
 @contextmanager
 def frame_rows(
-    frame: pl.DataFrame, pk: Sequence[str], by: Sequence[str], has_reason: bool
+    frame: pl.DataFrame,
+    pk: Sequence[str],
+    by: Sequence[str],
+    has_reason: bool,
+    cluster: str | None = None,
 ) -> Iterator[PairedRows]:
-    """``frame`` (one row per run, pair key and metric) on a fresh in-memory connection."""
+    """``frame`` (one row per run, pair key and metric) on a fresh in-memory connection;
+    ``cluster``: the column of ``frame`` whose values are the clusters."""
     con = duckdb.connect(":memory:")
     try:
         con.register("_scores", frame.with_row_index("_row").to_arrow())
@@ -157,6 +169,6 @@ def frame_rows(
 
         errored = "_err" in frame.columns
         yield PairedRows(run, "_scores", tuple(pk), tuple(by), has_reason, ("_row",),
-                         has_errored=errored)  # fmt: skip
+                         has_errored=errored, cluster=cluster)  # fmt: skip
     finally:
         con.close()

@@ -38,17 +38,19 @@ def prepare_scores(
     pk: list[str],
     reducer: Reducer | None,
     errors: Errors | None,
+    keep: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, bool, dict[str, pl.DataType], str]:
     """The frame's rows of the runs and metrics asked for, one per (run, pair key, metric):
     the rows, whether they carry skip reasons, the dtypes of the id columns and the errors
-    policy applied (``mixed`` when the runs' conventions differ)."""
-    _check_columns(scores, ["run_id", "metric", "value", *pk, *by])
+    policy applied (``mixed`` when the runs' conventions differ). ``keep``: columns of the
+    key carried along as ``by`` columns are (a cluster), the first epoch's value."""
+    _check_columns(scores, ["run_id", "metric", "value", *pk, *by, *keep])
     _check_one_source(scores, pk)
     frame = scores.lazy().filter(pl.col("run_id").is_in([*cands, parent]))
     if metrics is not None:
         frame = frame.filter(pl.col("metric").is_in(list(metrics)))
     has_reason = "skip_reason" in scores.columns
-    cols = list(dict.fromkeys(["run_id", *pk, "metric", *by]))
+    cols = list(dict.fromkeys(["run_id", *pk, "metric", *by, *keep]))
     extra = [pl.col("skip_reason").cast(pl.String)] if has_reason else []
     extra.append(policy_column(scores.columns, errors).alias("_policy"))
     if "errored" in scores.columns:
@@ -63,7 +65,8 @@ def prepare_scores(
     policies = sorted(set(ids["_policy"].unique().drop_nulls().to_list()))
     policy = errors or (policies[0] if len(policies) == 1 else "mixed" if policies else "exclude")
     ids = _apply_errors(ids)
-    reduced = _reduce(ids, [*pk, "metric"], by, reducer, pk, has_reason)
+    reduced = _reduce(ids, [*pk, "metric"], list(dict.fromkeys([*by, *keep])), reducer, pk,
+                      has_reason)  # fmt: skip
     dtypes = {c: scores.schema[c] for c in ["metric", *by]}
     return reduced, has_reason, dtypes, policy
 

@@ -44,12 +44,15 @@ def store_values(
     errors: Errors | None,
     reducer: Reducer | None,
     keys_of: Sequence[str] = (),
+    cluster: str | None = None,
 ) -> tuple[PolicyValues, pl.DataFrame, pl.DataFrame]:
     """The ranking's values of ``runs`` (ids, prefixes or selectors naming every run they
     match; None: every run), the directions their scores declare, and the runs left out
     (``run_id``, ``reason``: no policy field, or no score of the metric). ``keys_of``: other
     metrics whose keys are coded with the metric's, so the ``key_code`` of two calls (one
-    per metric, the same ``keys_of``) name the same keys (``Store.pareto``)."""
+    per metric, the same ``keys_of``) name the same keys (``Store.pareto``). ``cluster``: a
+    score column whose value names each key's cluster (its smallest, should a key's rows
+    disagree)."""
     from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.resolution import preferred_query, run_filter
 
@@ -62,9 +65,19 @@ def store_values(
         params["runs"] = filt
     if source is not None:
         params["sources"] = [source]
+    cl = ""
+    if cluster is not None:
+        have = store.sql(f"select * from ({scores}) limit 0", params).columns
+        if cluster not in have or cluster == "source":
+            raise InputError(
+                f"rank: the scores have no column {cluster!r} (cluster= takes a score column, "
+                f"e.g. task_id: {', '.join(have)})"
+            )
+        quoted = '"' + cluster.replace('"', '""') + '"'
+        cl = f", min(cast({quoted} as varchar)) as cl"
     keys, key_hash = _hashed(
         store,
-        f"select distinct key from ({scores}) where key is not null",
+        f"select key{cl} from ({scores}) where key is not null group by key",
         {**params, "metrics": list(dict.fromkeys([metric, *keys_of]))},
         "key",
     )
@@ -223,6 +236,9 @@ def _reduced(
     run_h = meta.runs["h"].to_numpy()
     key_h = keys["h"].to_numpy()
     key_order = np.argsort(key_h)
+    cluster = None
+    if "cl" in keys.columns:  # each key's cluster code (null values together one cluster)
+        cluster = (keys["cl"].fill_null("").rank("dense") - 1).to_numpy().astype(np.int64)
     run = np.searchsorted(run_h, long["run"].to_numpy())
     key = key_order[np.searchsorted(key_h[key_order], long["key"].to_numpy())]
     pol = meta.runs["policy"].to_numpy()[run]
@@ -266,6 +282,7 @@ def _reduced(
         key=g_key[keep],
         value=reduced[keep],
         errors=meta.errors,
+        cluster=None if cluster is None else cluster[g_key[keep]],
     )
 
 

@@ -52,6 +52,13 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._harness import Errors
+from hylo_analytics.compare._clusters import (
+    ClusterFits,
+    clustered_method,
+    fit_columns,
+    one_cluster_note,
+    pattern_fits,
+)
 from hylo_analytics.compare._columns import (
     Family,
     _adjust,
@@ -80,6 +87,7 @@ from hylo_analytics.compare.verdicts import Rule, StatisticalRule, add_verdicts
 from hylo_analytics.errors import InputError, SelectionError
 from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, StatisticsWarning
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.interval import IntervalSpec, PairedInterval, paired_interval
 from hylo_analytics.stats.methods import (
     DEFAULT_RESAMPLES,
@@ -173,6 +181,7 @@ def compare_scores(
     errors_as_failures: bool | None = None,
     forced: Mapping[str, str] | None = None,
     declared: pl.DataFrame | None = None,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """Compare every candidate with ``parent`` on the keys they share, overall and per ``by``.
 
@@ -213,18 +222,27 @@ def compare_scores(
     forced : candidate -> what the gate found different, for candidates compared anyway.
     declared : the (``metric``, ``direction``) pairs the scores' metadata declare, when read
         elsewhere (``Store.compare`` reads them in SQL); by default read from ``metadata``.
+    cluster : a column of the scores whose values are clusters of keys (``task_id``: the
+        seeds of a task; null values together one cluster) when the population is the
+        clusters: every row's interval and test are then the CR2 cluster-robust ones on
+        Bell-McCaffrey df (``ci_method`` ``cr2``, ``test`` ``cr2 t``; ``ci`` must be
+        ``auto`` or ``cr2``), the rows gain ``cluster``, ``n_clusters``, ``ci_se`` and
+        ``ci_df``, and a row of one cluster has no interval and p 1.
     """
     cands = [candidates] if isinstance(candidates, str) else list(candidates)
     if parent in cands:
         raise InputError(
             f"parent {parent!r} is also listed as a candidate; drop it from the candidates"
         )
-    ci = cast(CIMethod, check_method(ci, _CI_METHODS, "compare"))
+    ci = cast(CIMethod, clustered_method(check_method(ci, _CI_METHODS, "compare"), cluster))
     if family not in ("comparison", "level"):
         raise InputError(f"family must be 'comparison' or 'level', got {family!r}")
     rule = rule or StatisticalRule()
     errors = _errors_option(errors, errors_as_failures)
     if isinstance(scores, PairedRows):
+        if scores.cluster != cluster:
+            raise InputError(f"compare: the paired rows are clustered by {scores.cluster!r}, "
+                             f"not cluster={cluster!r}")  # fmt: skip
         if errors == "failure":
             raise InputError("errors='failure' needs the scores frame (see Store.compare)")
         policy: str = errors or "exclude"
@@ -233,8 +251,9 @@ def compare_scores(
         dtypes: dict[str, pl.DataType] = {}
     else:
         pk = ["key", "epoch"] if pair_on_epoch else ["key"]
+        keep = [cluster] if cluster else []
         reduced, has_reason, dtypes, policy = prepare_scores(
-            scores, cands, parent, metrics, list(by), pk, reducer, errors
+            scores, cands, parent, metrics, list(by), pk, reducer, errors, keep
         )
         if declared is None and "metadata" in scores.columns:
             declared = declared_pairs(scores)
@@ -243,18 +262,18 @@ def compare_scores(
         partial = "_err_any" in reduced.columns and bool(
             (reduced["_err_any"] & ~reduced["_err"]).any()
         )
-        with frame_rows(reduced, pk, list(by), has_reason) as rows:
+        with frame_rows(reduced, pk, list(by), has_reason, cluster) as rows:
             out, counts = _compare(rows, cands, parent, declared, directions, alternative,
                                    mid_p, spec, rule, family, policy, relabel=not partial)  # fmt: skip
         if partial:
             other, _, _, _ = prepare_scores(scores, cands, parent, metrics, list(by), pk,
-                                            reducer, other_policy(policy))  # type: ignore[arg-type]  # fmt: skip
-            with frame_rows(other, pk, list(by), has_reason) as rows:
+                                            reducer, other_policy(policy), keep)  # type: ignore[arg-type]  # fmt: skip
+            with frame_rows(other, pk, list(by), has_reason, cluster) as rows:
                 alt, _ = _compare(rows, cands, parent, declared, directions, alternative,
                                   mid_p, spec, rule, family, policy, relabel=False)  # fmt: skip
             # the keys a policy counts differently: those with any errored epoch
             anyway = reduced.with_columns(_err=pl.col("_err_any"))
-            with frame_rows(anyway, pk, list(by), has_reason) as rows:
+            with frame_rows(anyway, pk, list(by), has_reason, cluster) as rows:
                 counts = errored_counts(rows.patterns(parent), list(by))
             out = with_other(out, counts, alt, list(by), policy)
     out = out.with_columns(
@@ -273,6 +292,8 @@ def compare_scores(
         .replace_strict(forced, default=None, return_dtype=pl.String)
         .alias("gate_note"),
     )
+    if cluster is not None:
+        out = out.with_columns(pl.lit(cluster).alias("cluster"))
     first = ["candidate", "parent", "metric", "level", *by, *COLUMNS]
     return out.select(*first, pl.exclude(first)).sort(
         "candidate", "metric", "level", *by, nulls_last=False
@@ -336,12 +357,14 @@ def _statistics(
     out = _aggregate(rows, pat, fine, parent, dirs, alternative, mid_p)
     # the family each row's p is adjusted in, so its interval can be adjusted the same way
     out = out.with_columns(family_size=pl.len().over(_family_keys(family)).cast(pl.Int64))
-    out = _with_ci(out, _pair_differences(rows, parent), spec, rule.equivalence_level)
+    clusters = pattern_fits(pat, by) if rows.cluster is not None else None
+    out = _with_ci(out, _pair_differences(rows, parent), spec, rule.equivalence_level,
+                   clusters=clusters)  # fmt: skip
     out = _with_test(out, alternative)
     out = _with_tost(out, rule)
     out = _with_drops(out, pat, by, rows.has_reason)
     out = _adjust(out, family, by)
-    return add_verdicts(out, rule)
+    return one_cluster_note(add_verdicts(out, rule), rows.cluster)
 
 
 Differences = Callable[
@@ -375,6 +398,7 @@ def _with_ci(
     spec: IntervalSpec,
     eq_level: float,
     numeric: str = "percentile",
+    clusters: ClusterFits | None = None,
 ) -> pl.DataFrame:
     """The interval of the difference at ``level`` (``ci_low``/``ci_high``), at ``eq_level``
     (``eq_low``/``eq_high``, the TOST interval) and the verdict's interval
@@ -386,7 +410,9 @@ def _with_ci(
     ``differences`` reads the paired differences of the rows a bootstrap resamples;
     ``numeric`` is what ``ci="auto"`` gives the rows that are not 0/1 (``percentile``, or
     ``normal`` when a ranking has too many pairs to resample: its z interval from the rows'
-    ``mean_diff`` and ``sd_diff``)."""
+    ``mean_diff`` and ``sd_diff``); ``clusters`` reads the CR2 fit of the rows ``ci="cr2"``
+    takes (every row with a pair), whose ``n_clusters``, ``ci_se`` and ``ci_df`` become
+    columns."""
     ci = spec.method
     n = st["n_pairs"].to_numpy().astype(np.float64)
     b, c = st["n_pos"].to_numpy(), st["n_neg"].to_numpy()
@@ -416,7 +442,17 @@ def _with_ci(
         method[use] = got.ci_method
         tested[0][use], tested[1][use], tested[2][use] = got.p_greater, got.p_less, got.test
 
-    if ci in ("auto", "score", "newcombe"):
+    fitted: ClusterRobust | None = None
+    if ci == "cr2":
+        rest = np.zeros(rows, dtype=bool)
+        if clusters is None:
+            raise InputError("ci='cr2' needs the rows' clusters (cluster=)")
+        some = n > 0
+        fitted = clusters(st, some)
+        put(some, paired_interval("cr2", levels, n[some], clusters=fitted))
+        for k in names:  # a difference of rates stays in [-1, 1] (clipping keeps coverage)
+            out[k] = np.where(binary, np.clip(out[k], -1.0, 1.0), out[k])
+    elif ci in ("auto", "score", "newcombe"):
         score = binary & (n > 0)
         kind = "newcombe" if ci == "newcombe" else "score"
         both = st["n_11"].to_numpy()[score]
@@ -466,7 +502,8 @@ def _with_ci(
             n_resamples=spec.n_resamples, seed=spec.seed,
         )  # fmt: skip
         put(rest, got)
-    return _ci_columns(st, out, method, tested).drop("n_11", "sd_diff")
+    done = _ci_columns(st, out, method, tested).drop("n_11", "sd_diff")
+    return done if fitted is None else fit_columns(done, fitted, n > 0)
 
 
 TEST_LABELS = {
@@ -477,6 +514,7 @@ TEST_LABELS = {
     "bootstrap bca": "BCa-bootstrap test of the mean",
     "bootstrap-t": "bootstrap-t test of the mean",
     "z": "z test of the mean",
+    "cr2 t": "CR2 cluster-robust t test of the mean (Bell-McCaffrey df)",
     "stratified sign-flip": "stratified sign-flip test of the pooled difference",
     "stratified bootstrap": "stratified bootstrap test of the pooled difference",
 }

@@ -35,11 +35,13 @@ import numpy.typing as npt
 import polars as pl
 
 from hylo_analytics._progress import Progress
+from hylo_analytics.compare import _clusters
 from hylo_analytics.compare._columns import _with_test, _with_tost
 from hylo_analytics.compare._rates import Rates, _tost_of_rates, _with_rates, alone_policies
 from hylo_analytics.compare.engine import Differences, _with_ci
 from hylo_analytics.compare.verdicts import Rule, add_verdicts
 from hylo_analytics.stats.bradley_terry import win_counts
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.interval import IntervalSpec
 from hylo_analytics.stats.significance import benjamini_hochberg, holm, mcnemar_p
 
@@ -82,6 +84,7 @@ class PolicyValues:
     row_value: FloatArray
     errors: str
     key_code: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    key_cluster: IntArray | None = None  # clustered: each key's (suite, cluster) code
 
     @property
     def n_keys(self) -> int:
@@ -89,12 +92,13 @@ class PolicyValues:
 
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, names: Sequence[str], errors: str) -> PolicyValues:
-        """From rows ``_pol, _stratum, _key, value`` (one per policy and suite key)."""
+        """From rows ``_pol, _stratum, _key, value`` [``_cluster``], one per policy and suite key."""
         codes = [
             frame.select(pl.col(c).cast(pl.String).fill_null("").rank("dense") - 1)
             .to_series()
             .to_numpy()
-            for c in ("_stratum", "_key")
+            for c in ("_stratum", "_key", "_cluster")
+            if c in frame.columns
         ]
         strata = frame["_stratum"].cast(pl.String).fill_null("").unique().sort().to_list()
         return cls.from_codes(
@@ -105,6 +109,7 @@ class PolicyValues:
             key=codes[1],
             value=frame["value"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
             errors=errors,
+            cluster=codes[2] if len(codes) > 2 else None,
         )
 
     @classmethod
@@ -118,17 +123,19 @@ class PolicyValues:
         key: npt.ArrayLike,
         value: npt.ArrayLike,
         errors: str,
+        cluster: npt.ArrayLike | None = None,
     ) -> PolicyValues:
         """From one row per (policy, suite key): each row's policy index, suite index (into
         ``strata``, in text order) and key code (in the keys' text order). The keys are
         numbered by (suite, key) in that order, so a bootstrap reads a pair's differences in
-        one order whatever the order the rows came in."""
+        one order whatever the order the rows came in. ``cluster``: each row's cluster code."""
         s = np.asarray(stratum, dtype=np.int64)
         k = np.asarray(key, dtype=np.int64)
         span = int(k.max(initial=-1)) + 1
         uniq, back = np.unique(s * span + k, return_inverse=True)
         row_key = back.ravel().astype(np.int64)
         order = np.argsort(row_key, kind="stable")
+        kc = None if cluster is None else _clusters.key_clusters(s, cluster, row_key, len(uniq))
         return cls(
             policies=tuple(policies),
             strata=tuple(strata),
@@ -138,6 +145,7 @@ class PolicyValues:
             row_value=np.asarray(value, dtype=np.float64)[order],
             errors=errors,
             key_code=(uniq % max(span, 1)).astype(np.int64),
+            key_cluster=kc,
         )
 
     def blocks(
@@ -174,6 +182,7 @@ class PolicyValues:
             self,
             key_stratum=self.key_stratum[keep],
             key_code=self.key_code[keep] if len(self.key_code) == self.n_keys else self.key_code,
+            key_cluster=None if self.key_cluster is None else self.key_cluster[keep],
             row_key=renumber[self.row_key[mine]],
             row_policy=self.row_policy[mine],
             row_value=self.row_value[mine],
@@ -337,13 +346,14 @@ def pair_statistics(
     method = "percentile" if numeric <= BOOTSTRAP_BUDGET else "normal"
     read = _differences(values, c)
     rates = Rates.of(values, c)
+    fits = _clusters.pair_cluster_fits(values, c) if spec.method == "cr2" else None
     tested: list[pl.DataFrame | None] = []
     for s in range(0, max(len(c.i), 1), _ROWS):
-        tested.append(_tested(c, s, direction, rule, spec, method, read, rates))
+        tested.append(_tested(c, s, direction, rule, spec, method, read, rates, fits))
         if bar is not None:
             bar.update()
     pi, pj, family = c.i, c.j, len(c.i)
-    del c, read  # the counts are in the chunks now
+    del c, read, fits  # the counts are in the chunks now
     p = np.concatenate([t["p_value"].to_numpy() for t in tested if t is not None])
     w = np.concatenate([t["p_worse"].to_numpy() for t in tested if t is not None])
     adjusted = {"p_holm": holm(p), "p_worse_holm": holm(w), "p_bh": benjamini_hochberg(p),
@@ -370,7 +380,7 @@ def pair_statistics(
             )
             .rename({"candidate_wins": "wins", "parent_wins": "losses",
                      "mean_candidate": "mean_policy", "mean_parent": "mean_opponent"})
-            .select(_ORDER)
+            .select(*_ORDER, *(_clusters.FIT_COLUMNS if spec.method == "cr2" else ()))
         )  # fmt: skip
         if bar is not None:
             bar.update()
@@ -386,9 +396,10 @@ def _tested(
     method: str,
     read: Differences,
     rates: Rates | None = None,
+    fits: ClusterRobust | None = None,
 ) -> pl.DataFrame:
     """Pairs ``start`` to ``start + _ROWS``: the engine's columns up to the adjustment (the
-    pairs of policies no key pairs compared by their ``rates``)."""
+    pairs of policies no key pairs compared by their ``rates``; clustered: by ``fits``)."""
     cut = slice(start, start + _ROWS)
     n_pairs, n_pos, n_neg = c.n_pairs[cut], c.n_pos[cut], c.n_neg[cut]
     sum_i, sum_j = c.sum_i[cut], c.sum_j[cut]
@@ -441,7 +452,8 @@ def _tested(
         whole[offset + np.flatnonzero(rest)] = True
         return read(st, whole)
 
-    frame = _with_ci(frame, chunk_read, spec, rule.equivalence_level, method)
+    frame = _with_ci(frame, chunk_read, spec, rule.equivalence_level, method,
+                     clusters=None if fits is None else _clusters.chunk_fits(fits, start))  # fmt: skip
     use = np.zeros(len(frame), dtype=bool)
     got: dict[str, FloatArray] = {}
     if rates is not None and len(frame):

@@ -14,6 +14,11 @@ suite rows are the usual comparison rows) and adds one pooled row:
   numeric metrics the p of the stratified paired bootstrap's own draws;
 - **its interval** (``ci_method``): MOVER over the suites' Tango intervals (0/1) or the
   stratified paired bootstrap's percentile interval (keys resampled within suites);
+- **clustered** (``cluster="task_id"``): every suite row is CR2 cluster-robust (the
+  engine's ``ci="cr2"``) and the pooled row is the CR2 of ``Delta`` in the regression on
+  suite dummies, clusters nested in suites: variance ``sum w_s^2 se_s^2``, t on the
+  contrast's Bell-McCaffrey df (:func:`~hylo_analytics.stats.pool_strata`), for 0/1 and
+  numeric metrics alike;
 - ``p_pooled_mcnemar``: the exact McNemar test of the summed discordant pairs, shown for
   reference only: it weighs suites by their discordant pairs, so it does not test the
   printed ``Delta`` (unless ``weights="episodes"``, where the two tests coincide).
@@ -40,6 +45,7 @@ from hylo_analytics.errors import InputError
 from hylo_analytics.metrics import Direction
 from hylo_analytics.stats.bootstrap import bootstrap_cis
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL
+from hylo_analytics.stats.clustered import ClusterRobust, pool_strata
 from hylo_analytics.stats.interval import paired_interval
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.pooled import (
@@ -79,6 +85,7 @@ def pooled_compare(
     seed: Seed = DEFAULT_SEED,
     rule: Rule | None = None,
     errors: Errors | None = None,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """The suite rows and the pooled row of ``candidate`` against ``parent``.
 
@@ -91,6 +98,8 @@ def pooled_compare(
         (``n_s / N``).
     errors : the errors policy, passed to every suite's comparison (None: each run's harness
         convention).
+    cluster : a score column whose values cluster the keys within a suite (``task_id``):
+        the suite rows and the pooled row are then CR2 cluster-robust (see the module).
     Other options are :func:`compare_scores`'; ``n_resamples`` and ``seed`` also drive the
     pooled bootstrap and the Monte-Carlo sign flips.
     """
@@ -105,17 +114,18 @@ def pooled_compare(
         rows = compare_scores(
             scores, candidates=cand, parent=par, metrics=metrics, reducer=reducer,
             alternative=alternative, directions=directions, n_resamples=n_resamples,
-            level=level, seed=seed, rule=rule, errors=errors,
+            level=level, seed=seed, rule=rule, errors=errors, cluster=cluster,
         )  # fmt: skip
         per_suite.append(rows.with_columns(suite=pl.lit(suite)))
     suites = pl.concat(per_suite, how="diagonal_relaxed")
     numeric = suites.filter(~pl.col("is_binary") & (pl.col("n_pairs") > 0))
     diffs = None
-    if not numeric.is_empty():
+    if not numeric.is_empty() and cluster is None:
         diffs = _differences(scores, pairs, numeric["metric"].unique().to_list(), reducer)
     return pool_suites(
         suites, diffs, candidate=candidate, parent=parent, weights=weights,
         alternative=alternative, n_resamples=n_resamples, level=level, seed=seed, rule=rule,
+        cluster=cluster,
     )  # fmt: skip
 
 
@@ -131,12 +141,14 @@ def pool_suites(
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
     rule: Rule | None = None,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """The pooled row of every metric beside its suite rows, adjusted as one family.
 
     ``suites``: compare_scores' overall rows, one per (suite, metric), with a ``suite``
     column. ``differences``: (``suite``, ``metric``, ``diff``) per pair, in the order of
-    the suites' keys, for the numeric metrics (None when every metric is 0/1).
+    the suites' keys, for the numeric metrics (None when every metric is 0/1, or when the
+    suite rows are clustered by ``cluster``: their ``ci_se`` / ``ci_df`` are then pooled).
     """
     if weights not in _WEIGHTING:
         raise InputError(f"weights must be 'suite' or 'episodes', got {weights!r}")
@@ -148,7 +160,7 @@ def pool_suites(
         if differences is not None:
             diffs = differences.filter(pl.col("metric") == rows["metric"][0])
         out.append(_family(rows, diffs, candidate, parent, weights, alternative,
-                           (n_resamples, level, seed), rule))  # fmt: skip
+                           (n_resamples, level, seed), rule, cluster))  # fmt: skip
     frame = pl.concat(out, how="diagonal_relaxed")
     frame = add_verdicts(frame, rule)
     first = ["candidate", "parent", "metric", "level", "suite", "weight", "weighting"]
@@ -164,6 +176,7 @@ def _family(
     alternative: Alternative,
     boot: tuple[int, float, Seed],
     rule: Rule,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """One metric's suite rows and its pooled row, with the family's adjustments."""
     n_resamples, level, seed = boot
@@ -179,7 +192,21 @@ def _family(
     one_sided = known and alternative == "greater"
     cw, pw = rows["candidate_wins"].to_numpy(), rows["parent_wins"].to_numpy()
     d = rows["mean_diff"].fill_null(0.0).to_numpy()
-    if binary:
+    if cluster is not None:
+        fits = _suite_fits(rows)
+        pooled_fit = pool_strata(fits, w)
+        pooled_bounds = [(float(lo[0]), float(hi[0]))
+                         for lo, hi in (pooled_fit.bounds(lv) for lv in levels)]  # fmt: skip
+        up_p, down_p = (float(np.nan_to_num(pooled_fit.p(s), nan=1.0)[0]) for s in ("greater",
+                                                                                   "less"))  # fmt: skip
+        better, worse = (up_p, down_p) if up else (down_p, up_p)
+        two = min(1.0, 2 * min(better, worse))
+        df = float(pooled_fit.df[0])
+        test = (f"cr2 t of the suite-weighted difference, clusters of {cluster!r} within "
+                f"suites (Bell-McCaffrey df {df:.3g})")  # fmt: skip
+        ci_method = "cr2 (pooled over suites)"
+        suite_adj = fits.bounds(adj)
+    elif binary:
         # raw b and c (candidate - parent), whatever the direction: the interval is of mean_diff
         b, c = (cw, pw) if up else (pw, cw)
         bounds = paired_interval("score", levels, n, wins=b, losses=c).bounds
@@ -212,6 +239,13 @@ def _family(
     total = float(np.dot(w, d))
     pooled = _pooled_row(rows, w, total, pooled_bounds, (better, worse, two),
                          (candidate, parent, test, ci_method))  # fmt: skip
+    if cluster is not None:
+        pooled = pooled.with_columns(
+            n_clusters=pl.lit(int(pooled_fit.n_clusters[0]), pl.Int64),
+            ci_se=pl.lit(float(pooled_fit.se[0])).fill_nan(None),
+            ci_df=pl.lit(float(pooled_fit.df[0])).fill_nan(None),
+            cluster=pl.lit(cluster),
+        )
     side: Alternative = "greater" if one_sided else "two-sided"
     pooled_mcnemar = float(mcnemar_p([cw.sum()], [pw.sum()], alternative=side)[0])
     pooled = pooled.with_columns(p_pooled_mcnemar=pl.lit(pooled_mcnemar))
@@ -288,11 +322,31 @@ def _pooled_row(
         ci_adj_low=pl.lit(a_lo),
         ci_adj_high=pl.lit(a_hi),
         ci_method=pl.lit(ci_method),
-        test=pl.lit("stratified sign-flip" if "sign-flip" in test else "stratified bootstrap"),
+        test=pl.lit(_test_code(test)),
         test_method=pl.lit(test),
         drop_note=pl.lit(note if dropped else None, pl.String),
         gate_note=pl.when(pl.col("gate_note") != "").then("gate_note"),
     )
+
+
+def _test_code(test: str) -> str:
+    """The ``test`` code of a pooled row, from its ``test_method`` words."""
+    if test.startswith("cr2"):
+        return "cr2 t (pooled)"
+    return "stratified sign-flip" if "sign-flip" in test else "stratified bootstrap"
+
+
+def _suite_fits(rows: pl.DataFrame) -> ClusterRobust:
+    """The suites' CR2 fits, read back from their clustered rows (``ci_se``, ``ci_df``)."""
+
+    def col(name: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return rows[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+    return ClusterRobust(
+        mean=col("mean_diff"), se=col("ci_se"), df=col("ci_df"),
+        n_clusters=rows["n_clusters"].fill_null(0).to_numpy().astype(np.int64),
+        n=col("n_pairs"), se_cr1=np.full(rows.height, np.nan),
+    )  # fmt: skip
 
 
 def _differences(

@@ -45,7 +45,8 @@ def pooled_compare_runs(
     Each suite is one :func:`~hylo_analytics.compare.compare_runs` (the comparability
     gate, the resolved scores, the errors policy: ``errors=``, else each run's harness
     convention), pooled by :func:`pool_suites`. ``options``: compare_scores' (``errors``,
-    ``alternative``, ``directions``, ``n_resamples``, ``level``, ``seed``, ``rule``, ...).
+    ``alternative``, ``directions``, ``n_resamples``, ``level``, ``seed``, ``rule``,
+    ``cluster``: CR2 within suites, pooled, ...).
     """
     from hylo_analytics.compare.runs import compare_runs
 
@@ -66,7 +67,8 @@ def pooled_compare_runs(
     suites = pl.concat(per_suite, how="diagonal_relaxed")
     numeric = suites.filter(~pl.col("is_binary") & (pl.col("n_pairs") > 0))
     diffs = None
-    if not numeric.is_empty():
+    cluster = options.get("cluster")
+    if not numeric.is_empty() and cluster is None:  # clustered: the suites' fits are pooled
         if source is not None:
             raise InputError(
                 "pooled_compare: source= applies to 0/1 metrics only for now; drop source= or "
@@ -82,7 +84,7 @@ def pooled_compare_runs(
         diffs = _differences(scores, pairs, numeric["metric"].unique().to_list(), reducer)
     keep = ("alternative", "n_resamples", "level", "seed", "rule")
     pooled = pool_suites(
-        suites, diffs, candidate=candidate, parent=parent, weights=weights,
+        suites, diffs, candidate=candidate, parent=parent, weights=weights, cluster=cluster,
         **{k: v for k, v in options.items() if k in keep},
     )  # fmt: skip
     if (

@@ -40,6 +40,7 @@ import polars as pl
 from hylo_analytics import _progress
 from hylo_analytics._harness import Errors, check_errors
 from hylo_analytics._html import text
+from hylo_analytics.compare._clusters import ranking_note, ranking_spec, strength_meat
 from hylo_analytics.compare._prepare import Reducer, declared_pairs, one_direction, prepare_scores
 from hylo_analytics.compare._rank_store import names_ranked, store_values
 from hylo_analytics.compare.pairwise import (
@@ -55,9 +56,7 @@ from hylo_analytics.metrics import Direction, resolve_directions
 from hylo_analytics.stats.bradley_terry import (
     DEFAULT_PENALTY,
     bradley_terry,
-    key_scores,
     sandwich_covariance,
-    stratified_meat,
 )
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, _check_level, z_value
 from hylo_analytics.stats.interval import IntervalSpec
@@ -210,6 +209,7 @@ def rank_policies(
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
     progress: bool | None = None,
+    cluster: str | None = None,
 ) -> Ranking:
     """Rank the policies of ``scores`` on ``metric``, with the uncertainty of the ranking.
 
@@ -234,26 +234,32 @@ def rank_policies(
         ``strength_ci="bootstrap"``); ``level`` is every interval's.
     progress : a progress bar on a terminal or in Jupyter (None: when one is watching; it
         shows after two seconds, so a quick ranking prints none).
+    cluster : a column whose values cluster the keys within a suite (``task_id``), when the
+        population is the clusters: every pair's interval and test are the CR2 cluster-robust
+        ones (``ci_method`` ``cr2``; the matrix gains ``n_clusters``, ``ci_se``, ``ci_df``)
+        and the strengths' sandwich sums the keys' score terms within clusters (resampling
+        clusters within suites). Not with ``strength_ci="bootstrap"``.
 
     A metric without a known direction gets two-sided tests, so no pair is separated (every
     rank set is 1-N), and its strengths read a higher value as a win.
     """
     _check_level(level)
-    base = _policy_rows(scores, policy, list(strata), metric)
+    base = _policy_rows(scores, policy, list(strata), metric, cluster)
     held = sorted(set(base["_pol"].to_list()))
     names = names_ranked(policies, held, metric)
     base = base.filter(pl.col("_pol").is_in(names))
     frame = base.rename({"_pol": "run_id", "_key": "key"})
+    keep = ["_cluster"] if cluster is not None else []
     reduced, _, _, applied = prepare_scores(frame, names[:-1], names[-1], [metric], [], ["key"],
-                                            reducer, errors)  # fmt: skip
+                                            reducer, errors, keep)  # fmt: skip
     stratum = base.select("_key", "_stratum").unique("_key")
-    long = reduced.select(_pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64)).join(
-        stratum, on="_key", how="left"
-    )
+    long = reduced.select(
+        *keep, _pol="run_id", _key="key", value=pl.col("value").cast(pl.Float64)
+    ).join(stratum, on="_key", how="left")
     declared = declared_pairs(scores) if "metadata" in scores.columns else None
     values = PolicyValues.from_frame(long, names, applied)
     return _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
-                    IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+                    IntervalSpec("auto", level, n_resamples, seed), progress, cluster)  # fmt: skip
 
 
 @pinned
@@ -276,6 +282,7 @@ def rank_runs(
     level: float = DEFAULT_LEVEL,
     seed: Seed = DEFAULT_SEED,
     progress: bool | None = None,
+    cluster: str | None = None,
 ) -> Ranking:
     """:func:`rank_policies` over the store's resolved scores (``Store.rank``), in one query.
 
@@ -298,10 +305,11 @@ def rank_runs(
                          f"{reducer!r}")  # fmt: skip
     values, declared, left_out = store_values(
         store, runs, policy=policy, strata=strata, metric=metric, source=source,
-        policies=policies, errors=policy_arg, reducer=reducer,
+        policies=policies, errors=policy_arg, reducer=reducer, cluster=cluster,
     )  # fmt: skip
     ranking = _ranking(values, metric, declared, directions, rule, penalty, strength_ci,
-                       IntervalSpec("auto", level, n_resamples, seed), progress)  # fmt: skip
+                       IntervalSpec("auto", level, n_resamples, seed), progress,
+                       cluster)  # fmt: skip
     if left_out.is_empty():
         return ranking
     shown = ", ".join(f"{r} ({why})" for r, why in left_out.head(3).iter_rows())
@@ -320,10 +328,12 @@ def _ranking(
     strength_ci: StrengthCI,
     spec: IntervalSpec,
     progress: bool | None,
+    cluster: str | None = None,
 ) -> Ranking:
     """The matrix, strengths and ranks of ``values`` (the part both readers share)."""
     if strength_ci not in STRENGTH_CIS:
         raise InputError(f"strength_ci must be one of {STRENGTH_CIS}, got {strength_ci!r}")
+    spec = ranking_spec(spec, strength_ci, cluster)
     names = list(values.policies)
     if strength_ci == "bootstrap" and len(names) > _BOOTSTRAP_MAX:
         raise InputError(
@@ -345,7 +355,7 @@ def _ranking(
         # the strengths first: their N x N work is done before the matrix's two million rows
         # exist, and the counts are dropped as soon as the matrix has read them
         bar.set_postfix_str("strengths")
-        strengths = _strengths(values, wins, flip, penalty, strength_ci, spec)
+        strengths = _strengths(values, wins, flip, penalty, strength_ci, spec, cluster)
         # a policy no key pairs has no strength (only the prior's 0): the ranks order it by
         # its mean, after the policies the keys place
         alone = alone_policies(counts[0], n)
@@ -359,6 +369,8 @@ def _ranking(
     strengths = strengths.with_columns(mean=pl.Series(values.policy_means()).fill_nan(None))
     ranks = _ranks(matrix, strengths, names, flip)
     notes = _unpaired_note(matrix, names)
+    if cluster is not None:
+        notes = (*notes, ranking_note(matrix, values, cluster))
     return Ranking(matrix, ranks, strengths, metric, tuple(names), penalty, spec.level,
                    spec.n_resamples, strength_ci, notes)  # fmt: skip
 
@@ -397,9 +409,13 @@ def _unpaired_note(matrix: pl.DataFrame, names: list[str]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: str) -> pl.DataFrame:
-    """The rows of ``metric`` with ``_pol`` (the policy) and ``_key`` (suite and key)."""
-    missing = [c for c in ["key", "metric", "value", policy, *strata] if c not in scores.columns]
+def _policy_rows(
+    scores: pl.DataFrame, policy: str, strata: list[str], metric: str, cluster: str | None = None
+) -> pl.DataFrame:
+    """The rows of ``metric`` with ``_pol`` (the policy) and ``_key`` (suite and key), and
+    ``_cluster`` (the ``cluster`` column as text) when clustered."""
+    need = ["key", "metric", "value", policy, *strata, *([cluster] if cluster else [])]
+    missing = [c for c in need if c not in scores.columns]
     if missing:
         raise InputError(f"rank: the scores lack column(s) {missing}; they have {scores.columns}")
     keep = [c for c in _KEEP if c in scores.columns]
@@ -419,6 +435,7 @@ def _policy_rows(scores: pl.DataFrame, policy: str, strata: list[str], metric: s
             pl.col("metric").cast(pl.String),
             "value",
             *keep,
+            *([pl.col(cluster).cast(pl.String).alias("_cluster")] if cluster else []),
         )
         .collect()
     )
@@ -435,21 +452,14 @@ def _strengths(
     penalty: float,
     strength_ci: StrengthCI,
     spec: IntervalSpec,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """Bradley-Terry strengths of the keys' games, with their interval (see the module)."""
     theta = bradley_terry(wins, penalty=penalty)
     if strength_ci == "bootstrap":
         lo, hi = _bootstrap_strengths(values, flip, penalty, spec)
     else:
-        sizes = np.bincount(values.key_stratum, minlength=len(values.strata))
-        n = len(theta)
-        meat, sums = np.zeros((n, n)), np.zeros((len(sizes), n))
-        shared = values.shared  # a key of one policy scores 0 (no game); sizes count it
-        for k0, k1, v, _ in shared.blocks(max_cells=2**22):
-            g = key_scores(theta, _oriented(v, flip))
-            part, part_sums = stratified_meat(g, shared.key_stratum[k0:k1], sizes)
-            meat += part
-            sums += part_sums
+        meat, sums, sizes = strength_meat(values, theta, flip)
         cov = sandwich_covariance(theta, wins, meat, sums, sizes, penalty=penalty)
         half = z_value(spec.level) * np.sqrt(np.maximum(np.diag(cov), 0.0))
         lo, hi = theta - half, theta + half
@@ -465,7 +475,7 @@ def _strengths(
             "strength_high": pl.Series(hi).fill_nan(None),
             "wins": wins.sum(axis=1).astype(np.int64),
             "losses": wins.sum(axis=0).astype(np.int64),
-            "strength_method": strength_ci,
+            "strength_method": strength_ci + (f" (clusters of {cluster})" if cluster else ""),
         }
     )
 

@@ -134,6 +134,12 @@ def paired_inputs(
             f"compare: the scores have no column(s) {missing}{did_you_mean(missing, have)} "
             f"(by= takes a score column: {', '.join(have)})"
         )
+    cluster = options.get("cluster")
+    if cluster is not None and (cluster not in have or cluster == "source"):
+        raise InputError(
+            f"compare: the scores have no column {cluster!r}{did_you_mean([str(cluster)], have)}"
+            f" (cluster= takes a score column, e.g. task_id: {', '.join(have)})"
+        )
     kinds = read.kinds(metrics)
     meta = store.sql(
         "SELECT run_id, benchmark_digest, split, run_errors(errors_policy, source_format) AS _policy "
@@ -217,6 +223,8 @@ class _Reader:
         self.store, self.runs, self.source, self.pending = store, runs, source, pending
         self.filter = run_filter(store, runs)  # None: the runs are the whole store
         self.options, self.by = options, list(by)
+        cluster = options.get("cluster")
+        self.cluster = None if cluster is None else str(cluster)
         self._have: list[str] | None = None
 
     def _query(self, metrics: Sequence[str] | None, select: str) -> str:
@@ -251,8 +259,11 @@ class _Reader:
         if any(b not in have or b == "source" for b in self.by):
             return None
         pk = ("key", "epoch") if self.options.get("pair_on_epoch") else ("key",)
+        kept = [self.cluster] if self.cluster else []
         cols = list(
-            dict.fromkeys(["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by])
+            dict.fromkeys(
+                ["run_id", "key", "epoch", "metric", "value", "skip_reason", *self.by, *kept]
+            )
         )
         err = (
             ', (value is null and coalesce(errored, false)) as "_err"' if "errored" in have else ""
@@ -267,7 +278,7 @@ class _Reader:
         # of them has, and so the order a bootstrap reads their differences in
         return PairedRows(
             run, relation, pk, tuple(self.by), True, ("key", "epoch"), self._params(metrics),
-            has_errored=bool(err),
+            has_errored=bool(err), cluster=self.cluster,
         )  # fmt: skip
 
     def scores(self, metrics: Sequence[str] | None, policy: Mapping[str, str]) -> pl.DataFrame:
@@ -279,7 +290,9 @@ class _Reader:
         wanted = ["run_id", "key", "metric", "value", "skip_reason", "errored"]
         if self.options.get("pair_on_epoch"):
             wanted.append("epoch")
-        cols = [c for c in dict.fromkeys([*wanted, *self.by]) if c in have and c != "source"]
+        kept = [self.cluster] if self.cluster else []
+        cols = [c for c in dict.fromkeys([*wanted, *self.by, *kept])
+                if c in have and c != "source"]  # fmt: skip
         frame = self._sql(metrics, f"select {_listed(cols)} from {{scores}}")
         return frame.with_columns(
             _policy=pl.col("run_id").replace_strict(dict(policy), default="exclude")

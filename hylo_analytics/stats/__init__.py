@@ -30,7 +30,8 @@ each policy's P(on the front) by a bootstrap of keys),
 :mod:`~hylo_analytics.stats.critical_difference` (average ranks across blocks, Friedman,
 Nemenyi, Wilcoxon-Holm cliques: Demšar's diagram), :mod:`~hylo_analytics.stats.shrinkage`
 (small-n pooling: per-task rates shrunk toward their suite's
-:mod:`~hylo_analytics.stats.beta_binomial` prior).
+:mod:`~hylo_analytics.stats.beta_binomial` prior), :mod:`~hylo_analytics.stats.clustered` (CR2
+cluster-robust inference on a mean or paired difference, Bell-McCaffrey df: ``cluster=``).
 """
 
 from hylo_analytics.stats.beta_binomial import BetaBinomialFit, fit_beta_binomial
@@ -50,6 +51,13 @@ from hylo_analytics.stats.closed_form import (
     normal_ci,
     wilson,
     z_value,
+)
+from hylo_analytics.stats.clustered import (
+    ClusterRobust,
+    cluster_robust,
+    cluster_robust_over,
+    cluster_totals,
+    pool_strata,
 )
 from hylo_analytics.stats.critical_difference import (
     CriticalDifferenceStats,
@@ -125,6 +133,7 @@ __all__ = [
     "BootstrapMethod",
     "BootstrapTest",
     "CIMethod",
+    "ClusterRobust",
     "CriticalDifferenceStats",
     "Friedman",
     "IntervalSpec",
@@ -147,6 +156,9 @@ __all__ = [
     "bootstrap_means",
     "bootstrap_test",
     "clopper_pearson",
+    "cluster_robust",
+    "cluster_robust_over",
+    "cluster_totals",
     "clustered_stderr",
     "critical_difference_test",
     "epochs_to_halve",
@@ -171,6 +183,7 @@ __all__ = [
     "pass_curves",
     "pass_hat",
     "performance_profile",
+    "pool_strata",
     "pooled_bootstrap",
     "probability_of_improvement",
     "probability_of_improvement_ci",

@@ -22,6 +22,7 @@ from hylo_analytics.errors import InputError
 from hylo_analytics.stats import closed_form
 from hylo_analytics.stats.bootstrap import BootstrapMethod, bootstrap_ci, bootstrap_test
 from hylo_analytics.stats.closed_form import DEFAULT_LEVEL, z_value
+from hylo_analytics.stats.clustered import ClusterRobust
 from hylo_analytics.stats.methods import DEFAULT_RESAMPLES, DEFAULT_SEED, Seed
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.unpaired import score_diff_ci, score_diff_p
@@ -52,6 +53,7 @@ _TESTS = {
     "percentile": "bootstrap percentile",
     "bca": "bootstrap bca",
     "studentized": "bootstrap-t",
+    "cr2": "cr2 t",
 }
 # what the ``ci_method`` column prints for each paired method
 _PAIRED_NAMES = {"score": "tango"}
@@ -80,6 +82,7 @@ def mean_interval(
     values: ArrayLike | None = None,
     strata_sizes: ArrayLike | None = None,
     binary: bool | None = None,
+    clusters: ClusterRobust | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: Seed = DEFAULT_SEED,
 ) -> Bounds:
@@ -88,7 +91,9 @@ def mean_interval(
     ``n`` is each group's valid values; ``wilson`` / ``clopper_pearson`` read ``successes``,
     ``normal`` ``mean`` and ``stderr``, ``hall`` ``mean``, ``std`` (ddof 1) and ``skewness``
     (plug-in), the bootstrap methods the groups' ``values`` back to back (``n`` each, every
-    ``n > 0``), ``strata_sizes`` to resample within strata and ``binary`` to name 0/1 data.
+    ``n > 0``), ``strata_sizes`` to resample within strata and ``binary`` to name 0/1 data;
+    ``cr2`` reads the groups' cluster-robust fit ``clusters``
+    (:func:`~hylo_analytics.stats.clustered.cluster_robust`).
     """
     if method in ("wilson", "clopper_pearson"):
         fn = closed_form.wilson if method == "wilson" else closed_form.clopper_pearson
@@ -100,6 +105,8 @@ def mean_interval(
         return closed_form.normal_ci(
             _need(mean, "mean", method), _need(stderr, "stderr", method), level
         )
+    if method == "cr2":
+        return _fit(clusters, method).bounds(level)
     if method in _BOOTSTRAP:
         return bootstrap_ci(
             _need(values, "values", method),
@@ -137,6 +144,7 @@ def paired_interval(
     mean: ArrayLike | None = None,
     sd: ArrayLike | None = None,
     differences: ArrayLike | None = None,
+    clusters: ClusterRobust | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: Seed = DEFAULT_SEED,
 ) -> PairedInterval:
@@ -147,7 +155,10 @@ def paired_interval(
     interval and test, ``newcombe`` Newcombe's hybrid interval beside Tango's test. Any pairs:
     ``normal`` is the Wald interval of ``mean`` with the differences' ``sd`` and the z test;
     the bootstrap methods resample ``differences`` (``n`` per group, back to back, every
-    ``n > 0``) once for every level and test from the same draws.
+    ``n > 0``) once for every level and test from the same draws. Clustered pairs: ``cr2``
+    is the CR2 interval and t test on Bell-McCaffrey df of the groups' fit ``clusters``
+    (:func:`~hylo_analytics.stats.clustered.cluster_robust` of the differences); a group of
+    one cluster has no interval and p 1 (one cluster says nothing of the clusters).
     """
     if method in ("score", "newcombe"):
         b, c = _need(wins, "wins", method), _need(losses, "losses", method)
@@ -170,6 +181,10 @@ def paired_interval(
             bounds.append((m - half, m + half))
         with np.errstate(divide="ignore", invalid="ignore"):
             up, down = _z_test(m, s / np.sqrt(nn))
+    elif method == "cr2":
+        fit = _fit(clusters, method)
+        bounds = [fit.bounds(level) for level in levels]
+        up, down = (np.nan_to_num(fit.p(side), nan=1.0) for side in ("greater", "less"))
     elif method in _BOOTSTRAP:
         tested = bootstrap_test(
             _need(differences, "differences", method),
@@ -231,3 +246,9 @@ def _need(value: ArrayLike | None, name: str, method: str) -> ArrayLike:
     if value is None:
         raise InputError(f"the {method!r} interval needs {name}=")
     return value
+
+
+def _fit(clusters: ClusterRobust | None, method: str) -> ClusterRobust:
+    if clusters is None:
+        raise InputError(f"the {method!r} interval needs clusters= (the groups' cluster fit)")
+    return clusters

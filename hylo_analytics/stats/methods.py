@@ -5,6 +5,8 @@ entry point accepts the subset that fits its data (:data:`ONE_SAMPLE_METHODS` fo
 a group, :data:`PAIRED_METHODS` for a paired difference). The name a user passes is the name
 printed in the ``ci_method`` column (``percentile`` in, ``percentile`` out), except ``score``,
 which names Tango's score interval of a paired 0/1 difference (``ci_method`` ``tango``).
+``cr2`` is the cluster-robust interval (:mod:`~hylo_analytics.stats.clustered`): it needs the
+clusters, so the verbs give it where ``cluster=`` is set (``auto`` then means it).
 """
 
 from __future__ import annotations
@@ -32,19 +34,19 @@ __all__ = [
 
 CIMethod = Literal[
     "auto", "wilson", "clopper_pearson", "score", "newcombe", "normal", "hall", "percentile",
-    "bca", "studentized", "none",
+    "bca", "studentized", "cr2", "none",
 ]  # fmt: skip
 CI_METHODS: tuple[str, ...] = (
     "auto", "wilson", "clopper_pearson", "score", "newcombe", "normal", "hall", "percentile",
-    "bca", "studentized", "none",
+    "bca", "studentized", "cr2", "none",
 )  # fmt: skip
 # the interval of one group's mean (aggregate) and of a paired difference (compare)
 ONE_SAMPLE_METHODS: tuple[str, ...] = (
     "auto", "wilson", "clopper_pearson", "normal", "hall", "percentile", "bca", "studentized",
-    "none",
+    "cr2", "none",
 )  # fmt: skip
 PAIRED_METHODS: tuple[str, ...] = (
-    "auto", "score", "newcombe", "percentile", "bca", "studentized", "normal", "none",
+    "auto", "score", "newcombe", "percentile", "bca", "studentized", "normal", "cr2", "none",
 )  # fmt: skip
 # old name -> the name in CI_METHODS; accepted with a DeprecationWarning for one release
 _ALIASES = {"bootstrap": "percentile"}

@@ -73,6 +73,7 @@ COMPARE_FLAGS: dict[str, tuple[list[str], Any]] = {
     "seed": (["--seed", "3"], 3),
     "family": (["--family", "level"], "level"),
     "errors": (["--errors", "exclude"], "exclude"),
+    "cluster": (["--cluster", "task_id"], "task_id"),
 }
 POOLED_FLAGS = {
     **{k: v for k, v in COMPARE_FLAGS.items() if k not in ("by", "ci", "family", "pair_on_epoch")},

@@ -34,12 +34,12 @@ def test_flags_reach_python() -> None:
             "--metric", "steps", "--direction", "minimize", "--penalty", "0.5", "--alpha",
             "0.1", "--margin", "0.02", "--adjust", "bh", "--errors", "exclude", "--reducer",
             "none", "--resamples", "50", "--level", "0.9", "--seed", "3", "--strength-ci",
-            "bootstrap", "--quiet"]  # fmt: skip
+            "bootstrap", "--quiet", "--cluster", "task_id"]  # fmt: skip
     opts = rank_cli.options(build_parser().parse_args(argv))
     assert opts == {
         "runs": ["a"], "policy": "run_id", "strata": (), "metric": "steps", "source": None,
         "rule": StatisticalRule(alpha=0.1, adjust="bh", margin=0.02),
         "directions": {"steps": "minimize"}, "errors": "exclude", "reducer": None,
         "penalty": 0.5, "strength_ci": "bootstrap", "n_resamples": 50, "level": 0.9,
-        "seed": 3, "progress": False,
+        "seed": 3, "progress": False, "cluster": "task_id",
     }  # fmt: skip
