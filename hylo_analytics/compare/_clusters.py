@@ -120,7 +120,7 @@ def cluster_blocks(
     NaN where a policy has no valid value; a large cluster comes in several blocks (its sums
     are sums over them)."""
     if values.key_cluster is None:
-        raise ValueError("cluster_blocks: the values are not clustered")
+        raise InputError("cluster_blocks: the values are not clustered (rank them with cluster=)")
     n, kc, n_keys = len(values.policies), values.key_cluster, values.n_keys
     step = max(1, max_cells // max(n, 1))
     sizes = np.bincount(kc)
