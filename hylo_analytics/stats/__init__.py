@@ -84,6 +84,7 @@ from hylo_analytics.stats.methods import (
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.pareto import ParetoBootstrap, pareto_bootstrap, pareto_front
+from hylo_analytics.stats.ppi import PPIEstimate, ppi_mean, ppi_paired
 from hylo_analytics.stats.pooled import (
     PooledBootstrap,
     SignFlip,
@@ -137,6 +138,7 @@ __all__ = [
     "CriticalDifferenceStats",
     "Friedman",
     "IntervalSpec",
+    "PPIEstimate",
     "PairedInterval",
     "ParetoBootstrap",
     "PassCurves",
@@ -185,6 +187,8 @@ __all__ = [
     "performance_profile",
     "pool_strata",
     "pooled_bootstrap",
+    "ppi_mean",
+    "ppi_paired",
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "reducer",
