@@ -10,9 +10,9 @@ all of them. Per (policy, suite) it hands the keys to :func:`~hylo_analytics.sta
 :func:`~hylo_analytics.stats.ppi.ppi_paired`): the PPI++ estimate beside the classical mean of
 the trusted grades and the judge's own mean, with the gain in labels (``effective_n``).
 
-A key the judge abstained on (or never graded) keeps its trusted grade: its judge value is the
-policy's mean judge grade in the suite, a constant prediction PPI's rectifier corrects like
-any other (dropping the key would bias the rate when abstentions follow failures).
+A key the judge abstained on (or never graded) stays in: its judge value is the policy's mean
+judge grade in the suite, a constant prediction PPI's rectifier corrects like any other
+(dropping the key would bias the rate when abstentions follow failures).
 """
 
 from __future__ import annotations
@@ -175,9 +175,17 @@ def calibrate_runs(
         try:
             read.append(
                 store_values(
-                    store, runs, policy=policy, strata=strata, metric=metric, source=source,
-                    policies=policies, errors=errors_arg, reducer=reducer,
-                    keys_of=(trusted, judge), fewest=1,
+                    store,
+                    runs,
+                    policy=policy,
+                    strata=strata,
+                    metric=metric,
+                    source=source,
+                    policies=policies,
+                    errors=errors_arg,
+                    reducer=reducer,
+                    keys_of=(trusted, judge),
+                    fewest=1,
                 )  # fmt: skip
             )
         except SelectionError as exc:
@@ -245,9 +253,8 @@ def _filled(
         means = np.bincount(group[valid], pred[valid], n_groups) / np.bincount(
             group[valid], minlength=n_groups
         )
-    filled = ~valid & np.isfinite(truth)
-    out = np.where(filled, means[group], pred)
-    return truth, out, filled.astype(np.float64)
+    out = np.where(valid, pred, means[group])
+    return truth, out, (~valid & np.isfinite(out)).astype(np.float64)
 
 
 def _baseline(baseline: str | None, names: list[str]) -> str | None:
@@ -274,9 +281,7 @@ def _differences(
     """Every other policy against ``base`` over the keys both hold (a key is one suite's)."""
     if base is None:
         empty = _frame(ppi_mean([], [], n_groups=0), [], suites, strata, np.zeros(0), True)
-        return empty.select("policy", baseline=pl.lit(None, pl.String)).hstack(
-            empty.drop("policy")
-        )
+        return empty.select("policy", baseline=pl.lit(None, pl.String)).hstack(empty.drop("policy"))
     b = names.index(base)
     n_keys = int(rows["key"].max(initial=-1)) + 1
     b_truth, b_pred = np.full(n_keys, np.nan), np.full(n_keys, np.nan)
@@ -343,8 +348,8 @@ def _notes(
     filled = int(rates["n_judge_filled"].sum())
     if filled:
         notes.append(
-            f"{filled:,} key(s) with a trusted grade have no judge grade (abstained or "
-            "ungraded): the judge's mean grade of the policy in the suite stands in for it"
+            f"{filled:,} key(s) have no judge grade (abstained or ungraded): the judge's mean "
+            "grade of the policy in the suite stands in for it (PPI's rectifier corrects it)"
         )
     few = rates.filter(pl.col("n_labelled") < 2).height
     if few:
