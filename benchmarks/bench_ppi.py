@@ -43,7 +43,7 @@ def _cell(n: int, big_n: int, kind: str, reps: int, rng: np.random.Generator) ->
     group = np.repeat(np.arange(reps), n + big_n)
     tuned = ppi_mean(t.ravel(), f.ravel(), group, n_groups=reps)
     plain = ppi_mean(t.ravel(), f.ravel(), group, n_groups=reps, lam=1.0)
-    cover = [float(np.mean((lo <= RATE) & (RATE <= hi)))
+    cover = [float(np.mean((lo <= RATE) & (hi >= RATE)))
              for lo, hi in ((tuned.low, tuned.high), (plain.low, plain.high),
                             (tuned.classical_low, tuned.classical_high),
                             (tuned.judge_low, tuned.judge_high))]  # fmt: skip
@@ -77,8 +77,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     print(f"rate {RATE}, {args.reps:,} data sets per row, 95% intervals\n")
-    print("| judge | n | N | PPI++ | PPI (lam=1) | classical | judge-only | width PPI++/classical "
-          "| effective n | mean lam |")
+    print(
+        "| judge | n | N | PPI++ | PPI (lam=1) | classical | judge-only | width PPI++/classical "
+        "| effective n | mean lam |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in JUDGES:
         for n in (20, 50, 100, 200):
@@ -88,8 +90,9 @@ def main() -> None:
                 print(f"| {kind} | {n} | {big_n:,} | {c[0]:.3f} | {c[1]:.3f} | {c[2]:.3f} | "
                       f"{c[3]:.3f} | {c[4]:.2f} | {c[5]:.0f} | {c[6]:.2f} |")  # fmt: skip
     print("\npaired difference (true 0.10; two policies on shared keys, a key difficulty)\n")
-    print("| judge | n | N | PPI++ | classical | judge-only | width PPI++/classical "
-          "| effective n |")
+    print(
+        "| judge | n | N | PPI++ | classical | judge-only | width PPI++/classical | effective n |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for kind in JUDGES:
         for n in (20, 100):

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from hylo_analytics._harness import Errors
-    from hylo_analytics.compare.critical_difference import CriticalDifference
     from hylo_analytics.compare.calibration import Calibration
+    from hylo_analytics.compare.critical_difference import CriticalDifference
     from hylo_analytics.compare.engine import Reducer
     from hylo_analytics.compare.pareto import ParetoFront
     from hylo_analytics.metrics import Direction, MetricRegistry

@@ -84,7 +84,7 @@ def calibration_intervals(
                 lo=pl.col(f"{p}_low" if p else "low"),
                 hi=pl.col(f"{p}_high" if p else "high"),
                 lane=pl.lit(name),
-            )  # fmt: skip
+            )
             for name, p in _PREFIX.items()
         ]
     )

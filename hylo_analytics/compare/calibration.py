@@ -186,7 +186,7 @@ def calibrate_runs(
                     reducer=reducer,
                     keys_of=(trusted, judge),
                     fewest=1,
-                )  # fmt: skip
+                )
             )
         except SelectionError as exc:
             said = f"{metric!r}" + (f" (source {source!r})" if source else "")
@@ -202,7 +202,7 @@ def calibrate_runs(
     keep = np.isfinite(pred)
     est = ppi_mean(truth[keep], pred[keep], group[keep], n_groups=len(names) * n_strata,
                    lam=lam, level=level)  # fmt: skip
-    counts = np.bincount(group, weights=filled, minlength=len(names) * n_strata)
+    counts = np.bincount(group, weights=filled, minlength=len(names) * n_strata).astype(np.float64)
     suites = [s.split(SEP) if strata else [] for s in t_values.strata] or [[]]
     rates = _frame(est, names, suites, list(strata), counts)
     base = _baseline(baseline, names)

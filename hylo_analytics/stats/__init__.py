@@ -84,7 +84,6 @@ from hylo_analytics.stats.methods import (
 )
 from hylo_analytics.stats.paired import newcombe_ci, tango_ci, tango_p
 from hylo_analytics.stats.pareto import ParetoBootstrap, pareto_bootstrap, pareto_front
-from hylo_analytics.stats.ppi import PPIEstimate, ppi_mean, ppi_paired
 from hylo_analytics.stats.pooled import (
     PooledBootstrap,
     SignFlip,
@@ -94,6 +93,7 @@ from hylo_analytics.stats.pooled import (
     sign_flip_p,
     suite_weights,
 )
+from hylo_analytics.stats.ppi import PPIEstimate, ppi_mean, ppi_paired
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
 from hylo_analytics.stats.repeated import (
     PassCurves,

@@ -40,7 +40,9 @@ def _grades(store: ha.Store) -> pl.DataFrame:
     )
     wide = rows.pivot("source", index=["agent_name", "split", "key"], values="value")
     return wide.with_columns(
-        judge=pl.col("grade:judge").fill_null(pl.col("grade:judge").mean().over("agent_name", "split"))
+        judge=pl.col("grade:judge").fill_null(
+            pl.col("grade:judge").mean().over("agent_name", "split")
+        )
     )
 
 
@@ -71,9 +73,9 @@ def test_each_difference_is_ppi_py_fed_the_differences(
     assert sorted(result.differences["policy"].to_list()) == ["b", "b", "c", "c"]
     assert set(result.differences["baseline"].to_list()) == {"a"}
     for row in result.differences.iter_rows(named=True):
-        pair = grades.filter(pl.col("agent_name") == row["policy"], pl.col("split") == row["split"]).join(
-            grades.filter(pl.col("agent_name") == "a"), on=["split", "key"], suffix="_b"
-        )
+        pair = grades.filter(
+            pl.col("agent_name") == row["policy"], pl.col("split") == row["split"]
+        ).join(grades.filter(pl.col("agent_name") == "a"), on=["split", "key"], suffix="_b")
         d = (pair["oracle"] - pair["oracle_b"]).to_numpy()
         dj = (pair["judge"] - pair["judge_b"]).to_numpy()
         lab = ~np.isnan(d)

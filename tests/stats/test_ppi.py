@@ -125,8 +125,7 @@ def test_fewer_than_two_labels_give_nan_and_bad_input_is_refused() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.tuples(st.booleans(), st.floats(0, 1), st.integers(0, 2)), min_size=8,
-             max_size=80),  # fmt: skip
+    st.lists(st.tuples(st.booleans(), st.floats(0, 1), st.integers(0, 2)), min_size=8, max_size=80),
     st.floats(0.5, 0.99),
 )
 def test_intervals_hold_their_point_and_lam_stays_in_0_1(
