@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from hylo_analytics._harness import Errors
+    from hylo_analytics.compare.calibration import Calibration
     from hylo_analytics.compare.critical_difference import CriticalDifference
     from hylo_analytics.compare.engine import Reducer
     from hylo_analytics.compare.pareto import ParetoFront
@@ -79,6 +80,39 @@ class StatVerbs:
             reducer=reducer, pairing=pairing, n_resamples=n_resamples, level=level, seed=seed,
         )  # fmt: skip
         return replace(front, draw=_draw_pareto)
+
+    def calibrate(
+        self,
+        runs: Sequence[str] | None = None,
+        *,
+        trusted: str = "success",
+        judge: str | None = None,
+        trusted_source: str | None = None,
+        judge_source: str | None = None,
+        policy: str = "agent_name",
+        strata: Sequence[str] = ("benchmark_id", "split"),
+        policies: Sequence[str] | None = None,
+        baseline: str | None = None,
+        errors: Errors | None = None,
+        reducer: Reducer | None = "mean",
+        lam: float | None = None,
+        level: float = DEFAULT_LEVEL,
+    ) -> Calibration:
+        """Each policy's rate of the ``trusted`` grade (a person's, an oracle's: on some
+        keys) by PPI++ from a judge's grades of every key (``judge`` / ``judge_source``: a
+        ``vlm_judge`` named ``judge`` writes ``success`` from source ``grade:judge``), beside
+        the classical and the judge-only estimates, and each policy's paired difference from
+        ``baseline`` the same way. See :func:`hylo_analytics.compare.calibrate_runs`;
+        ``.chart()`` draws it.
+        """
+        from hylo_analytics.compare import calibrate_runs
+
+        result = calibrate_runs(
+            self.parquet, runs, trusted=trusted, judge=judge, trusted_source=trusted_source,
+            judge_source=judge_source, policy=policy, strata=strata, policies=policies,
+            baseline=baseline, errors=errors, reducer=reducer, lam=lam, level=level,
+        )  # fmt: skip
+        return replace(result, draw=_draw_calibration)
 
     def shrink(
         self,
@@ -191,6 +225,13 @@ class StatVerbs:
             reducer=reducer, source=source, registry=registry,
         )  # fmt: skip
         return replace(result, draw=_draw_cd)
+
+
+def _draw_calibration(result: Calibration, **options: Any) -> alt.LayerChart:
+    """:func:`~hylo_analytics.charts.calibration.calibration_intervals` of ``result``."""
+    from hylo_analytics.charts.calibration import calibration_intervals
+
+    return calibration_intervals(result, **options)
 
 
 def _draw_pareto(front: ParetoFront, **options: Any) -> alt.LayerChart:

@@ -174,6 +174,21 @@ def _charts(report: ha.ComparisonReport) -> dict[str, Any]:
             log_cost=True,
         ),
         "shrinkage": charts.shrinkage(_hostile_shrinkage()),
+        "calibration_intervals": charts.calibration_intervals(
+            pl.DataFrame(
+                {
+                    "policy": [BIG, AGENT, *CORPUS],
+                    "split": [CORPUS[i % 9] for i in range(11)],
+                    **{c: 0.5 for c in ("estimate", "classical", "judge_only")},
+                    **{c: 0.3 for c in ("low", "classical_low", "judge_only_low")},
+                    **{c: 0.7 for c in ("high", "classical_high", "judge_only_high")},
+                    "n_labelled": 20,
+                    "n_unlabelled": 1000,
+                    "effective_n": 30.0,
+                }
+            ),
+            metric=CORPUS[0],
+        ),
     }
 
 

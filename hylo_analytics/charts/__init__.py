@@ -11,6 +11,7 @@ offline, unless another renderer was chosen.
 """
 
 from hylo_analytics.charts._style import VERDICT_COLORS, save, use_safe_renderer
+from hylo_analytics.charts.calibration import calibration_intervals
 from hylo_analytics.charts.comparison import paired_forest, success_rate_by_task, win_loss_bars
 from hylo_analytics.charts.critical_difference import critical_difference_diagram
 from hylo_analytics.charts.item_matrix import OUTCOME_COLORS, flip_matrix
@@ -34,6 +35,7 @@ use_safe_renderer()  # notebook outputs escape the spec as saved files do
 __all__ = [
     "OUTCOME_COLORS",
     "VERDICT_COLORS",
+    "calibration_intervals",
     "cost_vs_success",
     "coverage_breakdown",
     "critical_difference_diagram",

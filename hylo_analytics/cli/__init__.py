@@ -34,6 +34,7 @@ _COMMANDS = (  # in pipeline order, as --help lists them
     "hylo_analytics.cli.rank",
     "hylo_analytics.cli.pareto",
     "hylo_analytics.cli.critical_difference",
+    "hylo_analytics.cli.calibrate",
     "hylo_analytics.cli.trend",
     "hylo_analytics.cli.flip_matrix",
     "hylo_analytics.cli.pass_k",

@@ -19,6 +19,8 @@
   uncertainty of the ranking (pairwise matrix, rank sets, Bradley-Terry strengths);
 - :func:`pareto_runs` (``Store.pareto``): the cost-quality Pareto front of N policies, each
   one's P(on the front) by a bootstrap of keys (:class:`ParetoFront`);
+- :func:`calibrate_runs` (``Store.calibrate``): rates and paired differences from a few
+  trusted grades and a judge's grades of every key, by PPI++ (:class:`Calibration`);
 - :func:`critical_difference_scores` (``Store.critical_difference``): average ranks across
   tasks or suites, Friedman's test, Nemenyi or Wilcoxon-Holm cliques
   (:class:`CriticalDifference`);
@@ -27,6 +29,7 @@
   task's rate per version and its regression point (:class:`Trend`).
 """
 
+from hylo_analytics.compare.calibration import Calibration, calibrate_runs
 from hylo_analytics.compare.critical_difference import (
     CriticalDifference,
     critical_difference_scores,
@@ -57,6 +60,7 @@ __all__ = [
     "COLUMNS",
     "OUTCOMES",
     "VERDICTS",
+    "Calibration",
     "ComparabilityError",
     "CriticalDifference",
     "FlipMatrix",
@@ -69,6 +73,7 @@ __all__ = [
     "StatisticalRule",
     "Trend",
     "add_verdicts",
+    "calibrate_runs",
     "compare_runs",
     "compare_scores",
     "critical_difference_scores",

@@ -45,6 +45,7 @@ def store_values(
     reducer: Reducer | None,
     keys_of: Sequence[str] = (),
     cluster: str | None = None,
+    fewest: int = 2,
 ) -> tuple[PolicyValues, pl.DataFrame, pl.DataFrame]:
     """The ranking's values of ``runs`` (ids, prefixes or selectors naming every run they
     match; None: every run), the directions their scores declare, and the runs left out
@@ -52,7 +53,9 @@ def store_values(
     metrics whose keys are coded with the metric's, so the ``key_code`` of two calls (one
     per metric, the same ``keys_of``) name the same keys (``Store.pareto``). ``cluster``: a
     score column whose value names each key's cluster (its smallest, should a key's rows
-    disagree)."""
+    disagree). With ``keys_of`` the keys are coded over every source, whatever ``source``
+    (``Store.calibrate`` reads a judge's source beside an oracle's). ``fewest``: the
+    policies it needs (a ranking's two)."""
     from hylo_analytics.aggregate.summaries import select_runs
     from hylo_analytics.resolution import preferred_query, run_filter
 
@@ -75,10 +78,12 @@ def store_values(
             )
         quoted = '"' + cluster.replace('"', '""') + '"'
         cl = f", min(cast({quoted} as varchar)) as cl"
+    every = preferred_query(runs=filt is not None, metrics=True) if keys_of else scores
+    key_params = {k: v for k, v in params.items() if k != "sources" or not keys_of}
     keys, key_hash = _hashed(
         store,
-        f"select key{cl} from ({scores}) where key is not null group by key",
-        {**params, "metrics": list(dict.fromkeys([metric, *keys_of]))},
+        f"select key{cl} from ({every}) where key is not null group by key",
+        {**key_params, "metrics": list(dict.fromkeys([metric, *keys_of]))},
         "key",
     )
     keys = keys.sort("key")
@@ -92,7 +97,7 @@ def store_values(
             f"rank: no scores of {metric!r} in the runs selected; check the metric and runs "
             "(see 'hylo-analytics runs')"
         )
-    values = _reduced(long, meta, keys, policies, metric, reducer)
+    values = _reduced(long, meta, keys, policies, metric, reducer, fewest)
     reader = _Reader(store, ids or [], source, None, {}, ())
     reader.filter = filt  # the same run filter as the values' (None: every run)
     declared = reader.declared([metric])
@@ -229,6 +234,7 @@ def _reduced(
     policies: Sequence[str] | None,
     metric: str,
     reducer: Reducer | None,
+    fewest: int = 2,
 ) -> PolicyValues:
     """The (run, key) rows of ``rank_values`` reduced per (policy, suite, key), in numpy:
     a mean is the sum of the runs' sums over the sum of their valid counts (every valid row
@@ -265,7 +271,7 @@ def _reduced(
         (np.fmax if reducer == "max" else np.fmin).at(reduced, back, value)
     g_pol, g_strat, g_key = group // (n_s * n_k), (group // n_k) % n_s, group % n_k
     held = sorted(np.asarray(meta.policies, dtype=object)[np.unique(g_pol)].tolist())
-    names = names_ranked(policies, held, metric)
+    names = names_ranked(policies, held, metric, fewest)
     index = {n: i for i, n in enumerate(names)}
     recode = (
         pl.Series(meta.policies, dtype=pl.String)
@@ -286,13 +292,15 @@ def _reduced(
     )
 
 
-def names_ranked(policies: Sequence[str] | None, held: list[str], metric: str) -> list[str]:
+def names_ranked(
+    policies: Sequence[str] | None, held: list[str], metric: str, fewest: int = 2
+) -> list[str]:
     names = list(policies) if policies is not None else held
     missing = [p for p in names if p not in held]
     if missing:
         shown = held if len(held) <= 20 else [*held[:20], f"... ({len(held):,} in all)"]
         raise SelectionError(f"rank: no scores of {metric!r} for policies {missing}; have {shown}")
-    if len(set(names)) < 2:
+    if len(set(names)) < fewest:
         raise SelectionError(
             f"rank: needs at least two policies, got {names}; select runs of two or more"
         )

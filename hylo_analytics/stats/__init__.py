@@ -93,6 +93,7 @@ from hylo_analytics.stats.pooled import (
     sign_flip_p,
     suite_weights,
 )
+from hylo_analytics.stats.ppi import PPIEstimate, ppi_mean, ppi_paired
 from hylo_analytics.stats.reducers import Reducer, at_least, pass_at_k, reducer
 from hylo_analytics.stats.repeated import (
     PassCurves,
@@ -137,6 +138,7 @@ __all__ = [
     "CriticalDifferenceStats",
     "Friedman",
     "IntervalSpec",
+    "PPIEstimate",
     "PairedInterval",
     "ParetoBootstrap",
     "PassCurves",
@@ -185,6 +187,8 @@ __all__ = [
     "performance_profile",
     "pool_strata",
     "pooled_bootstrap",
+    "ppi_mean",
+    "ppi_paired",
     "probability_of_improvement",
     "probability_of_improvement_ci",
     "reducer",
