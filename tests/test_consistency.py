@@ -295,6 +295,65 @@ def test_paired_figures_agree_everywhere(store: ha.Store) -> None:
     assert (head["ci_low"], head["ci_high"]) == pytest.approx((row["ci_low"], row["ci_high"]))
 
 
+def _task_means(run: str) -> dict[str, float]:
+    """The resolved success per task: the mean of its keys' values (keys with none left out)."""
+    per: dict[str, list[float]] = {}
+    for key, value in _key_values(run).items():
+        if value is not None:
+            per.setdefault(key.split("#")[0], []).append(value)
+    return {t: sum(v) / len(v) for t, v in per.items()}
+
+
+def test_the_issue_42_readers_agree(store: ha.Store) -> None:
+    """pass@k, Pareto, shrinkage, critical differences, the epochs plan and the judge
+    calibration read the same resolved values as aggregate and compare."""
+    runs = [P, C]
+    agg = store.aggregate(by=["run_id"], metrics=["success"])
+    tasks = store.aggregate(by=["run_id", "task_id"], metrics=["success"])
+    curves = store.pass_at_k(runs, k=1).filter(pl.col("k") == 1)
+    front = store.pareto(runs, cost="steps", policy="run_id", n_resamples=200).frame
+    shrunk = store.shrink(runs)
+    cd = store.critical_difference(runs, policy="run_id").ranks
+    steps = store.aggregate(by=["run_id"], metrics=["steps"])
+    for run in runs:
+        keys = _key_values(run)
+        valid = [v for v in keys.values() if v is not None]
+        mean = sum(valid) / len(valid)
+        a = agg.filter(pl.col("run_id") == run).row(0, named=True)
+        c = curves.filter(pl.col("run_id") == run).row(0, named=True)
+        f = front.filter(pl.col("policy") == run).row(0, named=True)
+        assert a["mean"] == c["pass_at_k"] == c["pass_hat_k"] == f["quality"]
+        assert a["mean"] == pytest.approx(mean, rel=1e-12)
+        assert a["n_valid"] == c["n_items"] == f["n_keys"] == len(valid)
+        st = steps.filter(pl.col("run_id") == run)
+        assert f["cost"] == pytest.approx(st["mean"].item(), rel=1e-12)
+        by_task = _task_means(run)
+        for t, want in by_task.items():
+            row = tasks.filter(pl.col("run_id") == run, pl.col("task_id") == t).row(0, named=True)
+            s = shrunk.filter(pl.col("run_id") == run, pl.col("task_id") == t).row(0, named=True)
+            assert s["raw_rate"] == pytest.approx(row["mean"], rel=1e-12)
+            assert s["raw_rate"] == pytest.approx(want, rel=1e-12)
+            assert s["n"] == row["n_valid"]
+            assert (s["raw_lo"], s["raw_hi"]) == pytest.approx((row["ci_low"], row["ci_high"]))
+        r = cd.filter(pl.col("policy") == run).row(0, named=True)
+        assert r["mean"] == pytest.approx(sum(by_task.values()) / len(by_task), rel=1e-12)
+    # the epochs plan's estimate is the paired mean difference the comparison reports
+    plan = store.epochs_plan(C, P).row(0, named=True)
+    overall = store.compare(C, P, metrics=["success"]).filter(pl.col("level") == "overall")
+    assert plan["estimate"] == pytest.approx(overall["mean_diff"].item(), rel=1e-12)
+    assert plan["n_items"] == overall["n_pairs"].item()
+    # the calibration's classical column is the trusted source's own aggregate
+    cal = store.calibrate(
+        runs, trusted_source="evallog", judge_source="grade:vlm_judge", policy="run_id"
+    ).rates
+    logged = store.aggregate(by=["run_id"], metrics=["success"], source="evallog")
+    for run in runs:
+        row = logged.filter(pl.col("run_id") == run).row(0, named=True)
+        got = cal.filter(pl.col("policy") == run).row(0, named=True)
+        assert got["classical"] == pytest.approx(row["mean"], rel=1e-12)
+        assert got["n_labelled"] == row["n_valid"]
+
+
 def test_policies_read_the_resolved_value(store: ha.Store) -> None:
     ev = ha.evaluate_policies(
         store.parquet, parse_policies([{"name": "solved", "metric": "success", "must_equal": 1}])
