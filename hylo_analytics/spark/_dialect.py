@@ -57,6 +57,7 @@ EXACT: frozenset[type[exp.Expr]] = frozenset(
         # scalar functions
         exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least, exp.Sqrt, exp.Abs, exp.Substring,
         exp.Lower, exp.Upper, exp.IsNan, exp.Grouping, exp.Exp, exp.Ln,
+        exp.Round,  # of a positive double to an integer: half away from zero in both
         # aggregates and window functions
         exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.StddevSamp, exp.LogicalOr,
         exp.LogicalAnd, exp.ArgMax, exp.ArgMin, exp.AnyValue, exp.IgnoreNulls, exp.RowNumber, exp.ArrayAgg,
