@@ -23,6 +23,8 @@ __all__ = ["MAX_CHART", "MAX_ROWS", "stat_frames", "stat_sections"]
 
 MAX_ROWS = 20  # policies in the front's table at most
 MAX_CHART = 120  # policies the front's chart draws at most
+SMALL_N = 50  # a task with fewer episodes than this gets its shrunk rate shown
+MAX_SHRUNK = 60  # rows of the shrunk rates' table at most
 COST = "steps"  # the cost metric of the front (the store's per-episode steps)
 
 
@@ -32,10 +34,11 @@ def stat_frames(store: ParquetStore, frames: Mapping[str, pl.DataFrame]) -> dict
     runs have no cost or fewer than two runs have one."""
     from hylo_analytics.compare import pareto_runs
 
+    out = _shrink_frames(store, frames)
     runs = frames["runs"]
     costed = runs.filter(pl.col("mean_steps").is_not_null()) if "mean_steps" in runs else runs[:0]
     if costed.height < 2:
-        return {}
+        return out
     metric = str(frames["headline"]["metric"][0])
     try:
         front = pareto_runs(
@@ -43,7 +46,7 @@ def stat_frames(store: ParquetStore, frames: Mapping[str, pl.DataFrame]) -> dict
             errors=frames["headline"]["errors"][0],
         )  # fmt: skip
     except HyloError:  # too few policies with both metrics: no front to show
-        return {}
+        return out
     labels = dict(zip(runs["run"], runs["label"], strict=True))
     frame = front.frame.with_columns(
         run=pl.col("policy"),
@@ -61,7 +64,75 @@ def stat_frames(store: ParquetStore, frames: Mapping[str, pl.DataFrame]) -> dict
             "notes": [" ".join(front.notes)],
         }
     )
-    return {"pareto": frame, "pareto_meta": meta}
+    return {**out, "pareto": frame, "pareto_meta": meta}
+
+
+def _shrink_frames(
+    store: ParquetStore, frames: Mapping[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """``shrunk``: the candidate's and the parent's per-task rates shrunk toward their
+    suite (``Store.shrink``'s stage), where some task has fewer than :data:`SMALL_N`
+    episodes; nothing otherwise."""
+    from hylo_analytics.aggregate.shrinkage import shrunk_rates
+
+    h = frames["headline"].row(0, named=True)
+    try:
+        shrunk = shrunk_rates(
+            store, metric=str(h["metric"]), runs=[h["candidate"], h["parent"]],
+            errors=h["errors"],
+        )  # fmt: skip
+    except HyloError:
+        return {}
+    if shrunk.is_empty() or int(shrunk["n"].min() or 0) >= SMALL_N:  # type: ignore[arg-type]
+        return {}
+    labels = {h["candidate"]: _label(h, "candidate"), h["parent"]: _label(h, "parent")}
+    return {
+        "shrunk": shrunk.with_columns(
+            label=pl.col("run_id").replace_strict(labels, default=pl.col("run_id"))
+        )
+    }
+
+
+def _label(h: dict[str, object], role: str) -> str:
+    return str(h.get(f"{role}_label") or h[role])
+
+
+def _shrink_section(shrunk: pl.DataFrame) -> str:
+    shown = shrunk.sort("task_id", "label").head(MAX_SHRUNK)
+    rows = [
+        [
+            text(r["task_id"]),
+            text(r["label"]),
+            f"{r['k']} / {r['n']}",
+            f"{_pct(r['raw_rate'])} ({_pct(r['raw_lo'])} to {_pct(r['raw_hi'])})",
+            f"{_pct(r['shrunk_rate'])} ({_pct(r['shrunk_lo'])} to {_pct(r['shrunk_hi'])})",
+            "\u2013" if r["shrink_weight"] is None else f"{r['shrink_weight']:.2f}",
+            text(r["pooling"] or ""),
+        ]
+        for r in shown.iter_rows(named=True)
+    ]
+    header = ["task", "run", "successes / n", "raw (95% Wilson)", "shrunk (95%)",
+              "weight toward the suite", "pooling"]  # fmt: skip
+    cut = (
+        f"Showing {shown.height:,} of {shrunk.height:,} rows. "
+        if shown.height < shrunk.height
+        else ""
+    )
+    chart_frame = shrunk.drop("label").filter(
+        pl.col("task_id").is_in(shown["task_id"].unique().to_list())
+    )
+    try:
+        chart = _svg(charts.shrinkage(chart_frame))
+    except HyloError as exc:
+        chart = f'<p class="note">{text(str(exc))}</p>'
+    return (
+        "<h2>Per-task rates, pooled</h2>"
+        + f'<p class="note">{cut}Some tasks have fewer than {SMALL_N} episodes, so their raw '
+        "rates are noisy: beside each raw rate, the rate shrunk toward the run's suite "
+        "(empirical-Bayes beta-binomial, Store.shrink; "
+        f"{text(str(shrunk['ci_method'][0] or ''))} interval). The raw rates are the ones "
+        "compared above.</p>" + _table(header, rows) + chart
+    )
 
 
 def _pareto_section(frame: pl.DataFrame, meta: dict[str, object]) -> str:
@@ -117,4 +188,7 @@ def stat_sections(frames: Mapping[str, pl.DataFrame]) -> str:
     pareto, meta = frames.get("pareto"), frames.get("pareto_meta")
     if pareto is not None and meta is not None and pareto.height >= 2:
         parts.append(_pareto_section(pareto, meta.row(0, named=True)))
+    shrunk = frames.get("shrunk")
+    if shrunk is not None and not shrunk.is_empty():
+        parts.append(_shrink_section(shrunk))
     return "\n".join(parts)

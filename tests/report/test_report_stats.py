@@ -1,4 +1,4 @@
-"""The report's sections of the issue-42 statistics: the cost-quality front."""
+"""The report's sections of the issue-42 statistics: the cost-quality front, the shrunk rates."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 import hylo_analytics as ha
-from hylo_analytics.report._stats import MAX_CHART, MAX_ROWS, stat_sections
+from hylo_analytics.report._stats import MAX_CHART, MAX_ROWS, MAX_SHRUNK, SMALL_N, stat_sections
 
 PARENT = "run-octo-ft-1.0.0-0000"
 CANDIDATE = "run-octo-ft-1.2.0-rc1-0002"
@@ -51,3 +51,17 @@ def test_the_front_of_2000_runs_is_bounded(many_runs_store: ha.Store) -> None:
     assert table.count("<tr>") == MAX_ROWS + 1
     assert f"Showing {MAX_ROWS:,} of 2,000 runs" in section
     assert MAX_CHART < 2000
+
+
+def test_the_shrunk_rates_are_store_shrinks(
+    sample_store: ha.Store, report: ha.ComparisonReport
+) -> None:
+    want = sample_store.shrink([CANDIDATE, PARENT])
+    got = report.frames["shrunk"]
+    assert got.drop("label").equals(want)
+    assert int(got["n"].min()) < SMALL_N  # type: ignore[arg-type]
+    page = report.to_html()
+    section = page[page.index("<h2>Per-task rates, pooled</h2>") :]
+    table = section[: section.index("</table>")]
+    assert table.count("<tr>") == min(got.height, MAX_SHRUNK) + 1
+    assert "octo-ft 1.2.0-rc1" in table and "<svg" in section
