@@ -34,7 +34,7 @@ def stat_frames(store: ParquetStore, frames: Mapping[str, pl.DataFrame]) -> dict
     runs have no cost or fewer than two runs have one."""
     from hylo_analytics.compare import pareto_runs
 
-    out = _shrink_frames(store, frames)
+    out = {**_shrink_frames(store, frames), **_repeated_frames(store, frames)}
     runs = frames["runs"]
     costed = runs.filter(pl.col("mean_steps").is_not_null()) if "mean_steps" in runs else runs[:0]
     if costed.height < 2:
@@ -91,6 +91,74 @@ def _shrink_frames(
             label=pl.col("run_id").replace_strict(labels, default=pl.col("run_id"))
         )
     }
+
+
+def _repeated_frames(
+    store: ParquetStore, frames: Mapping[str, pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """``pass_k`` (the pair's pass@k and pass^k curves) and ``epochs_plan``, where some key
+    has two or more epochs; nothing otherwise."""
+    from hylo_analytics.aggregate.repeated import pass_k_curves
+    from hylo_analytics.compare.epochs import epochs_plan
+
+    h = frames["headline"].row(0, named=True)
+    metric, pair = str(h["metric"]), [h["candidate"], h["parent"]]
+    try:
+        curves = pass_k_curves(store, metric=metric, runs=pair, errors=h["errors"])
+        if curves.is_empty() or int(curves["k"].max() or 0) < 2:  # type: ignore[arg-type]
+            return {}
+        plan = epochs_plan(store, h["candidate"], h["parent"], metric=metric, errors=h["errors"])
+    except HyloError:
+        return {}
+    labels = {h["candidate"]: _label(h, "candidate"), h["parent"]: _label(h, "parent")}
+    curves = curves.with_columns(
+        run=pl.col("run_id").replace_strict(labels, default=pl.col("run_id"))
+    )
+    return {"pass_k": curves, "epochs_plan": plan}
+
+
+def _repeated_section(curves: pl.DataFrame, plan: pl.DataFrame | None) -> str:
+    top = curves.group_by("run_id").agg(pl.col("k").max().alias("_max"))
+    rows_frame = (
+        curves.join(top, on="run_id")
+        .filter((pl.col("k") == 1) | (pl.col("k") == pl.col("_max")))
+        .sort("run", "k")
+    )
+    rows = [
+        [
+            text(r["run"]),
+            str(r["k"]),
+            f"{_pct(r['pass_at_k'])} ({_pct(r['pass_at_k_low'])} to {_pct(r['pass_at_k_high'])})",
+            f"{_pct(r['pass_hat_k'])} ({_pct(r['pass_hat_k_low'])} to "
+            f"{_pct(r['pass_hat_k_high'])})",
+            f"{r['n_items']} ({r['n_items_short']} short)",
+        ]
+        for r in rows_frame.iter_rows(named=True)
+    ]
+    try:
+        chart = _svg(charts.pass_k_curves(curves.drop("run_id"), group="run"))
+    except HyloError as exc:
+        chart = f'<p class="note">{text(str(exc))}</p>'
+    note = ""
+    if plan is not None and plan.height:
+        p = plan.row(0, named=True)
+        note = (
+            f'<p class="note">Epochs: the paired difference\'s variance is '
+            f"{(p['within_share'] or 0) * 100:.0f}% within keys (the epochs' noise); "
+            + (
+                f"{p['epochs_to_halve']} epochs per key would halve its interval"
+                if p["epochs_to_halve"] is not None
+                else "more epochs cannot halve its interval"
+            )
+            + (f" ({text(p['note'])})" if p.get("note") else "")
+            + " (Store.epochs_plan).</p>"
+        )
+    return (
+        "<h2>Repeated samples</h2>"
+        + _table(["run", "k", "pass@k", "pass^k", "keys"], rows)
+        + chart
+        + note
+    )
 
 
 def _label(h: dict[str, object], role: str) -> str:
@@ -188,6 +256,9 @@ def stat_sections(frames: Mapping[str, pl.DataFrame]) -> str:
     pareto, meta = frames.get("pareto"), frames.get("pareto_meta")
     if pareto is not None and meta is not None and pareto.height >= 2:
         parts.append(_pareto_section(pareto, meta.row(0, named=True)))
+    curves = frames.get("pass_k")
+    if curves is not None and not curves.is_empty():
+        parts.append(_repeated_section(curves, frames.get("epochs_plan")))
     shrunk = frames.get("shrunk")
     if shrunk is not None and not shrunk.is_empty():
         parts.append(_shrink_section(shrunk))

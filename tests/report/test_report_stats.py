@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
+from repeated_data import epochs_store
 
 import hylo_analytics as ha
 from hylo_analytics.report._stats import MAX_CHART, MAX_ROWS, MAX_SHRUNK, SMALL_N, stat_sections
@@ -65,3 +68,20 @@ def test_the_shrunk_rates_are_store_shrinks(
     table = section[: section.index("</table>")]
     assert table.count("<tr>") == min(got.height, MAX_SHRUNK) + 1
     assert "octo-ft 1.2.0-rc1" in table and "<svg" in section
+
+
+def test_repeated_samples_where_keys_have_epochs(tmp_path: Path) -> None:
+    store, _ = epochs_store(tmp_path, 3, 40, 4)
+    report = store.report("run-0001", "run-0000")
+    want = store.pass_at_k(["run-0001", "run-0000"])
+    assert report.frames["pass_k"].drop("run").equals(want)
+    page = report.to_html()
+    section = page[page.index("<h2>Repeated samples</h2>") :]
+    table = section[: section.index("</table>")]
+    assert table.count("<tr>") == 2 * 2 + 1  # k = 1 and k = 4 of each run, and the header
+    assert "epochs per key would halve its interval" in section and "<svg" in section
+
+
+def test_no_repeated_samples_section_without_epochs(report: ha.ComparisonReport) -> None:
+    assert "pass_k" not in report.frames
+    assert "<h2>Repeated samples</h2>" not in report.to_html()
