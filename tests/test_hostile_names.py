@@ -233,6 +233,8 @@ def test_report_page_and_fragment(report: ha.ComparisonReport) -> None:
     assert_nothing_injected(page, scripts=0)
     assert_nothing_injected(report._repr_html_(), scripts=0)
     assert text(CANDIDATE) in page  # shown, as text
+    assert "<h2>Cost-quality front</h2>" in page  # the new sections are covered too
+    assert "<h2>Per-task rates, pooled</h2>" in page
 
 
 # -- serve ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from hylo_analytics._html import attr, text
 from hylo_analytics.compare.engine import test_label
 from hylo_analytics.report._parts import _pct, _svg, _table
 from hylo_analytics.report._runs import runs_section
+from hylo_analytics.report._stats import stat_sections
 
 __all__ = ["render_report", "report_fragment", "summary_sentence"]
 
@@ -458,6 +459,7 @@ def render_report(
         _svg(success),
         _pooled_section(frames.get("pooled")),
         runs_section(runs, suite),
+        stat_sections(frames),
         _svg(charts.coverage_breakdown(frames["coverage"].with_columns(run=pl.col("label")))),
         _latency_chart(latency_order),
         _flips_section(frames.get("flips")),

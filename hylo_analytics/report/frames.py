@@ -465,11 +465,13 @@ def build_report(
     name (:class:`hylo_analytics._redact.Redactor`). ``trend``: a trend whose section the
     page adds (:func:`hylo_analytics.report.trend.agent_trend` is the candidate's agent's).
     """
+    from hylo_analytics.report._stats import stat_frames
     from hylo_analytics.report.trend import trend_frames
     from hylo_analytics.store import as_parquet
 
     store = as_parquet(store)  # a Store (the facade) holds its ParquetStore
     frames = report_frames(store, candidate, parent, metric=metric, **options)
+    frames = {**frames, **stat_frames(store, frames)}
     if trend is not None:
         frames = {**frames, **trend_frames(trend)}
     return ComparisonReport(redact_frames(frames, store, redact=redact))

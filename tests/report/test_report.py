@@ -269,7 +269,7 @@ def test_comparison_report_displays(sample_store: ha.Store, tmp_path: Path) -> N
     assert "body {" not in fragment and "\n.hylo-report table" in fragment  # styles are scoped
     assert fragment.count('class="verdict ') == rep.tasks.height
     path = rep.save(tmp_path / "r.html")
-    assert path.read_text().count("<svg") == 7
+    assert path.read_text().count("<svg") == 9  # with the front and the shrunk rates
 
 
 def test_the_page_names_the_interval_and_the_sidedness_it_used(
