@@ -11,6 +11,7 @@ from __future__ import annotations
 from hylo_analytics.serve.pages._compare import comparison_page, pooled_page, task_page
 from hylo_analytics.serve.pages._episode import episode_page
 from hylo_analytics.serve.pages._layout import error_page, url
+from hylo_analytics.serve.pages._pareto import pareto_choose, pareto_page, pareto_refused
 from hylo_analytics.serve.pages._rank import ranking_page, ranking_pending, ranking_refused
 from hylo_analytics.serve.pages._runs import runs_page
 
@@ -18,6 +19,9 @@ __all__ = [
     "comparison_page",
     "episode_page",
     "error_page",
+    "pareto_choose",
+    "pareto_page",
+    "pareto_refused",
     "pooled_page",
     "ranking_page",
     "ranking_pending",

@@ -1,0 +1,76 @@
+"""The issue-42 statistics' routes: ``/pareto`` (the cost-quality front) and its chart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from hylo_analytics.errors import BadRequestError, HyloError
+from hylo_analytics.serve import pages
+from hylo_analytics.serve._data import StoreReader
+
+__all__ = ["stat_routes"]
+
+_FIELD = 200  # longest metric / column name a query may carry
+
+
+def _param(request: Request, name: str, default: str = "") -> str:
+    value = request.query_params.get(name, default).strip()
+    if len(value) > _FIELD:
+        raise BadRequestError(f"{name} is longer than {_FIELD} characters")
+    return value
+
+
+def stat_routes(
+    reader: StoreReader,
+    *,
+    html: Callable[[str, int], Response],
+    svg: Callable[[str], Response],
+    draw: Callable[[Any], str],
+) -> list[Route]:
+    """``/pareto`` and ``/pareto/chart.svg`` over ``reader``; ``html`` / ``svg`` make the
+    responses, ``draw`` turns a chart into SVG text."""
+
+    def metrics() -> list[str]:
+        found = reader.memo(
+            ("metrics",),
+            lambda: reader.sql("SELECT DISTINCT metric FROM scores ORDER BY metric"),
+        )
+        return [str(m) for m in found["metric"].to_list()]
+
+    def front_of(cost: str, policy: str) -> Any:
+        """``Store.pareto`` in a thread of its own, kept per data version."""
+        job = reader.background(
+            ("pareto", cost, policy), lambda store: store.pareto(cost=cost, policy=policy)
+        )
+        return job.result()
+
+    def pareto(request: Request) -> Response:
+        cost, policy = _param(request, "cost"), _param(request, "policy", "run_id")
+        known = metrics()
+        costs = [m for m in known if m not in ("success", "success_once", "success_at_end")]
+        version = reader.version()
+        if not cost:
+            return html(pages.pareto_choose(costs, policy=policy, version=version), 200)
+        try:
+            front = front_of(cost, policy)
+        except (HyloError, ValueError) as exc:  # the store refused it: the page says why
+            page = pages.pareto_refused(costs, cost, policy, str(exc), version=version)
+            return html(page, 400)
+        return html(pages.pareto_page(front, costs, policy=policy, version=version), 200)
+
+    def chart(request: Request) -> Response:
+        cost, policy = _param(request, "cost"), _param(request, "policy", "run_id")
+        if not cost:
+            raise BadRequestError("the chart needs a cost metric: /pareto/chart.svg?cost=NAME")
+        try:
+            front = front_of(cost, policy)
+        except (HyloError, ValueError) as exc:
+            raise BadRequestError(f"cannot draw the front: {exc}") from exc
+        return svg(reader.memo(("pareto-svg", cost, policy), lambda: draw(front.chart())))
+
+    return [Route("/pareto", pareto), Route("/pareto/chart.svg", chart)]

@@ -1,0 +1,77 @@
+"""The Pareto page over a small store: its numbers are ``Store.pareto``'s, its refusals
+say why, its chart is SVG."""
+
+from __future__ import annotations
+
+import html
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import hylo_analytics as ha
+
+pytest.importorskip("starlette")
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Using `httpx`")
+    from starlette.testclient import TestClient
+
+from hylo_analytics.serve import create_app
+
+
+@pytest.fixture(scope="module")
+def client(served_store: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(served_store), base_url="http://localhost") as c:
+        yield c
+
+
+def _cells(page: str) -> list[list[str]]:
+    rows = re.findall(r"<tr data-row[^>]*>(.*?)</tr>", page, flags=re.S)
+    return [[html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows]
+
+
+def test_the_pareto_page_shows_store_pareto_s_rows(client: TestClient, served_store: Path) -> None:
+    r = client.get("/pareto", params={"cost": "steps", "policy": "run_id"})
+    assert r.status_code == 200, r.text[-500:]
+    front = ha.open_store(served_store, create=False).pareto(cost="steps", policy="run_id")
+    rows = _cells(r.text)
+    assert [row[0] for row in rows] == front.frame["policy"].to_list()
+    assert [row[3] == "yes" for row in rows] == front.frame["on_front"].to_list()
+    on = front.frame["on_front"].to_list()
+    assert on == sorted(on, reverse=True)  # the front's rows first
+    assert 'id="pareto-summary"' in r.text and 'id="pareto-chart"' in r.text
+    assert '<a href="/pareto">' in r.text  # the nav links to it
+
+
+def test_the_chart_is_svg(client: TestClient) -> None:
+    r = client.get("/pareto/chart.svg", params={"cost": "steps", "policy": "run_id"})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("image/svg+xml")
+    assert "<svg" in r.text
+
+
+def test_no_cost_lists_the_metrics(client: TestClient) -> None:
+    r = client.get("/pareto")
+    assert r.status_code == 200
+    assert 'id="pareto-pick"' in r.text and "steps" in r.text
+
+
+def test_refusals_say_why(client: TestClient) -> None:
+    r = client.get("/pareto", params={"cost": "no-such-metric", "policy": "run_id"})
+    assert r.status_code == 400 and 'id="pareto-error"' in r.text
+    assert "no-such-metric" in html.unescape(r.text)
+    one = client.get("/pareto", params={"cost": "steps", "policy": "agent_name"})
+    assert one.status_code == 400 and "two policies" in html.unescape(one.text)
+    bad = client.get("/pareto/chart.svg", params={"cost": "no-such-metric"})
+    assert bad.status_code == 400
+    assert client.get("/pareto/chart.svg").status_code == 400
+
+
+def test_a_store_without_a_cost_metric_says_so(tmp_path: Path) -> None:
+    from hylo_analytics.serve._data import DataVersion
+    from hylo_analytics.serve.pages import pareto_choose
+
+    page = pareto_choose([], policy="run_id", version=DataVersion(0, None))
+    assert 'id="pareto-no-cost"' in page
