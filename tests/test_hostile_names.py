@@ -301,6 +301,13 @@ def test_the_ranking_and_pooled_pages_and_their_charts(client: Any) -> None:
         assert_nothing_injected(page.text, scripts=1, images="/pareto/")
     front = client.get("/pareto", params={"cost": "steps", "policy": "run_id"}).text
     assert text(PARENT) in front and text(CANDIDATE[:200]) in front
+    for params in ({"policy": "run_id"}, {"policy": "agent_version"}, {}):
+        page = client.get("/critical-difference", params=params)
+        assert page.status_code in (200, 400), (params, page.status_code)
+        assert_nothing_injected(page.text, scripts=1, images="/critical-difference/")
+    cd_svg = client.get("/critical-difference/chart.svg", params={"policy": "run_id"})
+    assert cd_svg.status_code == 200 and "foreignObject" not in cd_svg.text
+    assert Elements(cd_svg.text).count("script") == 0
     svg = client.get("/pareto/chart.svg", params={"cost": "steps", "policy": "run_id"})
     assert svg.status_code == 200
     found = Elements(svg.text)

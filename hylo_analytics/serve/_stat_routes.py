@@ -1,9 +1,9 @@
-"""The issue-42 statistics' routes: ``/pareto`` (the cost-quality front) and its chart."""
+"""The issue-42 statistics' routes: ``/pareto``, ``/critical-difference``, their charts."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -12,6 +12,7 @@ from starlette.routing import Route
 from hylo_analytics.errors import BadRequestError, HyloError
 from hylo_analytics.serve import pages
 from hylo_analytics.serve._data import StoreReader
+from hylo_analytics.stats.critical_difference import CDTest
 
 __all__ = ["stat_routes"]
 
@@ -32,7 +33,7 @@ def stat_routes(
     svg: Callable[[str], Response],
     draw: Callable[[Any], str],
 ) -> list[Route]:
-    """``/pareto`` and ``/pareto/chart.svg`` over ``reader``; ``html`` / ``svg`` make the
+    """``/pareto``, ``/critical-difference`` and their charts over ``reader``; ``html`` / ``svg`` make the
     responses, ``draw`` turns a chart into SVG text."""
 
     def metrics() -> list[str]:
@@ -73,4 +74,45 @@ def stat_routes(
             raise BadRequestError(f"cannot draw the front: {exc}") from exc
         return svg(reader.memo(("pareto-svg", cost, policy), lambda: draw(front.chart())))
 
-    return [Route("/pareto", pareto), Route("/pareto/chart.svg", chart)]
+    def cd_query(request: Request) -> tuple[str, str, str]:
+        policy = _param(request, "policy", "run_id")
+        metric = _param(request, "metric", "success")
+        test = _param(request, "test", "nemenyi")
+        if test not in ("nemenyi", "wilcoxon"):
+            raise BadRequestError("test must be nemenyi or wilcoxon")
+        return policy, metric, test
+
+    def cd_of(policy: str, metric: str, test: str) -> Any:
+        """``Store.critical_difference`` in a thread of its own, kept per data version."""
+        job = reader.background(
+            ("cd", policy, metric, test),
+            lambda store: store.critical_difference(
+                policy=policy, metric=metric, test=cast(CDTest, test)
+            ),
+        )
+        return job.result()
+
+    def cd(request: Request) -> Response:
+        policy, metric, test = cd_query(request)
+        version = reader.version()
+        try:
+            result = cd_of(policy, metric, test)
+        except (HyloError, ValueError) as exc:
+            return html(pages.cd_refused(policy, metric, test, str(exc), version=version), 400)
+        return html(pages.cd_page(result, policy=policy, version=version), 200)
+
+    def cd_chart(request: Request) -> Response:
+        policy, metric, test = cd_query(request)
+        try:
+            result = cd_of(policy, metric, test)
+        except (HyloError, ValueError) as exc:
+            raise BadRequestError(f"cannot draw the diagram: {exc}") from exc
+        key = ("cd-svg", policy, metric, test)
+        return svg(reader.memo(key, lambda: draw(result.chart())))
+
+    return [
+        Route("/pareto", pareto),
+        Route("/pareto/chart.svg", chart),
+        Route("/critical-difference", cd),
+        Route("/critical-difference/chart.svg", cd_chart),
+    ]

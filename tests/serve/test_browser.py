@@ -236,6 +236,12 @@ def test_the_pareto_page_in_a_real_browser(server: str, served_store: Path) -> N
         page.wait_for_function(
             "() => document.getElementById('pareto-chart').naturalWidth > 100", timeout=30_000
         )
+        page.goto(server + "/critical-difference?policy=run_id")
+        page.wait_for_selector("#cd-summary", timeout=30_000)
+        assert page.locator("tr[data-row]").count() == n
+        page.wait_for_function(
+            "() => document.getElementById('cd-chart').naturalWidth > 100", timeout=30_000
+        )
         assert errors == []
         browser.close()
 
@@ -287,6 +293,7 @@ def test_no_script_of_the_corpus_runs_in_a_real_browser(
         url("/rank", {}),  # refused: the one agent's name in the message
         url("/pareto", {"cost": "steps", "policy": "run_id"}),
         url("/pareto", {"cost": "steps"}),  # refused: one agent
+        url("/critical-difference", {"policy": "run_id"}),
     ]
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, args=ARGS)

@@ -75,3 +75,28 @@ def test_a_store_without_a_cost_metric_says_so(tmp_path: Path) -> None:
 
     page = pareto_choose([], policy="run_id", version=DataVersion(0, None))
     assert 'id="pareto-no-cost"' in page
+
+
+def test_the_critical_difference_page_shows_store_s_ranks(
+    client: TestClient, served_store: Path
+) -> None:
+    r = client.get("/critical-difference", params={"policy": "run_id"})
+    assert r.status_code == 200, r.text[-500:]
+    result = ha.open_store(served_store, create=False).critical_difference(policy="run_id")
+    rows = _cells(r.text)
+    assert [row[1] for row in rows] == result.ranks["policy"].to_list()
+    assert [row[0] for row in rows] == [str(x) for x in result.ranks["rank"]]
+    summary = html.unescape(r.text.split('id="cd-summary">', 1)[1].split("</p>", 1)[0])
+    assert "Friedman" in summary and f"CD = {result.cd:.3f}" in summary
+    chart = client.get("/critical-difference/chart.svg", params={"policy": "run_id"})
+    assert chart.status_code == 200 and "<svg" in chart.text
+    ranked = client.get("/rank", params={"policy": "run_id"}).text
+    assert 'id="rank-cd"' in ranked or 'id="rank-pending"' in ranked
+
+
+def test_the_critical_difference_page_refuses_with_a_reason(client: TestClient) -> None:
+    one = client.get("/critical-difference", params={"policy": "agent_name"})
+    assert one.status_code == 400 and 'id="cd-error"' in one.text
+    assert client.get("/critical-difference", params={"test": "t"}).status_code == 400
+    bad = client.get("/critical-difference/chart.svg", params={"metric": "no-such"})
+    assert bad.status_code == 400

@@ -8,6 +8,7 @@ page family: ``_runs``, ``_compare`` (a comparison, a pooled one, a task's pairs
 
 from __future__ import annotations
 
+from hylo_analytics.serve.pages._cd import cd_page, cd_refused
 from hylo_analytics.serve.pages._compare import comparison_page, pooled_page, task_page
 from hylo_analytics.serve.pages._episode import episode_page
 from hylo_analytics.serve.pages._layout import error_page, url
@@ -16,6 +17,8 @@ from hylo_analytics.serve.pages._rank import ranking_page, ranking_pending, rank
 from hylo_analytics.serve.pages._runs import runs_page
 
 __all__ = [
+    "cd_page",
+    "cd_refused",
     "comparison_page",
     "episode_page",
     "error_page",
