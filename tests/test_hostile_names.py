@@ -308,6 +308,12 @@ def test_the_ranking_and_pooled_pages_and_their_charts(client: Any) -> None:
     cd_svg = client.get("/critical-difference/chart.svg", params={"policy": "run_id"})
     assert cd_svg.status_code == 200 and "foreignObject" not in cd_svg.text
     assert Elements(cd_svg.text).count("script") == 0
+    for run in (PARENT, CANDIDATE):
+        page = client.get("/shrink", params={"run": run})
+        assert page.status_code == 200, (run[:40], page.status_code)
+        assert_nothing_injected(page.text, scripts=1, images="/shrink/")
+        chart = client.get("/shrink/chart.svg", params={"run": run})
+        assert chart.status_code == 200 and "foreignObject" not in chart.text
     svg = client.get("/pareto/chart.svg", params={"cost": "steps", "policy": "run_id"})
     assert svg.status_code == 200
     found = Elements(svg.text)

@@ -110,7 +110,32 @@ def stat_routes(
         key = ("cd-svg", policy, metric, test)
         return svg(reader.memo(key, lambda: draw(result.chart())))
 
+    def shrunk(request: Request) -> tuple[str, str, Any]:
+        run, metric = _param(request, "run"), _param(request, "metric", "success")
+        reader.check_runs([run] if run else [])
+        job = reader.background(
+            ("shrink", run, metric), lambda store: store.shrink(run, metric=metric)
+        )
+        try:
+            return run, metric, job.result()
+        except (HyloError, ValueError) as exc:
+            raise BadRequestError(f"cannot shrink: {exc}") from exc
+
+    def shrink(request: Request) -> Response:
+        run, metric, frame = shrunk(request)
+        return html(pages.shrink_page(frame, run=run, metric=metric, version=reader.version()), 200)
+
+    def shrink_chart(request: Request) -> Response:
+        from hylo_analytics import charts
+
+        run, metric, frame = shrunk(request)
+        if frame.is_empty():
+            raise BadRequestError("no tasks to draw")
+        return svg(reader.memo(("shrink-svg", run, metric), lambda: draw(charts.shrinkage(frame))))
+
     return [
+        Route("/shrink", shrink),
+        Route("/shrink/chart.svg", shrink_chart),
         Route("/pareto", pareto),
         Route("/pareto/chart.svg", chart),
         Route("/critical-difference", cd),

@@ -100,3 +100,17 @@ def test_the_critical_difference_page_refuses_with_a_reason(client: TestClient) 
     assert client.get("/critical-difference", params={"test": "t"}).status_code == 400
     bad = client.get("/critical-difference/chart.svg", params={"metric": "no-such"})
     assert bad.status_code == 400
+
+
+def test_the_shrink_page_shows_store_shrink_s_rows(client: TestClient, served_store: Path) -> None:
+    run = "run-octo-ft-1.0.0-0000"
+    r = client.get("/shrink", params={"run": run})
+    assert r.status_code == 200, r.text[-500:]
+    frame = ha.open_store(served_store, create=False).shrink(run)
+    rows = _cells(r.text)
+    assert [row[1] for row in rows] == frame["task_id"].to_list()
+    chart = client.get("/shrink/chart.svg", params={"run": run})
+    assert chart.status_code == 200 and "<svg" in chart.text
+    assert client.get("/shrink", params={"run": "no-such-run"}).status_code == 404
+    assert client.get("/shrink").status_code == 404
+    assert client.get("/shrink", params={"run": run, "metric": "nope"}).status_code == 400

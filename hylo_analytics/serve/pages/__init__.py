@@ -15,6 +15,7 @@ from hylo_analytics.serve.pages._layout import error_page, url
 from hylo_analytics.serve.pages._pareto import pareto_choose, pareto_page, pareto_refused
 from hylo_analytics.serve.pages._rank import ranking_page, ranking_pending, ranking_refused
 from hylo_analytics.serve.pages._runs import runs_page
+from hylo_analytics.serve.pages._shrink import shrink_page
 
 __all__ = [
     "cd_page",
@@ -30,6 +31,7 @@ __all__ = [
     "ranking_pending",
     "ranking_refused",
     "runs_page",
+    "shrink_page",
     "task_page",
     "url",
 ]
