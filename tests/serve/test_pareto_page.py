@@ -114,3 +114,10 @@ def test_the_shrink_page_shows_store_shrink_s_rows(client: TestClient, served_st
     assert client.get("/shrink", params={"run": "no-such-run"}).status_code == 404
     assert client.get("/shrink").status_code == 404
     assert client.get("/shrink", params={"run": run, "metric": "nope"}).status_code == 400
+
+
+def test_the_compare_page_links_each_run_s_shrinkage(client: TestClient) -> None:
+    parent, cand = "run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"
+    r = client.get("/compare", params={"parent": parent, "candidate": cand})
+    assert r.status_code == 200
+    assert f'href="/shrink?run={cand}"' in r.text and f'href="/shrink?run={parent}"' in r.text
