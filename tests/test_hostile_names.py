@@ -314,6 +314,10 @@ def test_the_ranking_and_pooled_pages_and_their_charts(client: Any) -> None:
         assert_nothing_injected(page.text, scripts=1, images="/shrink/")
         chart = client.get("/shrink/chart.svg", params={"run": run})
         assert chart.status_code == 200 and "foreignObject" not in chart.text
+    for params in ({}, {"trusted_source": "scorer:success", "baseline": PARENT}):
+        page = client.get("/calibrate", params=params)
+        assert page.status_code in (200, 400), (params, page.status_code)
+        assert_nothing_injected(page.text, scripts=1)
     svg = client.get("/pareto/chart.svg", params={"cost": "steps", "policy": "run_id"})
     assert svg.status_code == 200
     found = Elements(svg.text)

@@ -133,7 +133,54 @@ def stat_routes(
             raise BadRequestError("no tasks to draw")
         return svg(reader.memo(("shrink-svg", run, metric), lambda: draw(charts.shrinkage(frame))))
 
+    def cal_query(request: Request) -> dict[str, str]:
+        return {k: _param(request, k) for k in ("trusted_source", "judge_source", "baseline")}
+
+    def sources() -> list[str]:
+        found = reader.memo(
+            ("sources",), lambda: reader.sql("SELECT DISTINCT source FROM scores ORDER BY 1")
+        )
+        return [str(s) for s in found["source"].to_list() if s is not None]
+
+    def calibrated(q: dict[str, str]) -> Any:
+        job = reader.background(
+            ("calibrate", *q.values()),
+            lambda store: store.calibrate(
+                policy="run_id",
+                trusted_source=q["trusted_source"] or None,
+                judge_source=q["judge_source"] or None,
+                baseline=q["baseline"] or None,
+            ),
+        )
+        return job.result()
+
+    def calibrate(request: Request) -> Response:
+        q, known, version = cal_query(request), sources(), reader.version()
+        args = (known, q["trusted_source"], q["judge_source"], q["baseline"])
+        if not q["trusted_source"]:
+            said = (
+                "No trusted source chosen: calibration needs a trusted grade (a person's or an "
+                "oracle's scores, on some keys) and a judge's grades of every key; the store's "
+                f"sources are {', '.join(known) or 'none'}"
+            )
+            return html(pages.calibrate_refused(*args, said, version=version), 200)
+        try:
+            result = calibrated(q)
+        except (HyloError, ValueError) as exc:
+            return html(pages.calibrate_refused(*args, str(exc), version=version), 400)
+        return html(pages.calibrate_page(result, known, query=q, version=version), 200)
+
+    def calibrate_chart(request: Request) -> Response:
+        q = cal_query(request)
+        try:
+            result = calibrated(q)
+        except (HyloError, ValueError) as exc:
+            raise BadRequestError(f"cannot draw the calibration: {exc}") from exc
+        return svg(reader.memo(("calibrate-svg", *q.values()), lambda: draw(result.chart())))
+
     return [
+        Route("/calibrate", calibrate),
+        Route("/calibrate/chart.svg", calibrate_chart),
         Route("/shrink", shrink),
         Route("/shrink/chart.svg", shrink_chart),
         Route("/pareto", pareto),

@@ -121,3 +121,13 @@ def test_the_compare_page_links_each_run_s_shrinkage(client: TestClient) -> None
     r = client.get("/compare", params={"parent": parent, "candidate": cand})
     assert r.status_code == 200
     assert f'href="/shrink?run={cand}"' in r.text and f'href="/shrink?run={parent}"' in r.text
+
+
+def test_the_calibrate_page_says_when_there_is_no_trusted_source(client: TestClient) -> None:
+    r = client.get("/calibrate")
+    assert r.status_code == 200 and 'id="calibrate-error"' in r.text
+    assert "No trusted source" in r.text and "scorer:success" in r.text
+    both = {"trusted_source": "scorer:success", "judge_source": "scorer:success"}
+    refused = client.get("/calibrate", params=both)
+    assert refused.status_code == 400 and 'id="calibrate-error"' in refused.text
+    assert client.get("/calibrate/chart.svg", params=both).status_code == 400

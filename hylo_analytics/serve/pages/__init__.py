@@ -8,6 +8,7 @@ page family: ``_runs``, ``_compare`` (a comparison, a pooled one, a task's pairs
 
 from __future__ import annotations
 
+from hylo_analytics.serve.pages._calibrate import calibrate_page, calibrate_refused
 from hylo_analytics.serve.pages._cd import cd_page, cd_refused
 from hylo_analytics.serve.pages._compare import comparison_page, pooled_page, task_page
 from hylo_analytics.serve.pages._episode import episode_page
@@ -18,6 +19,8 @@ from hylo_analytics.serve.pages._runs import runs_page
 from hylo_analytics.serve.pages._shrink import shrink_page
 
 __all__ = [
+    "calibrate_page",
+    "calibrate_refused",
     "cd_page",
     "cd_refused",
     "comparison_page",
