@@ -188,3 +188,34 @@ def stat_routes(
         Route("/critical-difference", cd),
         Route("/critical-difference/chart.svg", cd_chart),
     ]
+
+
+def epochs_note(reader: StoreReader, candidate: str, parent: str, metric: str) -> str:
+    """``Store.epochs_plan``'s sentence for a comparison whose keys have two epochs or more
+    (HTML, escaped), else "" (kept per data version)."""
+    from hylo_analytics.serve.pages._layout import _e, _prose
+
+    def make() -> str:
+        try:
+            plan = reader.background(
+                ("epochs", candidate, parent, metric),
+                lambda store: store.epochs_plan(candidate, parent, metric=metric),
+            ).result()
+        except (HyloError, ValueError):
+            return ""
+        if plan.is_empty() or (plan["epochs"][0] or 0) < 2:
+            return ""
+        r = plan.row(0, named=True)
+        share = r["within_share"]
+        said = f"{_e(r['epochs'])} epochs per key"
+        if share is not None:
+            said += f"; the epochs' noise is {share:.0%} of the difference's variance"
+        if r["epochs_to_halve"] is not None:
+            said += f"; {_e(r['epochs_to_halve'])} epochs per key would halve the interval"
+        if r["items_to_halve"] is not None:
+            said += f", or {_e(r['items_to_halve'])} keys"
+        note = f" {_prose(r['note'])}" if r.get("note") else ""
+        return f'<p class="note epochs-plan">{said}.{note}</p>'
+
+    note: str = reader.memo(("epochs-plan", candidate, parent, metric), make)
+    return note

@@ -44,7 +44,7 @@ from hylo_analytics.serve._data import (
     parse_errors,
 )
 from hylo_analytics.serve._rank_routes import rank_routes
-from hylo_analytics.serve._stat_routes import stat_routes
+from hylo_analytics.serve._stat_routes import epochs_note, stat_routes
 
 __all__ = ["LOOPBACK_HOSTS", "TOKEN_COOKIE", "Access", "BadRequestError", "create_app"]
 
@@ -267,6 +267,7 @@ def create_app(
                 {"parent": parent, "candidate": c, "errors": errors, "metric": metric},
             )
             + '"></div>'
+            + epochs_note(reader, c, parent, metric or "success")
             for c in candidates
         }
         return html(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -131,3 +131,33 @@ def test_the_calibrate_page_says_when_there_is_no_trusted_source(client: TestCli
     refused = client.get("/calibrate", params=both)
     assert refused.status_code == 400 and 'id="calibrate-error"' in refused.text
     assert client.get("/calibrate/chart.svg", params=both).status_code == 400
+
+
+def test_one_epoch_keys_show_no_epochs_plan(client: TestClient) -> None:
+    parent, cand = "run-octo-ft-1.0.0-0000", "run-octo-ft-1.2.0-rc1-0002"
+    r = client.get("/compare", params={"parent": parent, "candidate": cand})
+    assert r.status_code == 200 and "epochs-plan" not in r.text  # one epoch a key
+
+
+def test_the_epochs_sentence_of_a_two_epoch_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    import polars as pl
+
+    from hylo_analytics.serve import _stat_routes
+
+    class Done:
+        def result(self) -> pl.DataFrame:
+            return pl.DataFrame(
+                {"epochs": [3.0], "within_share": [0.5], "epochs_to_halve": [12],
+                 "items_to_halve": [40], "note": ["<b>x</b>"]}
+            )  # fmt: skip
+
+    class Reader:
+        def background(self, key: object, read: object) -> Done:
+            return Done()
+
+        def memo(self, key: object, make: Callable[[], str]) -> str:
+            return make()
+
+    said = _stat_routes.epochs_note(Reader(), "a", "b", "success")  # type: ignore[arg-type]
+    assert "3.0 epochs per key" in said and "50%" in said and "12 epochs" in said
+    assert "<b>" not in said
