@@ -297,6 +297,35 @@ def test_the_ranking_and_pooled_pages_and_their_charts(client: Any) -> None:
         assert not any("data-pwned" in a or any(k.startswith("on") for k in a)
                        for _t, a in found.tags), kind  # fmt: skip
         assert found.count("script") == 0 and "foreignObject" not in svg.text
+    for params in ({"cost": "steps", "policy": "run_id"}, {"cost": "steps"}, {}):
+        page = client.get("/pareto", params=params)
+        assert page.status_code in (200, 400), (params, page.status_code)
+        assert_nothing_injected(page.text, scripts=1, images="/pareto/")
+    front = client.get("/pareto", params={"cost": "steps", "policy": "run_id"}).text
+    assert text(PARENT) in front and text(CANDIDATE[:200]) in front
+    for params in ({"policy": "run_id"}, {"policy": "agent_version"}, {}):
+        page = client.get("/critical-difference", params=params)
+        assert page.status_code in (200, 400), (params, page.status_code)
+        assert_nothing_injected(page.text, scripts=1, images="/critical-difference/")
+    cd_svg = client.get("/critical-difference/chart.svg", params={"policy": "run_id"})
+    assert cd_svg.status_code == 200 and "foreignObject" not in cd_svg.text
+    assert Elements(cd_svg.text).count("script") == 0
+    for run in (PARENT, CANDIDATE):
+        page = client.get("/shrink", params={"run": run})
+        assert page.status_code == 200, (run[:40], page.status_code)
+        assert_nothing_injected(page.text, scripts=1, images="/shrink/")
+        chart = client.get("/shrink/chart.svg", params={"run": run})
+        assert chart.status_code == 200 and "foreignObject" not in chart.text
+    for params in ({}, {"trusted_source": "scorer:success", "baseline": PARENT}):
+        page = client.get("/calibrate", params=params)
+        assert page.status_code in (200, 400), (params, page.status_code)
+        assert_nothing_injected(page.text, scripts=1)
+    svg = client.get("/pareto/chart.svg", params={"cost": "steps", "policy": "run_id"})
+    assert svg.status_code == 200
+    found = Elements(svg.text)
+    assert not any("data-pwned" in a or any(k.startswith("on") for k in a)
+                   for _t, a in found.tags)  # fmt: skip
+    assert found.count("script") == 0 and "foreignObject" not in svg.text
     pick = client.get("/pooled/pick", params={"parent": PARENT, "candidate": CANDIDATE})
     assert pick.status_code == 400 and "selector can spell" in pick.text  # an "=" in it
     assert_nothing_injected(pick.text, scripts=1)

@@ -44,6 +44,7 @@ from hylo_analytics.serve._data import (
     parse_errors,
 )
 from hylo_analytics.serve._rank_routes import rank_routes
+from hylo_analytics.serve._stat_routes import epochs_note, stat_routes
 
 __all__ = ["LOOPBACK_HOSTS", "TOKEN_COOKIE", "Access", "BadRequestError", "create_app"]
 
@@ -266,6 +267,7 @@ def create_app(
                 {"parent": parent, "candidate": c, "errors": errors, "metric": metric},
             )
             + '"></div>'
+            + epochs_note(reader, c, parent, metric or "success")
             for c in candidates
         }
         return html(
@@ -476,6 +478,7 @@ def create_app(
             Route("/pooled/pick", pooled_pick),
             Route("/pooled/forest.svg", pooled_forest),
             *rank_routes(reader, html=html, svg=svg_response, page_number=_page_number, draw=_draw),
+            *stat_routes(reader, html=html, svg=svg_response, draw=_draw),
             Route("/episode", episode),
             Route("/episode/field", whole_field),
             Route("/api/version", version),

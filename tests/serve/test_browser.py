@@ -213,6 +213,39 @@ def test_the_ranking_page_in_a_real_browser(
         browser.close()
 
 
+def test_the_pareto_page_in_a_real_browser(server: str, served_store: Path) -> None:
+    """From the nav to the front of every run on steps: the table and the chart drawn."""
+    n = ha.open_store(served_store, create=False).runs().height
+    executable = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=ARGS)
+        page: Any = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on(
+            "console",
+            lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
+        page.goto(server + "/")
+        page.click("header >> text=pareto")
+        page.wait_for_selector("#pareto-pick")
+        page.click("#pareto-pick >> text=steps")
+        page.wait_for_selector("#pareto-summary", timeout=30_000)
+        assert page.locator("tr[data-row]").count() == n
+        page.wait_for_function(
+            "() => document.getElementById('pareto-chart').naturalWidth > 100", timeout=30_000
+        )
+        page.goto(server + "/critical-difference?policy=run_id")
+        page.wait_for_selector("#cd-summary", timeout=30_000)
+        assert page.locator("tr[data-row]").count() == n
+        page.wait_for_function(
+            "() => document.getElementById('cd-chart').naturalWidth > 100", timeout=30_000
+        )
+        assert errors == []
+        browser.close()
+
+
 @pytest.fixture(scope="module")
 def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scored store of runs, agents and tasks named after attacks (tests/hostile_data.py)."""
@@ -258,6 +291,9 @@ def test_no_script_of_the_corpus_runs_in_a_real_browser(
         url("/episode", {**pair, "key": key}),
         url("/rank", {"policy": "run_id"}),
         url("/rank", {}),  # refused: the one agent's name in the message
+        url("/pareto", {"cost": "steps", "policy": "run_id"}),
+        url("/pareto", {"cost": "steps"}),  # refused: one agent
+        url("/critical-difference", {"policy": "run_id"}),
     ]
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, args=ARGS)

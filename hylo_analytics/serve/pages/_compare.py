@@ -94,6 +94,17 @@ def comparison_page(
             parts.append(f'<p class="note errors-note">{_prose(o["errors_note"])}</p>')
         if o.get("gate_note"):
             parts.append(f'<p class="note">{_prose(o["gate_note"])}</p>')
+        if o.get("n_clusters") is not None:  # a clustered comparison: its clusters and df
+            parts.append(
+                f'<p class="note clusters">{_e(o["n_clusters"])} clusters'
+                + (f", ci df {_e(o['ci_df'])}" if o.get("ci_df") is not None else "")
+                + "</p>"
+            )
+        parts.append(
+            f'<p class="note shrink-links">Per-task rates shrunk toward their suite: '
+            f'<a href="{url("/shrink", {"run": cand})}">the candidate</a>, '
+            f'<a href="{url("/shrink", {"run": parent})}">the parent</a>.</p>'
+        )
         parts.append(forests.get(cand, ""))
 
         task_href = _task_link(parent, cand, errors, metric)

@@ -75,7 +75,7 @@ def _layout(
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)} - hylo-analytics</title><style>{CSS}</style></head>"
         f'<body data-version="{tag}" data-live="{"reload" if pending else live}"{flag}>'
-        f'<header><a href="/">runs</a><a href="/rank">ranking</a><span>hylo-analytics</span>'
+        f'<header><a href="/">runs</a><a href="/rank">ranking</a><a href="/pareto">pareto</a><span>hylo-analytics</span>'
         f'<span class="asof" id="asof">data as of {_e(version.text())}</span></header>'
         f'<div id="live">New data in the store - <a href="">reload</a></div>'
         f"<main>{body}</main><script>{JS}</script></body></html>"

@@ -114,7 +114,9 @@ def ranking_page(
         f"Showing ranks {lo:,} to {hi:,} of {n:,}.</p>",
         f'<p class="note">Computed in {view.seconds:.1f} s and kept until the store changes. '
         "Every row: <code>hylo-analytics rank --top 0 --format csv -o ranks.csv</code> with "
-        "the same options, or <code>Store.rank</code>.</p>",
+        "the same options, or <code>Store.rank</code>. Average ranks across tasks: "
+        f'<a href="{url("/critical-difference", {"policy": query.policy})}" id="rank-cd">'
+        "the critical-difference diagram</a>.</p>",
         pager + _table(columns, rows) + pager,
         imgs,
     ]
