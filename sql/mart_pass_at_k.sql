@@ -33,7 +33,7 @@ items as (
         metric,
         any_value(errors) as errors,
         count(value) as n,
-        cast(sum(value) as bigint) as c,
+        count(case when value = 1 then 1 end) as c,
         bool_and(value in (0, 1) or value is null) as zero_one
     from epochs
     group by run_id, key, metric
