@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from flip_data import commit
 
 import hylo_analytics as ha
 from hylo_analytics.stats.repeated import pass_at, pass_hat
@@ -41,16 +42,7 @@ def _store(root: Path, seed: int) -> ha.Store:
                         {**base, "metric": metric, "value": v, "valid": v is not None,
                          "skip_reason": why, "source": "evallog", "source_kind": "imported"}
                     )  # fmt: skip
-    store = ha.open_store(root)
-    with store.parquet.lock():
-        store.parquet.commit(
-            {
-                "runs": pa.Table.from_pylist(runs),
-                "samples": pa.Table.from_pylist(samples),
-                "scores": pa.Table.from_pylist(scores),
-            }
-        )
-    return store
+    return commit(root, runs, samples, scores)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

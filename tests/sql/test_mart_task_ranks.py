@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 import pytest
+from flip_data import commit
 
 import hylo_analytics as ha
 
@@ -36,16 +36,7 @@ def _store(root: Path, seed: int) -> ha.Store:
                          "skip_reason": None if value is not None else "harness error: x",
                          "source": "evallog", "source_kind": "imported"}
                     )  # fmt: skip
-    store = ha.open_store(root)
-    with store.parquet.lock():
-        store.parquet.commit(
-            {
-                "runs": pa.Table.from_pylist(runs),
-                "samples": pa.Table.from_pylist(samples),
-                "scores": pa.Table.from_pylist(scores),
-            }
-        )
-    return store
+    return commit(root, runs, samples, scores)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
