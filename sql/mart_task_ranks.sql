@@ -19,93 +19,61 @@ with cells as (
     where a.n_valid > 0 and a.mean is not null and a.task_id is not null
 ),
 
-suites as (
+-- cells is read once, every count a window over it: each CTE read twice is inlined twice
+-- by Spark, and over the unresolved rule (a store an older version wrote) its plan no
+-- longer fits the driver's heap
+numbered as (
     select
-        benchmark_id,
-        split,
-        metric,
-        count(distinct run_id) as n_runs,
-        count(distinct task_id) as n_tasks
+        *,
+        round(mean * cast(68719476736 as double)) as unit,
+        row_number() over (partition by benchmark_id, split, metric, run_id order by task_id)
+            as run_row,
+        row_number() over (partition by benchmark_id, split, metric, task_id order by run_id)
+            as task_row,
+        count(*) over (partition by benchmark_id, split, metric, run_id) as n_valid_tasks,
+        count(*) over (partition by benchmark_id, split, metric, task_id) as n_on_task
     from cells
-    group by benchmark_id, split, metric
 ),
 
-complete as (
-    -- the tasks every run of the suite has a valid mean on
-    select c.benchmark_id, c.split, c.metric, c.task_id
-    from cells as c
-    inner join suites as s
-        on s.benchmark_id = c.benchmark_id
-        and s.split is not distinct from c.split
-        and s.metric = c.metric
-    group by c.benchmark_id, c.split, c.metric, c.task_id
-    having count(*) = any_value(s.n_runs)
-),
-
-units as (
-    select c.*, round(c.mean * cast(68719476736 as double)) as unit
-    from cells as c
-    inner join complete as b
-        on b.benchmark_id = c.benchmark_id
-        and b.split is not distinct from c.split
-        and b.metric = c.metric
-        and b.task_id = c.task_id
+counted as (
+    select
+        *,
+        sum(case when run_row = 1 then 1 else 0 end)
+            over (partition by benchmark_id, split, metric) as n_runs,
+        sum(case when task_row = 1 then 1 else 0 end)
+            over (partition by benchmark_id, split, metric) as n_tasks
+    from numbered
 ),
 
 ranked as (
+    -- on a complete task (every run of the suite has a valid mean there) the runs at least
+    -- as good (peers included: the default RANGE frame) minus half of the ties beside it:
+    -- the mid rank, in any engine's window functions
     select
         *,
-        -- the runs at least as good (peers included: the default RANGE frame) minus half
-        -- of the ties beside it: the mid rank, in any engine's window functions
+        n_on_task = n_runs as complete,
         count(*) over (
             partition by benchmark_id, split, metric, task_id order by unit desc
         ) - cast(
             count(*) over (partition by benchmark_id, split, metric, task_id, unit) - 1 as double
         ) / 2
             as block_rank
-    from units
+    from counted
 ),
 
-runs as (
-    select benchmark_id, split, metric, run_id, count(*) as n_valid_tasks
-    from cells
-    group by benchmark_id, split, metric, run_id
-),
-
-averages as (
+final as (
     select
         benchmark_id,
         split,
         metric,
         run_id,
-        avg(block_rank) as avg_rank,
-        avg(mean) as mean,
-        count(*) as n_blocks
+        avg(case when complete then block_rank end) as avg_rank,
+        avg(case when complete then mean end) as mean,
+        count(case when complete then 1 end) as n_blocks,
+        any_value(n_tasks) - any_value(n_valid_tasks) as n_missing,
+        any_value(n_runs) as n_runs
     from ranked
     group by benchmark_id, split, metric, run_id
-),
-
-final as (
-    select
-        u.benchmark_id,
-        u.split,
-        u.metric,
-        u.run_id,
-        a.avg_rank,
-        a.mean,
-        coalesce(a.n_blocks, 0) as n_blocks,
-        s.n_tasks - u.n_valid_tasks as n_missing,
-        s.n_runs
-    from runs as u
-    inner join suites as s
-        on s.benchmark_id = u.benchmark_id
-        and s.split is not distinct from u.split
-        and s.metric = u.metric
-    left join averages as a
-        on a.benchmark_id = u.benchmark_id
-        and a.split is not distinct from u.split
-        and a.metric = u.metric
-        and a.run_id = u.run_id
 )
 
 select * from final
